@@ -1,0 +1,1 @@
+//! settle client (see issue 3)

@@ -1,0 +1,257 @@
+//! Everything callable from SQL (SPEC §4). Each function is SECURITY INVOKER:
+//! it runs with the caller's privileges on the queue table. Product errors are
+//! raised here, at the top of each function, with their own SQLSTATE (see
+//! `error.rs`); arguments are all `Option` so that a NULL gets a clear SQ004
+//! rather than a generic failure.
+
+use crate::desc::{self, spi, Registration};
+use crate::error::{ok_or_raise, Result, SettleError};
+use crate::ops::{self, Action, Outcome};
+use crate::sql::{ident, literal};
+use pgrx::datum::{Interval, TimestampWithTimeZone};
+use pgrx::prelude::*;
+use pgrx::{JsonB, PgRelation};
+
+fn need<'a, T>(v: Option<T>, what: &str) -> Result<T> {
+    v.ok_or_else(|| SettleError::InvalidArgument(format!("{what} must not be NULL")))
+}
+
+/// Register (or update) a queue: idempotent upsert of its descriptor.
+#[pg_extern(security_invoker)]
+fn queue_register(
+    queue: Option<&str>,
+    tbl: Option<PgRelation>,
+    form: Option<&str>,
+    max_attempts: default!(Option<i32>, "NULL"),
+    dead_letter: default!(Option<&str>, "NULL"),
+    columns: default!(Option<JsonB>, "'{}'"),
+) {
+    let r = (|| {
+        let queue = need(queue, "queue")?;
+        let tbl = need(tbl, "tbl")?;
+        let form = need(form, "form")?;
+        Spi::connect_mut(|client| {
+            desc::register(
+                client,
+                Registration {
+                    queue,
+                    rel: &tbl,
+                    form,
+                    max_attempts,
+                    dead_letter,
+                    columns: columns.as_ref().map(|j| &j.0),
+                },
+            )
+        })
+    })();
+    ok_or_raise(r)
+}
+
+/// Claim up to `batch` ready rows.
+#[pg_extern(security_invoker)]
+fn queue_claim(
+    queue: Option<&str>,
+    batch: default!(Option<i32>, 1),
+    lease: default!(Option<Interval>, "NULL"),
+) -> TableIterator<
+    'static,
+    (
+        name!(id, String),
+        name!(attempt, Option<i32>),
+        name!(token, Option<TimestampWithTimeZone>),
+        name!(payload, Option<JsonB>),
+    ),
+> {
+    let r = (|| ops::claim(need(queue, "queue")?, batch, lease))();
+    let rows = ok_or_raise(r);
+    TableIterator::new(rows.into_iter().map(|d| (d.id, d.attempt, d.token, d.payload)))
+}
+
+/// Settle one delivery with an outcome.
+#[pg_extern(security_invoker)]
+fn queue_complete(
+    queue: Option<&str>,
+    id: Option<&str>,
+    outcome: Option<&str>,
+    delay: default!(Option<Interval>, "NULL"),
+    token: default!(Option<TimestampWithTimeZone>, "NULL"),
+) -> String {
+    let r = (|| {
+        ops::complete_one(need(queue, "queue")?, need(id, "id")?, need(outcome, "outcome")?, delay, token)
+    })();
+    ok_or_raise(r)
+}
+
+/// Settle many deliveries of one queue with one outcome in one statement.
+/// Returns one row per id; `result` is NULL for an id this call did not hold
+/// (`lease_lost` in the lease form, `not_held` otherwise).
+#[pg_extern(security_invoker)]
+fn queue_complete_many(
+    queue: Option<&str>,
+    ids: Option<Vec<Option<String>>>,
+    outcome: Option<&str>,
+    delay: default!(Option<Interval>, "NULL"),
+    tokens: default!(Option<Vec<Option<TimestampWithTimeZone>>>, "NULL"),
+) -> TableIterator<'static, (name!(id, String), name!(result, String))> {
+    let r = (|| {
+        let queue = need(queue, "queue")?;
+        let outcome = Outcome::parse(need(outcome, "outcome")?)?;
+        let lease = tokens.is_some();
+        let out = ops::settle(queue, need(ids, "ids")?, Action::Outcome(outcome), delay, tokens)?;
+        Ok(out
+            .into_iter()
+            .map(|(id, r)| {
+                let r = r.unwrap_or_else(|| if lease { "lease_lost".into() } else { "not_held".into() });
+                (id, r)
+            })
+            .collect::<Vec<_>>())
+    })();
+    TableIterator::new(ok_or_raise(r))
+}
+
+/// Give a delivery back without settling it: lease cleared at once, advisory
+/// key unlocked at transaction end. The attempt stays counted.
+#[pg_extern(security_invoker)]
+fn queue_release(queue: Option<&str>, id: Option<&str>, token: default!(Option<TimestampWithTimeZone>, "NULL")) -> String {
+    let r = (|| ops::release_one(need(queue, "queue")?, need(id, "id")?, token))();
+    ok_or_raise(r)
+}
+
+/// Lease heartbeat: move the deadline to now + lease; returns the new token.
+#[pg_extern(security_invoker)]
+fn queue_extend(
+    queue: Option<&str>,
+    id: Option<&str>,
+    token: Option<TimestampWithTimeZone>,
+    lease: default!(Option<Interval>, "NULL"),
+) -> TimestampWithTimeZone {
+    let r = (|| ops::extend(need(queue, "queue")?, need(id, "id")?, token, lease))();
+    ok_or_raise(r)
+}
+
+/// Counts per queue (all registered queues when `queue` is NULL).
+#[pg_extern(security_invoker)]
+fn queue_stats(
+    queue: default!(Option<&str>, "NULL"),
+) -> TableIterator<
+    'static,
+    (
+        name!(queue, String),
+        name!(form, String),
+        name!(ready, i64),
+        name!(delayed, i64),
+        name!(in_flight, Option<i64>),
+        name!(dead, Option<i64>),
+        name!(oldest_ready_age, Option<Interval>),
+    ),
+> {
+    let r = ops::stats(queue);
+    let rows = ok_or_raise(r);
+    TableIterator::new(
+        rows.into_iter()
+            .map(|s| (s.queue, s.form, s.ready, s.delayed, s.in_flight, s.dead, s.oldest_ready_age)),
+    )
+}
+
+/// Move dead-lettered rows (all, or the given ids) back into the queue with
+/// attempt 0 and no delay; returns how many moved.
+#[pg_extern(security_invoker)]
+fn queue_requeue_dead(queue: Option<&str>, ids: default!(Option<Vec<Option<String>>>, "NULL")) -> i64 {
+    let r = (|| ops::requeue_dead(need(queue, "queue")?, ids))();
+    ok_or_raise(r)
+}
+
+/// Add or replace (sql given) or remove (sql NULL) a custom outcome. The SQL
+/// runs instead of the dialect's statement, with $1 = the row's id.
+#[pg_extern(security_invoker)]
+fn queue_register_outcome(queue: Option<&str>, name: Option<&str>, sql: Option<&str>) {
+    let r = (|| {
+        let queue = need(queue, "queue")?;
+        let name = need(name, "name")?;
+        Spi::connect_mut(|client| desc::register_outcome(client, queue, name, sql))
+    })();
+    ok_or_raise(r)
+}
+
+/// Create a queue table with the canonical columns and its index, (and its
+/// dead-letter table when max_attempts is given), then register it.
+#[pg_extern(security_invoker)]
+fn queue_create(
+    queue: Option<&str>,
+    form: default!(Option<&str>, "'lease'"),
+    max_attempts: default!(Option<i32>, "NULL"),
+    dead_letter: default!(Option<&str>, "NULL"),
+) -> String {
+    let r = (|| {
+        let queue = need(queue, "queue")?;
+        let form = need(form, "form")?;
+        if crate::sql::Form::parse(form).is_none() {
+            return Err(SettleError::InvalidDescriptor(format!(
+                "unknown form \"{form}\": use row_lock, lease or advisory"
+            )));
+        }
+        if queue.is_empty() || queue.len() > 63 {
+            return Err(SettleError::InvalidDescriptor(
+                "queue_create names the table after the queue: 1 to 63 bytes".into(),
+            ));
+        }
+        let dead_letter = match (max_attempts, dead_letter) {
+            (Some(_), None) => Some(format!("{queue}_dead")),
+            (_, d) => d.map(str::to_owned),
+        };
+        Spi::connect_mut(|client| {
+            let schema: String = spi(client
+                .select("SELECT pg_catalog.current_schema()::pg_catalog.text", None, &[])
+                .and_then(|t| t.first().get_one::<String>()))
+            .ok_or_else(|| SettleError::InvalidDescriptor("no schema to create the table in (search_path is empty)".into()))?;
+            let table = format!("{}.{}", ident(&schema), ident(queue));
+            spi(client.update(
+                &*format!(
+                    "CREATE TABLE {table} (\
+                       id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY, \
+                       payload jsonb NOT NULL DEFAULT '{{}}', \
+                       attempt integer NOT NULL DEFAULT 0, \
+                       retry_after timestamptz, \
+                       locked_until timestamptz, \
+                       created_at timestamptz NOT NULL DEFAULT pg_catalog.now())"
+                ),
+                None,
+                &[],
+            ));
+            let dl_table = match &dead_letter {
+                Some(dl) => {
+                    let exists: bool = spi(client
+                        .select("SELECT pg_catalog.to_regclass($1) IS NOT NULL", None, &[dl.as_str().into()])
+                        .and_then(|t| t.first().get_one::<bool>()))
+                    .unwrap_or(false);
+                    if !exists {
+                        let dl_full = format!("{}.{}", ident(&schema), ident(dl));
+                        spi(client.update(
+                            &*format!("CREATE TABLE {dl_full} (LIKE {table} INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES)"),
+                            None,
+                            &[],
+                        ));
+                        Some(dl_full)
+                    } else {
+                        Some(dl.clone())
+                    }
+                }
+                None => None,
+            };
+            spi(client.update(
+                &*format!(
+                    "SELECT queue_register({}, {}::regclass, {}, {}, {})",
+                    literal(queue),
+                    literal(&table),
+                    literal(form),
+                    max_attempts.map_or("NULL".into(), |n| n.to_string()),
+                    dl_table.as_deref().map_or("NULL".into(), literal),
+                ),
+                None,
+                &[],
+            ));
+            Ok(table)
+        })
+    })();
+    ok_or_raise(r)
+}

@@ -1,0 +1,78 @@
+//! settle — claim a row, run the handler, settle it with an outcome, for queues
+//! kept in ordinary PostgreSQL tables. See README.md and SPEC.md.
+//!
+//! Layout: `api/` holds every SQL-callable function; `desc` registers, loads
+//! and caches queue descriptors and their kept plans; `sql` builds the SQL of
+//! each queue; `ops` runs claims and outcomes; `held` keeps the advisory form's
+//! per-session state; `error` raises the product SQLSTATEs.
+
+use pgrx::prelude::*;
+
+mod api;
+mod desc;
+mod error;
+mod held;
+mod ops;
+mod sql;
+
+::pgrx::pg_module_magic!();
+
+#[pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    held::init();
+}
+
+extension_sql!(
+    r#"
+-- The queue registry: one row per queue. Readable by every role; a row can be
+-- added, changed or removed only by a role that owns (is a member of the owner
+-- of) the queue table it names, enforced by row-level security, because every
+-- settle function runs with its caller's privileges.
+CREATE TABLE settle_queues (
+    queue             text PRIMARY KEY CHECK (queue <> ''),
+    tbl               regclass NOT NULL,
+    form              text NOT NULL CHECK (form IN ('row_lock', 'lease', 'advisory')),
+    max_attempts      integer CHECK (max_attempts >= 1),
+    dead_letter       text,
+    dead_letter_table regclass,
+    columns           jsonb NOT NULL DEFAULT '{}',
+    outcomes          jsonb NOT NULL DEFAULT '{}',
+    CHECK ((max_attempts IS NULL) = (dead_letter IS NULL))
+);
+COMMENT ON TABLE settle_queues IS 'settle: registered queues (change them with queue_register / queue_register_outcome / queue_unregister)';
+SELECT pg_catalog.pg_extension_config_dump('settle_queues', '');
+ALTER TABLE settle_queues ENABLE ROW LEVEL SECURITY;
+GRANT SELECT, INSERT, UPDATE, DELETE ON settle_queues TO PUBLIC;
+CREATE POLICY settle_queues_read ON settle_queues FOR SELECT USING (true);
+CREATE POLICY settle_queues_insert ON settle_queues FOR INSERT
+    WITH CHECK (pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = tbl), 'USAGE'));
+CREATE POLICY settle_queues_update ON settle_queues FOR UPDATE
+    USING (pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = tbl), 'USAGE'))
+    WITH CHECK (pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = tbl), 'USAGE'));
+CREATE POLICY settle_queues_delete ON settle_queues FOR DELETE
+    USING (pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = tbl), 'USAGE'));
+"#,
+    name = "bootstrap",
+    bootstrap
+);
+
+extension_sql!(
+    r#"
+-- The advisory key of a row, as the advisory form locks it
+-- (pg_try_advisory_lock(bigint); in pg_locks: classid = key >> 32,
+-- objid = key & 0xffffffff, objsubid = 1).
+CREATE FUNCTION queue_advisory_key(queue text, id text) RETURNS bigint
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$ SELECT pg_catalog.hashtextextended(
+        pg_catalog.length($1)::pg_catalog.text OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) $1
+        OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) $2, 0) $$;
+
+-- Remove a queue's registration (its table and rows stay). True if it existed.
+CREATE FUNCTION queue_unregister(queue text) RETURNS boolean
+    LANGUAGE sql VOLATILE STRICT
+    AS $$ WITH d AS (DELETE FROM @extschema@.settle_queues q WHERE q.queue OPERATOR(pg_catalog.=) $1 RETURNING 1)
+          SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 FROM d $$;
+"#,
+    name = "sql_helpers",
+    requires = ["bootstrap"]
+);

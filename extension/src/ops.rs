@@ -1,0 +1,519 @@
+//! What each SQL function does: claim in three forms, settle with an outcome,
+//! extend, release, stats, requeue. SQL text comes from `sql.rs`, plans from
+//! `desc.rs`; this module decides, checks arguments and keeps advisory state.
+
+use crate::desc::{self, spi, PlanKey, Queue};
+use crate::error::{bail, Result, SettleError};
+use crate::held;
+use crate::sql::{Form, Write};
+use pgrx::datum::{DatumWithOid, Interval, TimestampWithTimeZone};
+use pgrx::prelude::*;
+use pgrx::spi::SpiClient;
+use pgrx::{pg_sys, JsonB};
+use std::collections::{HashMap, HashSet};
+
+/// Largest batch one claim takes.
+pub const MAX_BATCH: i32 = 10_000;
+/// Lease when none is given.
+pub const DEFAULT_LEASE_MICROS: i64 = 30_000_000;
+
+pub struct Delivery {
+    pub id: String,
+    pub attempt: Option<i32>,
+    pub token: Option<TimestampWithTimeZone>,
+    pub payload: Option<JsonB>,
+}
+
+fn in_transaction_block() -> bool {
+    unsafe { pg_sys::IsTransactionBlock() }
+}
+
+fn lease_interval(lease: Option<Interval>) -> Result<Interval> {
+    let lease = lease.unwrap_or_else(|| Interval::from_micros(DEFAULT_LEASE_MICROS));
+    if lease.as_micros() < 1_000 {
+        bail!(InvalidArgument, "a lease must be at least 1 millisecond");
+    }
+    Ok(lease)
+}
+
+fn warn_dead(q: &Queue, id: &str) {
+    let s = &q.shape;
+    pgrx::warning!(
+        "settle: queue \"{}\": row {} reached max_attempts ({}) and was moved to the dead letter",
+        s.queue,
+        id,
+        s.max_attempts.unwrap_or_default()
+    );
+}
+
+/// Rows of a claim statement: (dead, id, attempt, token, payload).
+fn read_claimed(q: &Queue, t: pgrx::spi::SpiTupleTable<'_>, out: &mut Vec<Delivery>, dead: &mut Vec<String>) {
+    for r in t {
+        let is_dead = spi(r.get::<bool>(1)).unwrap_or(false);
+        let id = spi(r.get::<String>(2)).unwrap_or_default();
+        if is_dead {
+            warn_dead(q, &id);
+            dead.push(id);
+            continue;
+        }
+        out.push(Delivery {
+            id,
+            attempt: spi(r.get::<i32>(3)),
+            token: spi(r.get::<TimestampWithTimeZone>(4)),
+            payload: spi(r.get::<JsonB>(5)),
+        });
+    }
+}
+
+pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result<Vec<Delivery>> {
+    let batch = batch.unwrap_or(1);
+    if !(1..=MAX_BATCH).contains(&batch) {
+        bail!(InvalidArgument, "batch must be between 1 and {MAX_BATCH}, got {batch}");
+    }
+    Spi::connect_mut(|client| {
+        let q = desc::queue(client, queue)?;
+        if q.shape.form != Form::Lease && lease.is_some() {
+            bail!(InvalidArgument, "lease applies to the lease form only; queue \"{queue}\" uses {}", q.shape.form.name());
+        }
+        let mut out = Vec::new();
+        let mut dead = Vec::new();
+        match q.shape.form {
+            Form::RowLock => {
+                if !in_transaction_block() {
+                    bail!(
+                        NoTransaction,
+                        "row_lock claim on queue \"{queue}\" outside a transaction block: the lock would end with this statement"
+                    );
+                }
+                let plan = q.plan(client, PlanKey::ClaimRowLock);
+                let t = spi(client.select(&*plan, None, &[(batch as i64).into()]));
+                read_claimed(&q, t, &mut out, &mut dead);
+            }
+            Form::Lease => {
+                let lease = lease_interval(lease)?;
+                let plan = q.plan(client, PlanKey::Take);
+                let t = spi(client.select(&*plan, None, &[(batch as i64).into(), lease.into()]));
+                read_claimed(&q, t, &mut out, &mut dead);
+            }
+            Form::Advisory => advisory_claim(client, &q, batch as usize, &mut out, &mut dead),
+        }
+        Ok(out)
+    })
+}
+
+/// Walk ready rows in id order, lock keys with pg_try_advisory_lock, re-check
+/// the locked rows with a fresh snapshot (the previous holder may have settled
+/// them between our read and our lock) and count the attempt. Every key locked
+/// for a row not returned is unlocked again; until the claim hands a key over,
+/// it sits in the transaction-end unlock list, so an error half-way leaks none.
+fn advisory_claim(client: &SpiClient<'_>, q: &Queue, batch: usize, out: &mut Vec<Delivery>, dead: &mut Vec<String>) {
+    let queue = q.shape.queue.as_str();
+    let page = (batch as i64) * 2 + 16;
+    let mark = held::claim_mark();
+    let mut after: Option<String> = None;
+    for _round in 0..16 {
+        let want = batch - out.len();
+        if want == 0 {
+            break;
+        }
+        let t = match &after {
+            None => spi(client.select(&*q.plan(client, PlanKey::Candidates { after: false }), None, &[page.into()])),
+            Some(a) => spi(client.select(
+                &*q.plan(client, PlanKey::Candidates { after: true }),
+                None,
+                &[page.into(), a.as_str().into()],
+            )),
+        };
+        let cands: Vec<(String, i64)> =
+            t.map(|r| (spi(r.get::<String>(1)).unwrap(), spi(r.get::<i64>(2)).unwrap())).collect();
+        let full_page = cands.len() as i64 == page;
+        let mut locked: Vec<(String, i64)> = Vec::new();
+        let mut examined = 0;
+        for (id, key) in &cands {
+            if locked.len() == want {
+                break;
+            }
+            examined += 1;
+            // a session lock is re-entrant: never hand this session a row it already holds
+            if held::is_held(&(queue.to_owned(), id.clone())).is_some() {
+                continue;
+            }
+            if held::try_lock(*key) {
+                held::unlock_at_end(*key);
+                locked.push((id.clone(), *key));
+            }
+        }
+        after = cands.get(examined.max(1) - 1).map(|c| c.0.clone());
+        if !locked.is_empty() {
+            let ids: Vec<&str> = locked.iter().map(|(i, _)| i.as_str()).collect();
+            let t = spi(client.select(&*q.plan(client, PlanKey::Take), None, &[ids.into()]));
+            let before = out.len();
+            let dead_before = dead.len();
+            read_claimed(q, t, out, dead);
+            let taken: HashSet<&str> = out[before..].iter().map(|d| d.id.as_str()).collect();
+            let moved: HashSet<&str> = dead[dead_before..].iter().map(|s| s.as_str()).collect();
+            for (id, key) in &locked {
+                if taken.contains(id.as_str()) {
+                    held::claim_keep(mark, *key);
+                    held::hold(queue, id.clone(), *key);
+                } else if !moved.contains(id.as_str()) {
+                    // no longer ready: give the key back now (we wrote nothing)
+                    held::claim_keep(mark, *key);
+                    held::unlock(*key);
+                }
+                // moved rows keep their key until the move commits
+            }
+        }
+        if !full_page {
+            break;
+        }
+    }
+}
+
+/// An outcome as given to queue_complete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Ack,
+    Drop,
+    Retry,
+    RetryAfter,
+    Custom(String),
+}
+
+impl Outcome {
+    pub fn parse(s: &str) -> Result<Outcome> {
+        Ok(match s {
+            "ack" => Outcome::Ack,
+            "drop" => Outcome::Drop,
+            "retry" => Outcome::Retry,
+            "retry_after" => Outcome::RetryAfter,
+            _ => match s.strip_prefix("custom:") {
+                Some(n) if !n.is_empty() => Outcome::Custom(n.to_owned()),
+                _ => bail!(
+                    InvalidArgument,
+                    "unknown outcome \"{s}\": use ack, drop, retry, retry_after or custom:<name>"
+                ),
+            },
+        })
+    }
+}
+
+/// What to do with the rows: an outcome, or a release.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    Outcome(Outcome),
+    Release,
+}
+
+/// Per-id result of a settle call; `None` = not held (lease lost / not held).
+pub type Settled = Vec<(String, Option<String>)>;
+
+/// Settle many ids of one queue with one action, in one statement.
+pub fn settle(
+    queue: &str,
+    ids: Vec<Option<String>>,
+    action: Action,
+    delay: Option<Interval>,
+    tokens: Option<Vec<Option<TimestampWithTimeZone>>>,
+) -> Result<Settled> {
+    let mut seen = HashSet::new();
+    let mut ids_ok = Vec::with_capacity(ids.len());
+    for id in ids {
+        let Some(id) = id else { bail!(InvalidArgument, "ids must not be NULL") };
+        if !seen.insert(id.clone()) {
+            bail!(InvalidArgument, "id {id} is given twice");
+        }
+        ids_ok.push(id);
+    }
+    let ids = ids_ok;
+    let retry_after = action == Action::Outcome(Outcome::RetryAfter);
+    match (&delay, retry_after) {
+        (None, true) => bail!(InvalidArgument, "retry_after needs a delay"),
+        (Some(d), true) if d.as_micros() < 0 => bail!(InvalidArgument, "delay must not be negative"),
+        (Some(_), false) => bail!(InvalidArgument, "a delay applies to the retry_after outcome only"),
+        _ => {}
+    }
+    Spi::connect_mut(|client| {
+        let q = desc::queue(client, queue)?;
+        let s = &q.shape;
+        let form = s.form;
+        // token checks
+        let tokens: Vec<TimestampWithTimeZone> = match (form, tokens) {
+            (Form::Lease, None) => bail!(InvalidArgument, "the lease form needs the delivery's token"),
+            (Form::Lease, Some(t)) => {
+                if t.len() != ids.len() {
+                    bail!(InvalidArgument, "{} ids but {} tokens", ids.len(), t.len());
+                }
+                let mut v = Vec::with_capacity(t.len());
+                for tok in t {
+                    match tok {
+                        Some(tok) => v.push(tok),
+                        None => bail!(InvalidArgument, "the lease form needs the delivery's token (got NULL)"),
+                    }
+                }
+                v
+            }
+            (_, Some(_)) => bail!(InvalidArgument, "a token applies to the lease form only; queue \"{queue}\" uses {}", form.name()),
+            (_, None) => Vec::new(),
+        };
+        if form == Form::RowLock && !in_transaction_block() {
+            let what = if action == Action::Release { "release" } else { "completion" };
+            bail!(
+                NoTransaction,
+                "row_lock {what} on queue \"{queue}\" outside a transaction block: the claim's transaction has ended, so this session holds no row"
+            );
+        }
+        if form == Form::RowLock && action == Action::Release {
+            bail!(
+                InvalidArgument,
+                "a row_lock delivery is given back by rolling back its transaction (ROLLBACK), not by queue_release"
+            );
+        }
+        let write = match &action {
+            Action::Release => Write::Release,
+            Action::Outcome(Outcome::Ack | Outcome::Drop) => Write::Ack,
+            Action::Outcome(Outcome::Retry) => Write::Retry,
+            Action::Outcome(Outcome::RetryAfter) => {
+                if s.retry_after.is_none() {
+                    pgrx::warning!(
+                        "settle: queue \"{queue}\" has no retry_after column: retry_after is settled as retry"
+                    );
+                    Write::Retry
+                } else {
+                    Write::RetryAfter
+                }
+            }
+            Action::Outcome(Outcome::Custom(name)) => {
+                if !q.outcomes.contains_key(name) {
+                    bail!(InvalidArgument, "queue \"{queue}\" has no custom outcome \"{name}\"");
+                }
+                Write::HeldOnly
+            }
+        };
+        // advisory: only ids whose key this session holds reach the statement
+        let mut keys: HashMap<String, i64> = HashMap::new();
+        let mut run_ids: Vec<&str> = Vec::with_capacity(ids.len());
+        let mut run_tokens = Vec::with_capacity(tokens.len());
+        for (i, id) in ids.iter().enumerate() {
+            if form == Form::Advisory {
+                let k = (queue.to_owned(), id.clone());
+                let Some(key) = held::is_held(&k) else { continue };
+                // the key may have been unlocked behind our back (pg_advisory_unlock_all,
+                // DISCARD ALL): re-take it; if another session holds it, the row is not ours
+                if !held::try_lock(key) {
+                    held::forget(&k);
+                    continue;
+                }
+                held::unlock_at_end(key);
+                keys.insert(id.clone(), key);
+            }
+            run_ids.push(id);
+            if form == Form::Lease {
+                run_tokens.push(tokens[i]);
+            }
+        }
+        let mut results: HashMap<String, String> = HashMap::new();
+        if !run_ids.is_empty() {
+            let plan = q.plan(client, PlanKey::Settle(write));
+            let args: [DatumWithOid; 3] = [
+                run_ids.clone().into(),
+                if form == Form::Lease { run_tokens.into() } else { DatumWithOid::null::<Vec<TimestampWithTimeZone>>() },
+                delay.into(),
+            ];
+            let t = spi(client.update(&*plan, None, &args));
+            for r in t {
+                let id = spi(r.get::<String>(1)).unwrap();
+                let res = spi(r.get::<String>(2)).unwrap();
+                results.insert(id, res);
+            }
+        }
+        // a text id that is not in canonical form ('007' for a bigint) comes back canonical
+        if results.len() < run_ids.len() || results.keys().any(|k| !seen.contains(k)) {
+            results = canonical_results(client, &q, &run_ids, results);
+        }
+        for (id, res) in &results {
+            if res == "dead_lettered" {
+                warn_dead(&q, id);
+            }
+        }
+        if let Action::Outcome(Outcome::Custom(name)) = &action {
+            let plan = q.plan(client, PlanKey::Custom(name.clone()));
+            for (id, res) in results.iter_mut() {
+                let arg = typed_id(q.id_type_oid, id);
+                spi(client.update(&*plan, None, &[arg]));
+                *res = "custom".into();
+            }
+        }
+        if form == Form::Advisory {
+            // the key of every id we took is released when this transaction ends:
+            // after the outcome committed, or after it failed and rolled back
+            for (id, key) in &keys {
+                held::forget(&(queue.to_owned(), id.clone()));
+                held::unlock_at_end(*key);
+            }
+        }
+        Ok(ids.into_iter().map(|id| {
+            let r = results.remove(&id);
+            (id, r)
+        }).collect())
+    })
+}
+
+/// Map results keyed by canonical id text back to the ids as the caller wrote them.
+fn canonical_results(
+    client: &SpiClient<'_>,
+    q: &Queue,
+    given: &[&str],
+    results: HashMap<String, String>,
+) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    for g in given {
+        let canon: Option<String> = spi(client
+            .select(
+                &*format!("SELECT (($1::pg_catalog.text)::{})::pg_catalog.text", q.shape.id_type),
+                None,
+                &[(*g).into()],
+            )
+            .and_then(|t| t.first().get_one::<String>()));
+        if let Some(r) = canon.and_then(|c| results.get(&c)) {
+            out.insert((*g).to_owned(), r.clone());
+        }
+    }
+    out
+}
+
+/// The id as a datum of the id column's type (through the type's input function).
+fn typed_id(type_oid: pg_sys::Oid, id: &str) -> DatumWithOid<'static> {
+    unsafe {
+        let mut input = pg_sys::InvalidOid;
+        let mut ioparam = pg_sys::InvalidOid;
+        pg_sys::getTypeInputInfo(type_oid, &mut input, &mut ioparam);
+        let c = std::ffi::CString::new(id).expect("ids contain no NUL");
+        let d = pg_sys::OidInputFunctionCall(input, c.as_ptr() as *mut _, ioparam, -1);
+        DatumWithOid::new(d, type_oid)
+    }
+}
+
+/// queue_complete for one id: the result, or the error of a row not held.
+pub fn complete_one(
+    queue: &str,
+    id: &str,
+    outcome: &str,
+    delay: Option<Interval>,
+    token: Option<TimestampWithTimeZone>,
+) -> Result<String> {
+    let outcome = Outcome::parse(outcome)?;
+    let tokens = token.map(|t| vec![Some(t)]);
+    let r = settle(queue, vec![Some(id.to_owned())], Action::Outcome(outcome), delay, tokens)?;
+    one_result(queue, id, r, token.is_some())
+}
+
+fn one_result(queue: &str, id: &str, mut r: Settled, lease: bool) -> Result<String> {
+    match r.pop().and_then(|(_, res)| res) {
+        Some(res) => Ok(res),
+        None if lease => Err(SettleError::LeaseLost(format!(
+            "lease lost: row {id} of queue \"{queue}\" no longer holds this delivery's token"
+        ))),
+        None => Err(SettleError::NotHeld(format!(
+            "row {id} of queue \"{queue}\" is not held by this session (locked by another transaction, settled already, or gone)"
+        ))),
+    }
+}
+
+pub fn release_one(queue: &str, id: &str, token: Option<TimestampWithTimeZone>) -> Result<String> {
+    let tokens = token.map(|t| vec![Some(t)]);
+    let r = settle(queue, vec![Some(id.to_owned())], Action::Release, None, tokens)?;
+    one_result(queue, id, r, token.is_some())
+}
+
+pub fn extend(queue: &str, id: &str, token: Option<TimestampWithTimeZone>, lease: Option<Interval>) -> Result<TimestampWithTimeZone> {
+    let lease = lease_interval(lease)?;
+    let Some(token) = token else { bail!(InvalidArgument, "queue_extend needs the delivery's token") };
+    Spi::connect_mut(|client| {
+        let q = desc::queue(client, queue)?;
+        if q.shape.form != Form::Lease {
+            bail!(InvalidArgument, "queue_extend applies to the lease form only; queue \"{queue}\" uses {}", q.shape.form.name());
+        }
+        let plan = q.plan(client, PlanKey::Extend);
+        let t = spi(client.update(&*plan, None, &[id.into(), token.into(), lease.into()]));
+        match t.into_iter().next().and_then(|r| spi(r.get::<TimestampWithTimeZone>(1))) {
+            Some(tok) => Ok(tok),
+            None => Err(SettleError::LeaseLost(format!(
+                "lease lost: row {id} of queue \"{queue}\" no longer holds this delivery's token"
+            ))),
+        }
+    })
+}
+
+pub struct Stats {
+    pub queue: String,
+    pub form: String,
+    pub ready: i64,
+    pub delayed: i64,
+    pub in_flight: Option<i64>,
+    pub dead: Option<i64>,
+    pub oldest_ready_age: Option<Interval>,
+}
+
+pub fn stats(queue: Option<&str>) -> Result<Vec<Stats>> {
+    Spi::connect_mut(|client| {
+        let names: Vec<String> = match queue {
+            Some(q) => vec![q.to_owned()],
+            None => spi(client.select(
+                &*format!("SELECT queue FROM {}.settle_queues ORDER BY queue", desc::ext_schema(client)),
+                None,
+                &[],
+            ))
+            .map(|r| spi(r.get::<String>(1)).unwrap())
+            .collect(),
+        };
+        let mut out = Vec::new();
+        for name in names {
+            let q = desc::queue(client, &name)?;
+            let t = spi(client.select(&*q.plan(client, PlanKey::Stats), None, &[]));
+            let r = t.first();
+            let dead = if q.shape.dead.is_some() {
+                spi(client
+                    .select(&*q.plan(client, PlanKey::DeadCount), None, &[])
+                    .and_then(|t| t.first().get_one::<i64>()))
+            } else {
+                None
+            };
+            out.push(Stats {
+                queue: name,
+                form: q.shape.form.name().to_owned(),
+                ready: spi(r.get::<i64>(1)).unwrap_or(0),
+                delayed: spi(r.get::<i64>(2)).unwrap_or(0),
+                in_flight: spi(r.get::<i64>(3)),
+                dead,
+                oldest_ready_age: spi(r.get::<Interval>(4)),
+            });
+        }
+        Ok(out)
+    })
+}
+
+pub fn requeue_dead(queue: &str, ids: Option<Vec<Option<String>>>) -> Result<i64> {
+    let ids: Option<Vec<String>> = match ids {
+        None => None,
+        Some(v) => {
+            let mut o = Vec::with_capacity(v.len());
+            for i in v {
+                match i {
+                    Some(i) => o.push(i),
+                    None => bail!(InvalidArgument, "ids must not be NULL"),
+                }
+            }
+            Some(o)
+        }
+    };
+    Spi::connect_mut(|client| {
+        let q = desc::queue(client, queue)?;
+        if q.shape.dead.is_none() {
+            bail!(InvalidArgument, "queue \"{queue}\" has no dead letter (register it with max_attempts and dead_letter)");
+        }
+        let plan = q.plan(client, PlanKey::Requeue);
+        let t = spi(client.update(&*plan, None, &[ids.into()]));
+        Ok(t.len() as i64)
+    })
+}

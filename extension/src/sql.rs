@@ -1,0 +1,569 @@
+//! SQL text for one queue, built from its resolved descriptor.
+//!
+//! Every identifier here was quoted when the descriptor was loaded
+//! (`quote_ident`, schema-qualified), every value travels as a bound parameter
+//! (`$n`) except the queue's own group value, which is a quoted literal so that
+//! the planner can match partial indexes. Functions and operators are written
+//! schema-qualified (`pg_catalog.now()`, `OPERATOR(pg_catalog.=)`) so that a
+//! caller's `search_path` cannot swap them.
+//!
+//! Aliases and CTE names start with `_s_` to stay clear of user column names.
+
+/// Claim form (SPEC §2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Form {
+    RowLock,
+    Lease,
+    Advisory,
+}
+
+impl Form {
+    pub fn parse(s: &str) -> Option<Form> {
+        match s {
+            "row_lock" => Some(Form::RowLock),
+            "lease" => Some(Form::Lease),
+            "advisory" => Some(Form::Advisory),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Form::RowLock => "row_lock",
+            Form::Lease => "lease",
+            Form::Advisory => "advisory",
+        }
+    }
+}
+
+/// Where dead rows go.
+#[derive(Clone, Debug)]
+pub enum Dead {
+    /// A group value (quoted literal) in the same table.
+    Group(String),
+    /// Another table (qualified, quoted) with the same columns.
+    Table(String),
+}
+
+/// The table statement an outcome writes (ack and drop share one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Write {
+    Ack,
+    Retry,
+    RetryAfter,
+    /// Only lock and check the held rows; the caller runs its own SQL (custom outcomes).
+    HeldOnly,
+    /// Give the delivery back without settling it (lease: clear the token).
+    Release,
+}
+
+const EQ: &str = "OPERATOR(pg_catalog.=)";
+const LT: &str = "OPERATOR(pg_catalog.<)";
+const LE: &str = "OPERATOR(pg_catalog.<=)";
+const GE: &str = "OPERATOR(pg_catalog.>=)";
+const GT: &str = "OPERATOR(pg_catalog.>)";
+const PLUS: &str = "OPERATOR(pg_catalog.+)";
+const CAT: &str = "OPERATOR(pg_catalog.||)";
+const NOW: &str = "pg_catalog.now()";
+const CLOCK: &str = "pg_catalog.clock_timestamp()";
+
+/// A queue's descriptor with every name resolved and quoted.
+#[derive(Clone, Debug)]
+pub struct Shape {
+    pub queue: String,
+    pub form: Form,
+    /// qualified, quoted table name
+    pub table: String,
+    /// quoted column names
+    pub id: String,
+    pub attempt: Option<String>,
+    pub retry_after: Option<String>,
+    pub locked_until: Option<String>,
+    pub processed_at: Option<String>,
+    pub group: Option<String>,
+    pub created_at: Option<String>,
+    /// qualified name of the id column's type, for casts from text
+    pub id_type: String,
+    /// quoted literal of this queue's group value (its name)
+    pub group_value: String,
+    pub max_attempts: Option<i32>,
+    pub dead: Option<Dead>,
+    /// every column a row move copies (quoted, table order, generated columns left out)
+    pub copy_cols: Vec<String>,
+}
+
+/// Quote a string as an SQL literal (standard_conforming_strings on, as since 9.1).
+pub fn literal(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// Quote an identifier the way PostgreSQL's quote_ident does when in doubt: always.
+pub fn ident(s: &str) -> String {
+    format!("\"{}\"", s.replace('"', "\"\""))
+}
+
+impl Shape {
+    fn col(&self, a: &str, c: &str) -> String {
+        format!("{a}.{c}")
+    }
+
+    fn id_of(&self, a: &str) -> String {
+        self.col(a, &self.id)
+    }
+
+    /// `text` → the id column's type
+    fn cast_id(&self, e: &str) -> String {
+        format!("({e})::{}", self.id_type)
+    }
+
+    /// Conditions every candidate row satisfies (SPEC §1 "ready").
+    pub fn ready(&self, a: &str) -> String {
+        let mut p = self.mine(a);
+        if let Some(c) = &self.retry_after {
+            let c = self.col(a, c);
+            p.push(format!("({c} IS NULL OR {c} {LE} {NOW})"));
+        }
+        if self.form == Form::Lease {
+            let c = self.col(a, self.locked_until.as_ref().expect("lease form has locked_until"));
+            p.push(format!("({c} IS NULL OR {c} {LT} {NOW})"));
+        }
+        join_and(p)
+    }
+
+    /// Conditions of a row that belongs to this queue and is not settled yet.
+    fn mine(&self, a: &str) -> Vec<String> {
+        let mut p = Vec::new();
+        if let Some(g) = &self.group {
+            p.push(format!("{} {EQ} {}", self.col(a, g), self.group_value));
+        }
+        if let Some(c) = &self.processed_at {
+            p.push(format!("{} IS NULL", self.col(a, c)));
+        }
+        p
+    }
+
+    fn attempt_plus_one(&self, a: &str) -> Option<String> {
+        self.attempt
+            .as_ref()
+            .map(|c| format!("{} = COALESCE({}, 0) {PLUS} 1", c, self.col(a, c)))
+    }
+
+    /// The 1-based number of the delivery being settled, from the stored counter
+    /// `e`: row_lock counts in the settling statement, the others at claim.
+    fn delivery_attempt(&self, e: &str) -> String {
+        match self.form {
+            Form::RowLock => format!("(COALESCE({e}, 0) {PLUS} 1)"),
+            _ => format!("COALESCE({e}, 0)"),
+        }
+    }
+
+    fn token_expr(&self, lease_param: &str) -> String {
+        format!("(SELECT pg_catalog.date_trunc('milliseconds', {CLOCK} {PLUS} {lease_param}))")
+    }
+
+    fn attempt_out(&self, a: &str) -> String {
+        match &self.attempt {
+            Some(c) => format!("({})::pg_catalog.int4", self.col(a, c)),
+            None => "NULL::pg_catalog.int4".into(),
+        }
+    }
+
+    /// The bigint advisory key of a row: `hashtextextended(len(queue) || ':' || queue || ':' || id::text, 0)`.
+    pub fn advisory_key(&self, id_text_expr: &str) -> String {
+        let prefix = literal(&format!("{}:{}:", self.queue.chars().count(), self.queue));
+        format!("pg_catalog.hashtextextended({prefix} {CAT} ({id_text_expr}), 0)")
+    }
+
+    /// CTEs moving the rows of `src` (a CTE with `_s_id`, `_s_dead`) flagged dead
+    /// into the dead letter. They end in a CTE `_s_d(_s_id)` of the moved ids.
+    fn dead_ctes(&self, src: &str) -> Vec<String> {
+        let Some(dead) = &self.dead else { return vec![] };
+        let id = &self.id;
+        let mut sets = Vec::new();
+        let lease_clear = self.locked_until.as_ref().map(|c| format!("{c} = NULL"));
+        match dead {
+            Dead::Group(dl) => {
+                sets.push(format!("{} = {dl}", self.group.as_ref().expect("group dead letter needs group")));
+                sets.extend(lease_clear);
+                if self.form == Form::RowLock {
+                    sets.extend(self.attempt_plus_one("_s_t"));
+                }
+                vec![format!(
+                    "_s_d AS (UPDATE {t} _s_t SET {sets} FROM {src} WHERE _s_t.{id} {EQ} {src}._s_id AND {src}._s_dead RETURNING _s_t.{id} AS _s_id)",
+                    t = self.table,
+                    sets = sets.join(", ")
+                )]
+            }
+            Dead::Table(dlt) => {
+                let cols = self.copy_cols.join(", ");
+                let vals = self
+                    .copy_cols
+                    .iter()
+                    .map(|c| {
+                        if Some(c) == self.locked_until.as_ref() {
+                            "NULL".to_string()
+                        } else if Some(c) == self.attempt.as_ref() && self.form == Form::RowLock {
+                            format!("COALESCE(_s_dm.{c}, 0) {PLUS} 1")
+                        } else {
+                            format!("_s_dm.{c}")
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                vec![
+                    format!(
+                        "_s_dm AS (DELETE FROM {t} _s_t USING {src} WHERE _s_t.{id} {EQ} {src}._s_id AND {src}._s_dead RETURNING _s_t.*)",
+                        t = self.table
+                    ),
+                    format!("_s_di AS (INSERT INTO {dlt} ({cols}) OVERRIDING SYSTEM VALUE SELECT {vals} FROM _s_dm)"),
+                    format!("_s_d AS (SELECT _s_dm.{id} AS _s_id FROM _s_dm)"),
+                ]
+            }
+        }
+    }
+
+    fn dead_flag(&self, att_expr: &str) -> String {
+        match (self.max_attempts, &self.dead) {
+            (Some(max), Some(_)) => format!("({} {GE} {max})", self.delivery_attempt(att_expr)),
+            _ => "false".into(),
+        }
+    }
+
+    fn att_sel(&self, a: &str) -> String {
+        match &self.attempt {
+            Some(c) => self.col(a, c),
+            None => "NULL::pg_catalog.int4".into(),
+        }
+    }
+
+    /// row_lock claim. Params: $1 int8 batch.
+    /// Columns: dead bool, id text, attempt int4, token timestamptz, payload jsonb.
+    pub fn claim_row_lock(&self) -> String {
+        let att = match &self.attempt {
+            Some(c) => format!("(COALESCE({}, 0) {PLUS} 1)::pg_catalog.int4", self.col("_s_t", c)),
+            None => "NULL::pg_catalog.int4".into(),
+        };
+        format!(
+            "SELECT false, ({id})::pg_catalog.text, {att}, NULL::pg_catalog.timestamptz, pg_catalog.to_jsonb(_s_t.*) \
+             FROM {t} _s_t WHERE {ready} ORDER BY {id} LIMIT $1 FOR UPDATE OF _s_t SKIP LOCKED",
+            id = self.id_of("_s_t"),
+            t = self.table,
+            ready = self.ready("_s_t"),
+        )
+    }
+
+    /// The statement that takes rows for a lease or advisory delivery: counts the
+    /// attempt, writes the lease token, and moves poison rows (attempt already at
+    /// max_attempts: the last delivery died unsettled) to the dead letter.
+    ///
+    /// lease: params $1 int8 batch, $2 interval lease; candidates are the first
+    /// ready rows, SKIP LOCKED.
+    /// advisory: params $1 text[] ids whose keys this session just locked;
+    /// candidates are those still ready (fresh snapshot: re-checked after locking).
+    pub fn take(&self) -> String {
+        let t = &self.table;
+        let id = &self.id_of("_s_t");
+        let cand = match self.form {
+            Form::Lease => format!(
+                "SELECT {id} AS _s_id, {att} AS _s_att FROM {t} _s_t WHERE {ready} ORDER BY {id} LIMIT $1 FOR UPDATE OF _s_t SKIP LOCKED",
+                att = self.att_sel("_s_t"),
+                ready = self.ready("_s_t")
+            ),
+            Form::Advisory => format!(
+                "SELECT {id} AS _s_id, {att} AS _s_att FROM {t} _s_t WHERE {id} {EQ} ANY ({ids}) AND {ready} FOR UPDATE OF _s_t",
+                att = self.att_sel("_s_t"),
+                ids = format!("($1::pg_catalog.text[])::{}[]", self.id_type),
+                ready = self.ready("_s_t")
+            ),
+            Form::RowLock => unreachable!("row_lock claims with claim_row_lock"),
+        };
+        let mut ctes = vec![
+            format!("_s_c AS ({cand})"),
+            format!("_s_x AS (SELECT _s_id, {} AS _s_dead FROM _s_c)", self.dead_flag("_s_att")),
+        ];
+        ctes.extend(self.dead_ctes("_s_x"));
+        let mut sets = Vec::new();
+        if self.form == Form::Lease {
+            sets.push(format!(
+                "{} = {}",
+                self.locked_until.as_ref().unwrap(),
+                self.token_expr("$2")
+            ));
+        }
+        sets.extend(self.attempt_plus_one("_s_t"));
+        if sets.is_empty() {
+            // advisory without an attempt column: nothing to count, the rows are locked by _s_c
+            ctes.push(format!(
+                "_s_took AS (SELECT _s_t.* FROM {t} _s_t JOIN _s_x ON {id} {EQ} _s_x._s_id WHERE NOT _s_x._s_dead)"
+            ));
+        } else {
+            ctes.push(format!(
+                "_s_took AS (UPDATE {t} _s_t SET {sets} FROM _s_x WHERE {id} {EQ} _s_x._s_id AND NOT _s_x._s_dead RETURNING _s_t.*)",
+                sets = sets.join(", ")
+            ));
+        }
+        let token = match &self.locked_until {
+            Some(c) if self.form == Form::Lease => format!("_s_took.{c}"),
+            _ => "NULL::pg_catalog.timestamptz".into(),
+        };
+        let mut sql = format!(
+            "WITH {ctes} (SELECT false AS _s_dead, (_s_took.{idc})::pg_catalog.text, {att}, {token}, pg_catalog.to_jsonb(_s_took.*) FROM _s_took ORDER BY _s_took.{idc})",
+            ctes = ctes.join(",\n "),
+            idc = self.id,
+            att = self.attempt_out("_s_took"),
+        );
+        if self.dead.is_some() {
+            sql.push_str(
+                " UNION ALL SELECT true, (_s_d._s_id)::pg_catalog.text, NULL, NULL, NULL FROM _s_d",
+            );
+        }
+        sql
+    }
+
+    /// advisory candidates: ready rows in id order with their keys.
+    /// `after`: params $1 int8 limit, $2 text (the last id of the previous page).
+    pub fn advisory_candidates(&self, after: bool) -> String {
+        let id = self.id_of("_s_t");
+        let mut ready = self.ready("_s_t");
+        if after {
+            ready = format!("{ready} AND {id} {GT} {}", self.cast_id("$2"));
+        }
+        format!(
+            "SELECT ({id})::pg_catalog.text, {key} FROM {t} _s_t WHERE {ready} ORDER BY {id} LIMIT $1",
+            key = self.advisory_key(&format!("({id})::pg_catalog.text")),
+            t = self.table
+        )
+    }
+
+    /// The held rows of a settle call, locked: CTE `_s_h(_s_id, _s_att)`.
+    /// Params: $1 text[] ids, $2 timestamptz[] tokens (lease).
+    fn held_cte(&self) -> String {
+        let t = &self.table;
+        let id = self.id_of("_s_t");
+        let mut cond = self.mine("_s_t");
+        let att = self.att_sel("_s_t");
+        match self.form {
+            Form::Lease => {
+                let lu = self.col("_s_t", self.locked_until.as_ref().unwrap());
+                cond.push(format!("{id} {EQ} {}", self.cast_id("_s_in._s_id")));
+                cond.push(format!("{lu} {EQ} _s_in._s_tok"));
+                format!(
+                    "_s_h AS (SELECT {id} AS _s_id, {att} AS _s_att FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.timestamptz[])) AS _s_in(_s_id, _s_tok) \
+                     JOIN {t} _s_t ON {cond} FOR UPDATE OF _s_t)",
+                    cond = join_and(cond)
+                )
+            }
+            // row_lock: our own transaction already holds the lock, so SKIP LOCKED only
+            // drops rows another transaction holds (SQ006). advisory: we hold the key;
+            // wait for a row lock (an enqueuer's UPDATE, say) rather than fail.
+            Form::RowLock | Form::Advisory => {
+                cond.push(format!(
+                    "{id} {EQ} ANY (($1::pg_catalog.text[])::{}[])",
+                    self.id_type
+                ));
+                let skip = if self.form == Form::RowLock { " SKIP LOCKED" } else { "" };
+                format!(
+                    "_s_h AS (SELECT {id} AS _s_id, {att} AS _s_att FROM {t} _s_t WHERE {cond} FOR UPDATE OF _s_t{skip})",
+                    cond = join_and(cond)
+                )
+            }
+        }
+    }
+
+    /// One statement settling every held row of `$1` with one outcome.
+    /// Params: $1 text[] ids, $2 timestamptz[] tokens, $3 interval delay.
+    /// Rows: (id text, result text) for each row it settled; ids it did not
+    /// return were not held.
+    pub fn settle(&self, w: Write) -> String {
+        let t = &self.table;
+        let id = &self.id;
+        let mut ctes = vec![self.held_cte()];
+        let mut outs: Vec<String> = Vec::new();
+        let on_held = |src: &str| format!("_s_t.{id} {EQ} {src}._s_id");
+        let write_cte = |ctes: &mut Vec<String>, name: &str, src: &str, sets: Vec<String>, extra: &str| {
+            ctes.push(format!(
+                "{name} AS (UPDATE {t} _s_t SET {sets} FROM {src} WHERE {on}{extra} RETURNING _s_t.{id} AS _s_id)",
+                sets = sets.join(", "),
+                on = on_held(src)
+            ));
+        };
+        match w {
+            Write::Ack => {
+                if let Some(p) = &self.processed_at {
+                    write_cte(&mut ctes, "_s_o", "_s_h", vec![format!("{p} = {NOW}")], "");
+                    outs.push("SELECT (_s_o._s_id)::pg_catalog.text, 'marked'::pg_catalog.text FROM _s_o".into());
+                } else {
+                    ctes.push(format!(
+                        "_s_o AS (DELETE FROM {t} _s_t USING _s_h WHERE {on} RETURNING _s_t.{id} AS _s_id)",
+                        on = on_held("_s_h")
+                    ));
+                    outs.push("SELECT (_s_o._s_id)::pg_catalog.text, 'deleted'::pg_catalog.text FROM _s_o".into());
+                }
+            }
+            Write::HeldOnly => {
+                outs.push("SELECT (_s_h._s_id)::pg_catalog.text, 'held'::pg_catalog.text FROM _s_h".into());
+            }
+            Write::Release => {
+                if let (Form::Lease, Some(lu)) = (self.form, &self.locked_until) {
+                    write_cte(&mut ctes, "_s_o", "_s_h", vec![format!("{lu} = NULL")], "");
+                    outs.push("SELECT (_s_o._s_id)::pg_catalog.text, 'released'::pg_catalog.text FROM _s_o".into());
+                } else {
+                    outs.push("SELECT (_s_h._s_id)::pg_catalog.text, 'released'::pg_catalog.text FROM _s_h".into());
+                }
+            }
+            Write::Retry | Write::RetryAfter => {
+                ctes.push(format!(
+                    "_s_x AS (SELECT _s_id, {} AS _s_dead FROM _s_h)",
+                    self.dead_flag("_s_att")
+                ));
+                ctes.extend(self.dead_ctes("_s_x"));
+                if self.dead.is_some() {
+                    outs.push("SELECT (_s_d._s_id)::pg_catalog.text, 'dead_lettered'::pg_catalog.text FROM _s_d".into());
+                }
+                let mut sets = Vec::new();
+                let delayed = w == Write::RetryAfter && self.retry_after.is_some();
+                if delayed {
+                    sets.push(format!(
+                        "{} = {CLOCK} {PLUS} $3",
+                        self.retry_after.as_ref().unwrap()
+                    ));
+                }
+                if self.form == Form::RowLock {
+                    sets.extend(self.attempt_plus_one("_s_t"));
+                }
+                if self.form == Form::Lease {
+                    sets.push(format!("{} = NULL", self.locked_until.as_ref().unwrap()));
+                }
+                let result = if delayed {
+                    "delayed"
+                } else if sets.is_empty() && self.form == Form::RowLock {
+                    // row_lock without an attempt column: nothing to write, the
+                    // transaction's end returns the row as it was
+                    "released"
+                } else {
+                    "retried"
+                };
+                if sets.is_empty() {
+                    outs.push(format!(
+                        "SELECT (_s_x._s_id)::pg_catalog.text, '{result}'::pg_catalog.text FROM _s_x WHERE NOT _s_x._s_dead"
+                    ));
+                } else {
+                    write_cte(&mut ctes, "_s_r", "_s_x", sets, " AND NOT _s_x._s_dead");
+                    outs.push(format!(
+                        "SELECT (_s_r._s_id)::pg_catalog.text, '{result}'::pg_catalog.text FROM _s_r"
+                    ));
+                }
+            }
+        }
+        format!("WITH {}\n{}", ctes.join(",\n "), outs.join("\nUNION ALL "))
+    }
+
+    /// Lease heartbeat. Params: $1 text id, $2 timestamptz token, $3 interval.
+    pub fn extend(&self) -> String {
+        let lu = self.locked_until.as_ref().unwrap();
+        let mut cond = self.mine("_s_t");
+        cond.push(format!("{} {EQ} {}", self.id_of("_s_t"), self.cast_id("$1")));
+        cond.push(format!("_s_t.{lu} {EQ} $2"));
+        format!(
+            "UPDATE {t} _s_t SET {lu} = {tok} WHERE {cond} RETURNING _s_t.{lu}",
+            t = self.table,
+            tok = self.token_expr("$3"),
+            cond = join_and(cond)
+        )
+    }
+
+    /// Counts for queue_stats: ready, delayed, in_flight, oldest ready created_at.
+    pub fn stats(&self) -> String {
+        let t = &self.table;
+        let mine = join_and(self.mine("_s_t"));
+        let delayed = match &self.retry_after {
+            Some(c) => format!("pg_catalog.count(*) FILTER (WHERE _s_t.{c} {GT} {NOW})"),
+            None => "0::pg_catalog.int8".into(),
+        };
+        let ready = self.ready("_s_t");
+        let in_flight = match self.form {
+            Form::Lease => {
+                let lu = self.locked_until.as_ref().unwrap();
+                format!("pg_catalog.count(*) FILTER (WHERE _s_t.{lu} {GE} {NOW})")
+            }
+            Form::Advisory => format!(
+                "pg_catalog.count(*) FILTER (WHERE {ready} AND {key} IN (SELECT ((l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8) FROM pg_catalog.pg_locks l WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory' AND l.objsubid OPERATOR(pg_catalog.=) 1 AND l.granted))",
+                key = self.advisory_key(&format!("({})::pg_catalog.text", self.id_of("_s_t")))
+            ),
+            Form::RowLock => "NULL::pg_catalog.int8".into(),
+        };
+        let oldest = match &self.created_at {
+            Some(c) => format!("{NOW} OPERATOR(pg_catalog.-) pg_catalog.min(_s_t.{c}) FILTER (WHERE {ready})"),
+            None => "NULL::pg_catalog.interval".into(),
+        };
+        format!(
+            "SELECT pg_catalog.count(*) FILTER (WHERE {ready}), {delayed}, {in_flight}, {oldest} FROM {t} _s_t WHERE {mine}"
+        )
+    }
+
+    /// Count of dead rows.
+    pub fn dead_count(&self) -> Option<String> {
+        match self.dead.as_ref()? {
+            Dead::Group(dl) => Some(format!(
+                "SELECT pg_catalog.count(*) FROM {} _s_t WHERE _s_t.{} {EQ} {dl}",
+                self.table,
+                self.group.as_ref().unwrap()
+            )),
+            Dead::Table(dlt) => Some(format!("SELECT pg_catalog.count(*) FROM {dlt}")),
+        }
+    }
+
+    /// Move dead rows back into the queue with the attempt counter reset.
+    /// Params: $1 text[] ids or NULL for all. Rows: moved ids.
+    pub fn requeue_dead(&self) -> Option<String> {
+        let id = &self.id;
+        let pick = format!(
+            "($1 IS NULL OR _s_t.{id} {EQ} ANY (($1::pg_catalog.text[])::{}[]))",
+            self.id_type
+        );
+        let mut resets: Vec<(String, &str)> = Vec::new();
+        if let Some(c) = &self.attempt {
+            resets.push((c.clone(), "0"));
+        }
+        for c in [&self.retry_after, &self.locked_until, &self.processed_at].into_iter().flatten() {
+            resets.push((c.clone(), "NULL"));
+        }
+        match self.dead.as_ref()? {
+            Dead::Group(dl) => {
+                let g = self.group.as_ref().unwrap();
+                let mut sets = vec![format!("{g} = {}", self.group_value)];
+                sets.extend(resets.iter().map(|(c, v)| format!("{c} = {v}")));
+                Some(format!(
+                    "UPDATE {t} _s_t SET {sets} WHERE _s_t.{g} {EQ} {dl} AND {pick} RETURNING (_s_t.{id})::pg_catalog.text",
+                    t = self.table,
+                    sets = sets.join(", ")
+                ))
+            }
+            Dead::Table(dlt) => {
+                let cols = self.copy_cols.join(", ");
+                let vals = self
+                    .copy_cols
+                    .iter()
+                    .map(|c| match resets.iter().find(|(r, _)| r == c) {
+                        Some((_, v)) => v.to_string(),
+                        None => format!("_s_m.{c}"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                Some(format!(
+                    "WITH _s_m AS (DELETE FROM {dlt} _s_t WHERE {pick} RETURNING _s_t.*), \
+                     _s_i AS (INSERT INTO {t} ({cols}) OVERRIDING SYSTEM VALUE SELECT {vals} FROM _s_m) \
+                     SELECT (_s_m.{id})::pg_catalog.text FROM _s_m",
+                    t = self.table
+                ))
+            }
+        }
+    }
+}
+
+fn join_and(p: Vec<String>) -> String {
+    if p.is_empty() {
+        "true".into()
+    } else {
+        p.join(" AND ")
+    }
+}
