@@ -11,13 +11,41 @@
 use pgrx::prelude::*;
 use pgrx::{direct_function_call, pg_guard, pg_sys, IntoDatum};
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 thread_local! {
-    /// (queue, id text) → key, for every delivery this session holds.
-    static HELD: RefCell<HashMap<(String, String), i64>> = RefCell::new(HashMap::new());
-    /// Keys to unlock when the transaction ends (one entry per lock hold).
+    /// Keys to unlock when the transaction ends (one entry per lock hold):
+    /// settled or released deliveries, and keys of a claim that failed half-way.
     static PENDING: RefCell<Vec<i64>> = const { RefCell::new(Vec::new()) };
+    /// row_lock: (queue, id) of every row the current transaction claimed and
+    /// has not settled. Only those can be settled by it (else SQ006).
+    static ROW_CLAIMS: RefCell<HashSet<(String, String)>> = RefCell::new(HashSet::new());
+}
+
+pub fn row_claimed(queue: &str, id: String) {
+    ROW_CLAIMS.with(|c| c.borrow_mut().insert((queue.to_owned(), id)));
+}
+
+pub fn row_is_claimed(key_of: &(String, String)) -> bool {
+    ROW_CLAIMS.with(|c| c.borrow().contains(key_of))
+}
+
+pub fn row_settled(key_of: &(String, String)) {
+    ROW_CLAIMS.with(|c| c.borrow_mut().remove(key_of));
+}
+
+/// The advisory key of a row: `hashtextextended(len(queue) || ':' || queue || ':' || id, 0)`,
+/// the same expression as `queue_advisory_key()` and the claim's candidate query.
+pub fn key_of(queue: &str, id: &str) -> i64 {
+    // hashtextextended(t, 0) is hash_bytes_extended over the text's bytes for every
+    // deterministic collation (a database's default collation always is)
+    let text = format!("{}:{}:{}", queue.chars().count(), queue, id);
+    unsafe { hash_bytes_extended(text.as_ptr(), text.len() as std::ffi::c_int, 0) as i64 }
+}
+
+// src/common/hashfn.c, part of the server binary; not in pgrx's bindings
+unsafe extern "C" {
+    fn hash_bytes_extended(k: *const u8, keylen: std::ffi::c_int, seed: u64) -> u64;
 }
 
 pub fn try_lock(key: i64) -> bool {
@@ -34,21 +62,36 @@ pub fn unlock(key: i64) -> bool {
     }
 }
 
+/// Does this backend hold the session advisory lock `key` (exclusive, the
+/// `pg_advisory_lock(bigint)` kind)? Asked of the lock manager itself, so a
+/// lock given up behind settle's back (pg_advisory_unlock_all, DISCARD ALL)
+/// is never taken for held.
+pub fn lock_held(key: i64) -> bool {
+    let tag = pg_sys::LOCKTAG {
+        locktag_field1: unsafe { pg_sys::MyDatabaseId }.to_u32(),
+        locktag_field2: ((key as u64) >> 32) as u32,
+        locktag_field3: (key as u64 & 0xffff_ffff) as u32,
+        locktag_field4: 1,
+        locktag_type: pg_sys::LockTagType::LOCKTAG_ADVISORY as u8,
+        locktag_lockmethodid: 2, // USER_LOCKMETHOD
+    };
+    unsafe {
+        #[cfg(feature = "pg17")]
+        return pg_sys::LockHeldByMe(&tag, pg_sys::ExclusiveLock as pg_sys::LOCKMODE, false);
+        #[cfg(not(feature = "pg17"))]
+        return pg_sys::LockHeldByMe(&tag, pg_sys::ExclusiveLock as pg_sys::LOCKMODE);
+    }
+}
+
+/// A delivery is held by this session when it holds the key and has not yet
+/// settled or released it in the current transaction.
+pub fn delivery_held(key: i64) -> bool {
+    lock_held(key) && !PENDING.with(|p| p.borrow().contains(&key))
+}
+
 /// Unlock `key` when the current (top-level) transaction ends.
 pub fn unlock_at_end(key: i64) {
     PENDING.with(|p| p.borrow_mut().push(key));
-}
-
-pub fn hold(queue: &str, id: String, key: i64) {
-    HELD.with(|h| h.borrow_mut().insert((queue.to_owned(), id), key));
-}
-
-pub fn is_held(key_of: &(String, String)) -> Option<i64> {
-    HELD.with(|h| h.borrow().get(key_of).copied())
-}
-
-pub fn forget(key_of: &(String, String)) -> Option<i64> {
-    HELD.with(|h| h.borrow_mut().remove(key_of))
 }
 
 /// Mark the start of a claim: keys locked from here on and not handed over
@@ -73,6 +116,7 @@ unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: 
     use pg_sys::XactEvent::*;
     match event {
         XACT_EVENT_COMMIT | XACT_EVENT_ABORT | XACT_EVENT_PARALLEL_COMMIT | XACT_EVENT_PARALLEL_ABORT => {
+            ROW_CLAIMS.with(|c| c.borrow_mut().clear());
             let keys = PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
             for key in keys {
                 unlock(key);

@@ -88,6 +88,9 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
                 let plan = q.plan(client, PlanKey::ClaimRowLock);
                 let t = spi(client.select(&*plan, None, &[(batch as i64).into()]));
                 read_claimed(&q, t, &mut out, &mut dead);
+                for d in &out {
+                    held::row_claimed(queue, d.id.clone());
+                }
             }
             Form::Lease => {
                 let lease = lease_interval(lease)?;
@@ -107,7 +110,6 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
 /// for a row not returned is unlocked again; until the claim hands a key over,
 /// it sits in the transaction-end unlock list, so an error half-way leaks none.
 fn advisory_claim(client: &SpiClient<'_>, q: &Queue, batch: usize, out: &mut Vec<Delivery>, dead: &mut Vec<String>) {
-    let queue = q.shape.queue.as_str();
     let page = (batch as i64) * 2 + 16;
     let mark = held::claim_mark();
     let mut after: Option<String> = None;
@@ -135,7 +137,7 @@ fn advisory_claim(client: &SpiClient<'_>, q: &Queue, batch: usize, out: &mut Vec
             }
             examined += 1;
             // a session lock is re-entrant: never hand this session a row it already holds
-            if held::is_held(&(queue.to_owned(), id.clone())).is_some() {
+            if held::lock_held(*key) {
                 continue;
             }
             if held::try_lock(*key) {
@@ -155,7 +157,6 @@ fn advisory_claim(client: &SpiClient<'_>, q: &Queue, batch: usize, out: &mut Vec
             for (id, key) in &locked {
                 if taken.contains(id.as_str()) {
                     held::claim_keep(mark, *key);
-                    held::hold(queue, id.clone(), *key);
                 } else if !moved.contains(id.as_str()) {
                     // no longer ready: give the key back now (we wrote nothing)
                     held::claim_keep(mark, *key);
@@ -295,16 +296,14 @@ pub fn settle(
         let mut run_ids: Vec<&str> = Vec::with_capacity(ids.len());
         let mut run_tokens = Vec::with_capacity(tokens.len());
         for (i, id) in ids.iter().enumerate() {
+            if form == Form::RowLock && !held::row_is_claimed(&(queue.to_owned(), id.clone())) {
+                continue;
+            }
             if form == Form::Advisory {
-                let k = (queue.to_owned(), id.clone());
-                let Some(key) = held::is_held(&k) else { continue };
-                // the key may have been unlocked behind our back (pg_advisory_unlock_all,
-                // DISCARD ALL): re-take it; if another session holds it, the row is not ours
-                if !held::try_lock(key) {
-                    held::forget(&k);
+                let key = held::key_of(queue, id);
+                if !held::delivery_held(key) {
                     continue;
                 }
-                held::unlock_at_end(key);
                 keys.insert(id.clone(), key);
             }
             run_ids.push(id);
@@ -344,11 +343,15 @@ pub fn settle(
                 *res = "custom".into();
             }
         }
+        if form == Form::RowLock {
+            for id in results.keys() {
+                held::row_settled(&(queue.to_owned(), id.clone()));
+            }
+        }
         if form == Form::Advisory {
             // the key of every id we took is released when this transaction ends:
             // after the outcome committed, or after it failed and rolled back
-            for (id, key) in &keys {
-                held::forget(&(queue.to_owned(), id.clone()));
+            for key in keys.values() {
                 held::unlock_at_end(*key);
             }
         }

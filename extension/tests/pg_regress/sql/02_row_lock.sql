@@ -1,0 +1,110 @@
+-- row_lock form: every cell of SPEC §3, attempts, dead letter, SQ005.
+CREATE TABLE rl (id bigint PRIMARY KEY, payload jsonb NOT NULL DEFAULT '{}', attempt int NOT NULL DEFAULT 0,
+                 retry_after timestamptz);
+CREATE TABLE rl_dead (LIKE rl INCLUDING ALL);
+SELECT queue_register('rl', 'rl', 'row_lock', 2, 'rl_dead');
+INSERT INTO rl (id, payload) SELECT g, jsonb_build_object('n', g) FROM generate_series(1, 6) g;
+-- a claim outside a transaction block would lose its lock at once: SQ005
+\set VERBOSITY terse
+SELECT * FROM queue_claim('rl');
+\echo :LAST_ERROR_SQLSTATE
+-- ack: DELETE, committed with the claim transaction
+BEGIN;
+SELECT id, attempt, token, payload FROM queue_claim('rl');
+SELECT queue_complete('rl', '1', 'ack');
+COMMIT;
+-- drop settles exactly like ack
+BEGIN;
+SELECT id, attempt FROM queue_claim('rl');
+SELECT queue_complete('rl', '2', 'drop');
+COMMIT;
+SELECT array_agg(id ORDER BY id) AS left_in_queue FROM rl;
+-- retry: attempt + 1 in the settling statement; the row is delivered again with attempt 2
+BEGIN;
+SELECT id, attempt FROM queue_claim('rl');
+SELECT queue_complete('rl', '3', 'retry');
+COMMIT;
+SELECT id, attempt, retry_after FROM rl WHERE id = 3;
+-- retry at max_attempts (2): moved to the dead-letter table with a WARNING, attempt 2 recorded
+BEGIN;
+SELECT id, attempt FROM queue_claim('rl');
+SELECT queue_complete('rl', '3', 'retry');
+COMMIT;
+SELECT id, attempt FROM rl_dead;
+SELECT count(*) AS still_in_queue FROM rl WHERE id = 3;
+-- retry_after(d): retry_after = now() + d and attempt + 1; the row waits
+BEGIN;
+SELECT id, attempt FROM queue_claim('rl');
+SELECT queue_complete('rl', '4', 'retry_after', '1 hour');
+COMMIT;
+SELECT id, attempt, retry_after > now() + interval '59 minutes' AS delayed FROM rl WHERE id = 4;
+-- dropped without completion: ROLLBACK, the row is unchanged and claimable at once
+BEGIN;
+SELECT id, attempt FROM queue_claim('rl');
+ROLLBACK;
+SELECT id, attempt FROM rl WHERE id = 5;
+BEGIN;
+SELECT id, attempt FROM queue_claim('rl');
+COMMIT;
+-- a completion after the claim transaction ended: SQ005 outside a transaction block,
+-- SQ006 inside another one (this transaction did not claim the row)
+SELECT queue_complete('rl', '5', 'ack');
+\echo :LAST_ERROR_SQLSTATE
+SELECT try($$SELECT queue_complete('rl', '5', 'ack')$$);
+SELECT id, attempt FROM rl WHERE id = 5;
+-- transactional mode: the handler writes in the claim transaction; ack commits them
+CREATE TABLE side_effects (note text);
+BEGIN;
+SELECT id FROM queue_claim('rl');
+INSERT INTO side_effects VALUES ('handled 5');
+SELECT queue_complete('rl', '5', 'ack');
+COMMIT;
+-- any other outcome rolls the handler's writes back first (a savepoint after the claim)
+BEGIN;
+SELECT id FROM queue_claim('rl');
+SAVEPOINT handler;
+INSERT INTO side_effects VALUES ('handled 6, then failed');
+ROLLBACK TO SAVEPOINT handler;
+SELECT queue_complete('rl', '6', 'retry_after', '0 seconds');
+COMMIT;
+SELECT * FROM side_effects;
+SELECT id, attempt FROM rl ORDER BY id;
+-- argument errors are SQ004
+BEGIN;
+SELECT try($$SELECT queue_complete('rl', '6', 'ack', delay => '1 minute')$$);
+SELECT try($$SELECT queue_complete('rl', '6', 'retry_after')$$);
+SELECT try($$SELECT queue_complete('rl', '6', 'retry_after', '-1 second')$$);
+SELECT try($$SELECT queue_complete('rl', '6', 'ack', token => now())$$);
+SELECT try($$SELECT queue_complete('rl', '6', 'custom:')$$);
+SELECT try($$SELECT queue_complete('rl', '6', 'custom:nope')$$);
+SELECT try($$SELECT queue_complete('rl', '6', 'ACK')$$);
+SELECT try($$SELECT queue_complete('rl', NULL, 'ack')$$);
+SELECT try($$SELECT * FROM queue_claim('rl', 0)$$);
+SELECT try($$SELECT * FROM queue_claim('rl', 10001)$$);
+SELECT try($$SELECT * FROM queue_claim('rl', 1, '1 minute')$$);
+SELECT try($$SELECT queue_release('rl', '6')$$);
+SELECT try($$SELECT queue_extend('rl', '6', now())$$);
+COMMIT;
+
+-- max_attempts(1): the first failure moves the row; no attempt column: retry writes nothing
+CREATE TABLE rl1 (id int PRIMARY KEY, attempt int NOT NULL DEFAULT 0);
+CREATE TABLE rl1_dead (id int PRIMARY KEY, attempt int, dead_at timestamptz DEFAULT now());
+SELECT queue_register('rl1', 'rl1', 'row_lock', 1, 'rl1_dead');
+INSERT INTO rl1 VALUES (1);
+BEGIN;
+SELECT id, attempt FROM queue_claim('rl1');
+SELECT queue_complete('rl1', '1', 'retry');
+COMMIT;
+SELECT id, attempt, dead_at IS NOT NULL AS stamped FROM rl1_dead;
+CREATE TABLE rl_bare (id int PRIMARY KEY);
+SELECT queue_register('rl_bare', 'rl_bare', 'row_lock');
+INSERT INTO rl_bare VALUES (1), (2);
+BEGIN;
+SELECT id, attempt FROM queue_claim('rl_bare', 2);
+SELECT queue_complete('rl_bare', '1', 'retry');
+-- no retry_after column: retry_after is taken as retry, with a WARNING
+SELECT queue_complete('rl_bare', '2', 'retry_after', '5 minutes');
+-- a delivery is settled once: settling it again in the same transaction is SQ006
+SELECT try($$SELECT queue_complete('rl_bare', '1', 'ack')$$);
+COMMIT;
+SELECT * FROM rl_bare;

@@ -1,0 +1,75 @@
+-- table shapes: uuid and text ids, quoted and hostile identifiers, processed_at mode,
+-- many queues in one table (group column) with a group dead letter.
+-- uuid ids, processed_at: ack/drop mark the row instead of deleting it
+CREATE TABLE uq (id uuid PRIMARY KEY, attempt int NOT NULL DEFAULT 0, locked_until timestamptz,
+                 processed_at timestamptz);
+SELECT queue_register('uq', 'uq', 'lease');
+INSERT INTO uq (id) VALUES ('00000000-0000-0000-0000-000000000001'), ('00000000-0000-0000-0000-000000000002');
+SELECT id, attempt FROM queue_claim('uq', 2);
+SELECT queue_complete('uq', id::text, 'ack', token => locked_until) FROM uq WHERE id = '00000000-0000-0000-0000-000000000001';
+SELECT queue_complete('uq', id::text, 'drop', token => locked_until) FROM uq WHERE id = '00000000-0000-0000-0000-000000000002';
+SELECT id, attempt, processed_at IS NOT NULL AS processed FROM uq ORDER BY id;
+-- a processed row is settled: never delivered again, never settled twice
+SELECT count(*) AS claimable FROM queue_claim('uq', 5);
+SELECT try(format($$SELECT queue_complete('uq', %L, 'ack', token => %L)$$, id, locked_until)) FROM uq ORDER BY id LIMIT 1;
+-- text ids, FIFO by id; an id typed in another spelling reaches the same row
+CREATE TABLE tq (id text PRIMARY KEY, attempt int NOT NULL DEFAULT 0);
+SELECT queue_register('tq', 'tq', 'advisory');
+INSERT INTO tq VALUES ('b'), ('a'), ('c');
+SELECT id, attempt FROM queue_claim('tq', 2);
+SELECT queue_complete('tq', 'a', 'ack'), queue_complete('tq', 'b', 'ack');
+SELECT id FROM tq;
+CREATE TABLE bq (id bigint PRIMARY KEY, locked_until timestamptz);
+SELECT queue_register('bq', 'bq', 'lease');
+INSERT INTO bq VALUES (7);
+SELECT token AS tok7 FROM queue_claim('bq') \gset
+SELECT queue_complete('bq', '007', 'ack', token => :'tok7');
+SELECT count(*) AS left_rows FROM bq;
+-- hostile identifiers: quotes, semicolons, spaces, unicode, mixed case, 63 bytes
+CREATE SCHEMA "Sch""ema; DROP TABLE x";
+CREATE TABLE "Sch""ema; DROP TABLE x"."Jobs ""queue""; --" (
+    "Id; DELETE" bigint PRIMARY KEY,
+    "Ätt'empt" int NOT NULL DEFAULT 0,
+    "retry after" timestamptz,
+    "Lease ""until""" timestamptz,
+    "a_very_long_column_name_that_is_exactly_sixty_three_bytes_long_" text
+);
+CREATE TABLE "Sch""ema; DROP TABLE x"."Dead ""jobs""" (LIKE "Sch""ema; DROP TABLE x"."Jobs ""queue""; --");
+SELECT queue_register('q''uote; drop', '"Sch""ema; DROP TABLE x"."Jobs ""queue""; --"', 'lease', 2,
+       '"Sch""ema; DROP TABLE x"."Dead ""jobs"""',
+       '{"id": "Id; DELETE", "attempt": "Ätt''empt", "retry_after": "retry after", "locked_until": "Lease \"until\""}');
+INSERT INTO "Sch""ema; DROP TABLE x"."Jobs ""queue""; --" ("Id; DELETE") VALUES (1), (2);
+SELECT id, attempt, payload - 'Lease "until"' AS payload FROM queue_claim('q''uote; drop', 2);
+SELECT queue_complete('q''uote; drop', '1', 'ack', token => "Lease ""until""")
+FROM "Sch""ema; DROP TABLE x"."Jobs ""queue""; --" WHERE "Id; DELETE" = 1;
+SELECT queue_complete('q''uote; drop', '2', 'retry_after', '0 seconds', "Lease ""until""")
+FROM "Sch""ema; DROP TABLE x"."Jobs ""queue""; --" WHERE "Id; DELETE" = 2;
+SELECT id, attempt FROM queue_claim('q''uote; drop');
+SELECT queue_complete('q''uote; drop', '2', 'retry', token => "Lease ""until""")
+FROM "Sch""ema; DROP TABLE x"."Jobs ""queue""; --" WHERE "Id; DELETE" = 2;
+SELECT "Id; DELETE", "Ätt'empt" FROM "Sch""ema; DROP TABLE x"."Dead ""jobs""";
+SELECT * FROM queue_stats('q''uote; drop');
+-- many queues in one table: the group column; the dead letter is a group value
+CREATE TABLE shared (id bigserial PRIMARY KEY, queue text NOT NULL, attempt int NOT NULL DEFAULT 0,
+                     retry_after timestamptz, created_at timestamptz NOT NULL DEFAULT now());
+CREATE INDEX ON shared (queue, id);
+SELECT queue_register('mail', 'shared', 'row_lock', 2, 'mail_dead');
+SELECT queue_register('sms', 'shared', 'advisory', 1, 'sms_dead');
+INSERT INTO shared (queue) VALUES ('mail'), ('sms'), ('mail'), ('sms'), ('other');
+BEGIN;
+SELECT id, attempt FROM queue_claim('mail', 10);
+SELECT queue_complete('mail', '1', 'retry'), queue_complete('mail', '3', 'ack');
+COMMIT;
+BEGIN;
+SELECT id, attempt FROM queue_claim('mail', 10);
+SELECT queue_complete('mail', '1', 'retry');
+COMMIT;
+SELECT id, attempt FROM queue_claim('sms', 10);
+SELECT queue_complete('sms', '2', 'retry'), queue_complete('sms', '4', 'retry_after', '1 minute');
+SELECT id, queue, attempt, retry_after IS NOT NULL AS delayed FROM shared ORDER BY id;
+SELECT queue, form, ready, delayed, in_flight, dead, oldest_ready_age IS NOT NULL AS has_age FROM queue_stats() WHERE queue IN ('mail', 'sms');
+-- requeue from a group dead letter: attempt reset, delay cleared
+SELECT queue_requeue_dead('sms');
+SELECT id, queue, attempt, retry_after FROM shared WHERE queue = 'sms' ORDER BY id;
+SELECT queue_requeue_dead('mail', ARRAY['1']);
+SELECT id, queue, attempt FROM shared WHERE queue = 'mail' ORDER BY id;

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# settle's whole test suite, from a clean clone on a fresh Debian 12 machine (run as root).
+#
+# It installs what is missing (Debian packages, the pinned cargo-pgrx), points pgrx
+# at Debian's PostgreSQL 15 (no downloads), builds and installs the extension,
+# starts throwaway servers on unix sockets / loopback, runs every tier, and stops
+# the servers again, also on failure. The last line is "tests: N passed, M failed".
+#
+# Tiers:
+#   1. golden SQL regression  extension/tests/pg_regress   (pg_regress, expected output)
+#   2. concurrency            extension/tests/isolation    (PostgreSQL's isolation tester)
+#   3. Rust tests             cargo test --workspace        (client, against the servers)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+PGRX_VERSION=0.18.0
+PG_BIN=/usr/lib/postgresql/15/bin
+PGXS=/usr/lib/postgresql/15/lib/pgxs
+export SETTLE_PGPORT=${SETTLE_PGPORT:-55432}
+
+step() { printf '\n==> %s\n' "$*"; }
+passed=0
+failed=0
+
+step "system packages"
+need=()
+for p in postgresql-15 postgresql-server-dev-15 libclang-dev clang pkg-config; do
+  dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
+done
+if ((${#need[@]})); then
+  if [ "$(id -u)" != 0 ]; then
+    echo "missing Debian packages: ${need[*]} (run as root, or install them)" >&2
+    exit 1
+  fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+echo "ok"
+
+step "cargo-pgrx $PGRX_VERSION"
+if ! cargo pgrx --version 2>/dev/null | grep -q " $PGRX_VERSION\$"; then
+  cargo install cargo-pgrx --version "$PGRX_VERSION" --locked
+fi
+# pgrx builds against Debian's server: its pg_config, not libpq's on PATH
+if ! grep -qs "pg15 = \"$PG_BIN/pg_config\"" "${PGRX_HOME:-$HOME/.pgrx}/config.toml"; then
+  cargo pgrx init --pg15 "$PG_BIN/pg_config"
+fi
+cargo pgrx --version
+
+step "build and install the extension"
+(cd extension && cargo pgrx install --pg-config "$PG_BIN/pg_config")
+
+WORK=$(mktemp -d /tmp/settle-test.XXXXXX)
+chmod 755 "$WORK"
+cleanup() {
+  scripts/pg-cluster.sh stop "$WORK/pg" || true
+}
+trap cleanup EXIT
+
+step "start PostgreSQL 15"
+scripts/pg-cluster.sh start "$WORK/pg"
+export PGHOST="$WORK/pg/sock" PGPORT=$SETTLE_PGPORT PGUSER=postgres
+export SETTLE_TEST_PG="host=$PGHOST port=$PGPORT user=postgres"
+
+# run_regress NAME DRIVER INPUTDIR TESTS...: a pg_regress-style driver over the
+# running server; counts its "... ok" / "... FAILED" lines into the totals.
+run_regress() {
+  local name=$1 driver=$2 input=$3
+  shift 3
+  local out=$WORK/$name
+  mkdir -p "$out"
+  "$PG_BIN/psql" -X -q -d postgres -c "DROP DATABASE IF EXISTS settle_$name" -c "CREATE DATABASE settle_$name"
+  set +e
+  "$driver" --use-existing --bindir="$PG_BIN" --host="$PGHOST" --port="$PGPORT" --user=postgres \
+    --dbname="settle_$name" --inputdir="$input" --outputdir="$out" "$@" 2>&1 | tee "$out/driver.log"
+  local rc=${PIPESTATUS[0]}
+  set -e
+  local ok bad
+  ok=$(grep -Ec '\.\.\. +ok|^ok ' "$out/driver.log" || true)
+  bad=$(grep -Ec 'FAILED|failed \(ignored\)|^not ok ' "$out/driver.log" || true)
+  if [ "$rc" != 0 ] && [ "$bad" = 0 ]; then bad=1; fi
+  passed=$((passed + ok))
+  failed=$((failed + bad))
+  if [ "$rc" != 0 ] && [ -f "$out/regression.diffs" ]; then head -400 "$out/regression.diffs"; fi
+}
+
+step "tier 1: golden SQL regression (pg_regress)"
+reg=$ROOT/extension/tests/pg_regress
+run_regress regress "$PGXS/src/test/regress/pg_regress" "$reg" \
+  $(cd "$reg/sql" && ls *.sql | sed 's/\.sql$//' | sort)
+
+step "tier 2: concurrency (isolation tester)"
+iso=$ROOT/extension/tests/isolation
+run_regress isolation "$PGXS/src/test/isolation/pg_isolation_regress" "$iso" \
+  $(cd "$iso/specs" && ls *.spec | sed 's/\.spec$//' | sort)
+
+step "tier 3: Rust tests (cargo test --workspace)"
+set +e
+cargo test --workspace --exclude settle-extension 2>&1 | tee "$WORK/cargo-test.log"
+cargo_rc=${PIPESTATUS[0]}
+set -e
+c_pass=$(grep -Eo 'test result: [a-zA-Z]+\. [0-9]+ passed' "$WORK/cargo-test.log" | awk '{s+=$4} END {print s+0}')
+c_fail=$(grep -Eo '[0-9]+ failed' "$WORK/cargo-test.log" | awk '{s+=$1} END {print s+0}')
+passed=$((passed + c_pass))
+failed=$((failed + c_fail))
+if [ "$cargo_rc" != 0 ] && [ "$c_fail" = 0 ]; then failed=$((failed + 1)); fi
+
+echo
+echo "tests: $passed passed, $failed failed"
+[ "$failed" = 0 ]
