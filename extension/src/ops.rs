@@ -520,3 +520,34 @@ pub fn requeue_dead(queue: &str, ids: Option<Vec<Option<String>>>) -> Result<i64
         Ok(t.len() as i64)
     })
 }
+
+/// Every statement of a queue, named (see queue_sql()).
+pub fn statements(s: &crate::sql::Shape) -> Vec<(String, String)> {
+    let mut v = Vec::new();
+    match s.form {
+        Form::RowLock => v.push(("claim".into(), s.claim_row_lock())),
+        Form::Lease => v.push(("claim".into(), s.take())),
+        Form::Advisory => {
+            v.push(("claim_candidates".into(), s.advisory_candidates(false)));
+            v.push(("claim_candidates_after".into(), s.advisory_candidates(true)));
+            v.push(("claim_take".into(), s.take()));
+        }
+    }
+    v.push(("ack".into(), s.settle(Write::Ack)));
+    v.push(("retry".into(), s.settle(Write::Retry)));
+    if s.retry_after.is_some() {
+        v.push(("retry_after".into(), s.settle(Write::RetryAfter)));
+    }
+    if s.form != Form::RowLock {
+        v.push(("release".into(), s.settle(Write::Release)));
+    }
+    if s.form == Form::Lease {
+        v.push(("extend".into(), s.extend()));
+    }
+    v.push(("custom_check".into(), s.settle(Write::HeldOnly)));
+    v.push(("stats".into(), s.stats()));
+    if let Some(r) = s.requeue_dead() {
+        v.push(("requeue_dead".into(), r));
+    }
+    v
+}

@@ -188,7 +188,7 @@ impl Shape {
                     sets.extend(self.attempt_plus_one("_s_t"));
                 }
                 vec![format!(
-                    "_s_d AS (UPDATE {t} _s_t SET {sets} FROM {src} WHERE _s_t.{id} {EQ} {src}._s_id AND {src}._s_dead RETURNING _s_t.{id} AS _s_id)",
+                    "_s_d AS (UPDATE {t} _s_t SET {sets} WHERE _s_t.{id} {EQ} ANY (ARRAY(SELECT {src}._s_id FROM {src} WHERE {src}._s_dead)) RETURNING _s_t.{id} AS _s_id)",
                     t = self.table,
                     sets = sets.join(", ")
                 )]
@@ -211,7 +211,7 @@ impl Shape {
                     .join(", ");
                 vec![
                     format!(
-                        "_s_dm AS (DELETE FROM {t} _s_t USING {src} WHERE _s_t.{id} {EQ} {src}._s_id AND {src}._s_dead RETURNING _s_t.*)",
+                        "_s_dm AS (DELETE FROM {t} _s_t WHERE _s_t.{id} {EQ} ANY (ARRAY(SELECT {src}._s_id FROM {src} WHERE {src}._s_dead)) RETURNING _s_t.*)",
                         t = self.table
                     ),
                     format!("_s_di AS (INSERT INTO {dlt} ({cols}) OVERRIDING SYSTEM VALUE SELECT {vals} FROM _s_dm)"),
@@ -293,11 +293,11 @@ impl Shape {
         if sets.is_empty() {
             // advisory without an attempt column: nothing to count, the rows are locked by _s_c
             ctes.push(format!(
-                "_s_took AS (SELECT _s_t.* FROM {t} _s_t JOIN _s_x ON {id} {EQ} _s_x._s_id WHERE NOT _s_x._s_dead)"
+                "_s_took AS (SELECT _s_t.* FROM {t} _s_t WHERE {id} {EQ} ANY (ARRAY(SELECT _s_x._s_id FROM _s_x WHERE NOT _s_x._s_dead)))"
             ));
         } else {
             ctes.push(format!(
-                "_s_took AS (UPDATE {t} _s_t SET {sets} FROM _s_x WHERE {id} {EQ} _s_x._s_id AND NOT _s_x._s_dead RETURNING _s_t.*)",
+                "_s_took AS (UPDATE {t} _s_t SET {sets} WHERE {id} {EQ} ANY (ARRAY(SELECT _s_x._s_id FROM _s_x WHERE NOT _s_x._s_dead)) RETURNING _s_t.*)",
                 sets = sets.join(", ")
             ));
         }
@@ -378,12 +378,16 @@ impl Shape {
         let id = &self.id;
         let mut ctes = vec![self.held_cte()];
         let mut outs: Vec<String> = Vec::new();
-        let on_held = |src: &str| format!("_s_t.{id} {EQ} {src}._s_id");
-        let write_cte = |ctes: &mut Vec<String>, name: &str, src: &str, sets: Vec<String>, extra: &str| {
+        // writes find their rows by `id = ANY(ARRAY(...))`: an index scan whatever
+        // the planner guesses about the CTE's size (a join can turn into a seq scan)
+        let on_held = |src: &str, filter: &str| {
+            format!("_s_t.{id} {EQ} ANY (ARRAY(SELECT {src}._s_id FROM {src}{filter}))")
+        };
+        let write_cte = |ctes: &mut Vec<String>, name: &str, src: &str, sets: Vec<String>, filter: &str| {
             ctes.push(format!(
-                "{name} AS (UPDATE {t} _s_t SET {sets} FROM {src} WHERE {on}{extra} RETURNING _s_t.{id} AS _s_id)",
+                "{name} AS (UPDATE {t} _s_t SET {sets} WHERE {on} RETURNING _s_t.{id} AS _s_id)",
                 sets = sets.join(", "),
-                on = on_held(src)
+                on = on_held(src, filter)
             ));
         };
         match w {
@@ -393,8 +397,8 @@ impl Shape {
                     outs.push("SELECT (_s_o._s_id)::pg_catalog.text, 'marked'::pg_catalog.text FROM _s_o".into());
                 } else {
                     ctes.push(format!(
-                        "_s_o AS (DELETE FROM {t} _s_t USING _s_h WHERE {on} RETURNING _s_t.{id} AS _s_id)",
-                        on = on_held("_s_h")
+                        "_s_o AS (DELETE FROM {t} _s_t WHERE {on} RETURNING _s_t.{id} AS _s_id)",
+                        on = on_held("_s_h", "")
                     ));
                     outs.push("SELECT (_s_o._s_id)::pg_catalog.text, 'deleted'::pg_catalog.text FROM _s_o".into());
                 }
@@ -447,7 +451,7 @@ impl Shape {
                         "SELECT (_s_x._s_id)::pg_catalog.text, '{result}'::pg_catalog.text FROM _s_x WHERE NOT _s_x._s_dead"
                     ));
                 } else {
-                    write_cte(&mut ctes, "_s_r", "_s_x", sets, " AND NOT _s_x._s_dead");
+                    write_cte(&mut ctes, "_s_r", "_s_x", sets, " WHERE NOT _s_x._s_dead");
                     outs.push(format!(
                         "SELECT (_s_r._s_id)::pg_catalog.text, '{result}'::pg_catalog.text FROM _s_r"
                     ));

@@ -255,3 +255,17 @@ fn queue_create(
     })();
     ok_or_raise(r)
 }
+
+/// The statements settle runs for a queue, as built from its descriptor (for
+/// reading, EXPLAIN and audits): claim, take/candidates, each settle write.
+#[pg_extern(security_invoker)]
+fn queue_sql(queue: Option<&str>) -> TableIterator<'static, (name!(statement, String), name!(sql, String))> {
+    let r = (|| {
+        let queue = need(queue, "queue")?;
+        Spi::connect(|client| {
+            let q = desc::queue(client, queue)?;
+            Ok(ops::statements(&q.shape))
+        })
+    })();
+    TableIterator::new(ok_or_raise(r))
+}

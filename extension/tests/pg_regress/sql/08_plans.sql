@@ -1,0 +1,47 @@
+-- Plans: every claim and settle statement is index-driven (no sequential scan of
+-- the queue table) in the generic plan that settle keeps, with a large backlog.
+CREATE FUNCTION seq_scans(q text) RETURNS TABLE(statement text, seq_scans int) LANGUAGE plpgsql AS $$
+DECLARE r record; types text; nulls text; line text; form text;
+BEGIN
+  SELECT s.form INTO form FROM settle_queues s WHERE s.queue = q;
+  FOR r IN SELECT s.statement, s.sql FROM queue_sql(q) s WHERE s.statement NOT IN ('stats', 'requeue_dead') LOOP
+    types := CASE
+      WHEN r.statement IN ('ack', 'retry', 'retry_after', 'release', 'custom_check') THEN 'text[], timestamptz[], interval'
+      WHEN r.statement = 'extend' THEN 'text, timestamptz, interval'
+      WHEN r.statement = 'claim_take' THEN 'text[]'
+      WHEN r.statement = 'claim_candidates_after' THEN 'bigint, text'
+      WHEN r.statement = 'claim' AND form = 'lease' THEN 'bigint, interval'
+      ELSE 'bigint' END;
+    nulls := regexp_replace(types, '[a-z\[\]]+', 'NULL', 'g');
+    EXECUTE format('PREPARE p_check(%s) AS %s', types, r.sql);
+    statement := r.statement;
+    seq_scans := 0;
+    FOR line IN EXECUTE format('EXPLAIN (COSTS OFF) EXECUTE p_check(%s)', nulls) LOOP
+      IF line LIKE '%Seq Scan%' THEN seq_scans := seq_scans + 1; END IF;
+    END LOOP;
+    DEALLOCATE p_check;
+    RETURN NEXT;
+  END LOOP;
+END $$;
+SET plan_cache_mode = force_generic_plan;
+SELECT queue_create('big_lease', 'lease', 5);
+SELECT queue_create('big_rowlock', 'row_lock', 5);
+SELECT queue_create('big_advisory', 'advisory');
+INSERT INTO big_lease (payload) SELECT '{}' FROM generate_series(1, 20000);
+INSERT INTO big_rowlock (payload) SELECT '{}' FROM generate_series(1, 20000);
+INSERT INTO big_advisory (payload) SELECT '{}' FROM generate_series(1, 20000);
+-- many queues in one table, processed_at mode, group dead letter: index on (queue, id)
+CREATE TABLE big_shared (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, queue text NOT NULL,
+                         attempt int NOT NULL DEFAULT 0, locked_until timestamptz, processed_at timestamptz);
+CREATE INDEX big_shared_ready ON big_shared (queue, id) WHERE processed_at IS NULL;
+SELECT queue_register('big_shared', 'big_shared', 'lease', 3, 'big_shared_dead');
+INSERT INTO big_shared (queue, processed_at) SELECT 'done', now() FROM generate_series(1, 20000);
+INSERT INTO big_shared (queue) SELECT 'big_shared' FROM generate_series(1, 20000);
+ANALYZE big_lease, big_rowlock, big_advisory, big_shared;
+SELECT 'big_lease' AS queue, * FROM seq_scans('big_lease')
+UNION ALL SELECT 'big_rowlock', * FROM seq_scans('big_rowlock')
+UNION ALL SELECT 'big_advisory', * FROM seq_scans('big_advisory')
+UNION ALL SELECT 'big_shared', * FROM seq_scans('big_shared');
+RESET plan_cache_mode;
+-- the generated SQL of one queue, verbatim (quoted identifiers, qualified operators)
+SELECT statement, sql FROM queue_sql('big_advisory') WHERE statement LIKE 'claim%';
