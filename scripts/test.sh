@@ -89,6 +89,27 @@ reg=$ROOT/extension/tests/pg_regress
 run_regress regress "$PGXS/src/test/regress/pg_regress" "$reg" \
   $(cd "$reg/sql" && ls *.sql | sed 's/\.sql$//' | sort)
 
+step "tier 1b: pg_dump keeps the registry (dump, restore, claim)"
+psql_q() { "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
+if psql_q -d postgres -c "DROP DATABASE IF EXISTS settle_dump" -c "CREATE DATABASE settle_dump" \
+  && psql_q -d settle_dump -c "CREATE EXTENSION settle" \
+       -c "SELECT queue_create('dumped', 'lease', 3)" \
+       -c "SELECT queue_register_outcome('dumped', 'noop', 'SELECT \$1')" \
+       -c "INSERT INTO dumped (payload) VALUES ('{\"n\": 1}')" \
+  && "$PG_BIN/pg_dump" -d settle_dump -f "$WORK/dump.sql" \
+  && psql_q -d postgres -c "DROP DATABASE IF EXISTS settle_restored" -c "CREATE DATABASE settle_restored" \
+  && psql_q -d settle_restored -f "$WORK/dump.sql" >/dev/null \
+  && got=$("$PG_BIN/psql" -X -tA -d settle_restored -c \
+       "SELECT queue || ' ' || form || ' ' || max_attempts || ' ' || dead_letter_table::text || ' ' || (outcomes ? 'noop') FROM settle_queues;
+        SELECT id || ' ' || attempt FROM queue_claim('dumped', 5);") \
+  && [ "$got" = "$(printf 'dumped lease 3 dumped_dead true\n1 1')" ]; then
+  echo "ok: registry restored and claimable"
+  passed=$((passed + 1))
+else
+  echo "FAILED: pg_dump round trip (got: ${got:-nothing})"
+  failed=$((failed + 1))
+fi
+
 step "tier 2: concurrency (isolation tester)"
 iso=$ROOT/extension/tests/isolation
 run_regress isolation "$PGXS/src/test/isolation/pg_isolation_regress" "$iso" \
