@@ -60,7 +60,6 @@ trap cleanup EXIT
 step "start PostgreSQL 15"
 scripts/pg-cluster.sh start "$WORK/pg"
 export PGHOST="$WORK/pg/sock" PGPORT=$SETTLE_PGPORT PGUSER=postgres
-export SETTLE_TEST_PG="host=$PGHOST port=$PGPORT user=postgres"
 
 # run_regress NAME DRIVER INPUTDIR TESTS...: a pg_regress-style driver over the
 # running server; counts its "... ok" / "... FAILED" lines into the totals.
@@ -116,6 +115,9 @@ run_regress isolation "$PGXS/src/test/isolation/pg_isolation_regress" "$iso" \
   $(cd "$iso/specs" && ls *.spec | sed 's/\.spec$//' | sort)
 
 step "tier 3: Rust tests (cargo test --workspace)"
+"$PG_BIN/psql" -X -q -d postgres -c "DROP DATABASE IF EXISTS settle_client" -c "CREATE DATABASE settle_client"
+"$PG_BIN/psql" -X -q -d settle_client -c "CREATE EXTENSION settle"
+export SETTLE_TEST_PG="host=$PGHOST port=$PGPORT user=postgres dbname=settle_client"
 set +e
 cargo test --workspace --exclude settle-extension 2>&1 | tee "$WORK/cargo-test.log"
 cargo_rc=${PIPESTATUS[0]}
@@ -125,6 +127,14 @@ c_fail=$(grep -Eo '[0-9]+ failed' "$WORK/cargo-test.log" | awk '{s+=$1} END {pri
 passed=$((passed + c_pass))
 failed=$((failed + c_fail))
 if [ "$cargo_rc" != 0 ] && [ "$c_fail" = 0 ]; then failed=$((failed + 1)); fi
+
+step "the client example runs against the test cluster"
+if SETTLE_PG="$SETTLE_TEST_PG" cargo run -q -p settle --example pg_worker; then
+  passed=$((passed + 1))
+else
+  echo "FAILED: example pg_worker"
+  failed=$((failed + 1))
+fi
 
 echo
 echo "tests: $passed passed, $failed failed"

@@ -1,1 +1,51 @@
-//! settle client (see issue 3)
+//! # settle
+//!
+//! Claim rows from a queue kept in an ordinary SQL table, run a handler, and
+//! settle each delivery with an outcome: [`Delivery::ack`], [`Delivery::drop_it`],
+//! [`Delivery::retry`], [`Delivery::retry_after`], [`Delivery::custom`] — or let
+//! the dead letter take it when the attempt counter reaches `max_attempts`.
+//!
+//! This crate talks to PostgreSQL through the `settle` extension
+//! (`CREATE EXTENSION settle`); the extension does the claiming and settling in
+//! one statement each, with its own SQLSTATEs mapped to [`Error`] kinds.
+//!
+//! ```no_run
+//! use settle::{Client, Form, Queue, WorkerOptions};
+//! use std::time::Duration;
+//!
+//! # async fn demo() -> settle::Result<()> {
+//! let config: tokio_postgres::Config = "host=/run/postgresql user=app dbname=app".parse().unwrap();
+//! let queue = Queue::new("emails", "outbox")
+//!     .form(Form::Lease { ttl: Duration::from_secs(60) })
+//!     .dead_letter(5, "outbox_dead");
+//! let client = Client::connect(config, 16, queue).await?;
+//! let report = client
+//!     .run(WorkerOptions::default(), tokio::signal::ctrl_c().map(|_| ()), |d| async move {
+//!         match send(d.row()).await {
+//!             Ok(()) => d.ack().await,
+//!             Err(_) => {
+//!                 let backoff = Duration::from_secs(2u64.pow(d.attempt().min(10)));
+//!                 d.retry_after(backoff).await
+//!             }
+//!         }
+//!     })
+//!     .await?;
+//! # Ok(()) }
+//! # async fn send(_: &serde_json::Value) -> Result<(), ()> { Ok(()) }
+//! # use futures_util::FutureExt;
+//! ```
+
+mod client;
+mod delivery;
+mod error;
+mod queue;
+mod worker;
+
+pub use client::{Client, Stats};
+pub use delivery::{Delivery, Outcome, Settled};
+pub use error::{DbError, Error, Result};
+pub use queue::{Form, Queue, Role};
+pub use worker::{HandlerResult, WorkerOptions, WorkerReport};
+
+/// Re-exported so callers can build a connection config without naming the driver crate.
+pub use tokio_postgres;

@@ -67,6 +67,13 @@ CREATE FUNCTION queue_advisory_key(queue text, id text) RETURNS bigint
         pg_catalog.length($1)::pg_catalog.text OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) $1
         OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) $2, 0) $$;
 
+-- Wake-ups for workers: AFTER INSERT ... FOR EACH STATEMENT EXECUTE FUNCTION
+-- queue_notify_trigger('queue name') sends NOTIFY settle, '<queue name>' once per
+-- statement (queue_create installs it; add it yourself to a registered table).
+CREATE FUNCTION queue_notify_trigger() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$ BEGIN PERFORM pg_catalog.pg_notify('settle', TG_ARGV[0]); RETURN NULL; END $$;
+
 -- Remove a queue's registration (its table and rows stay). True if it existed.
 CREATE FUNCTION queue_unregister(queue text) RETURNS boolean
     LANGUAGE sql VOLATILE STRICT

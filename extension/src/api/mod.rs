@@ -173,8 +173,9 @@ fn queue_register_outcome(queue: Option<&str>, name: Option<&str>, sql: Option<&
     ok_or_raise(r)
 }
 
-/// Create a queue table with the canonical columns and its index, (and its
-/// dead-letter table when max_attempts is given), then register it.
+/// Create a queue table with the canonical columns, its primary key and a
+/// NOTIFY trigger (and its dead-letter table when max_attempts is given), then
+/// register it.
 #[pg_extern(security_invoker)]
 fn queue_create(
     queue: Option<&str>,
@@ -214,6 +215,16 @@ fn queue_create(
                        retry_after timestamptz, \
                        locked_until timestamptz, \
                        created_at timestamptz NOT NULL DEFAULT pg_catalog.now())"
+                ),
+                None,
+                &[],
+            ));
+            spi(client.update(
+                &*format!(
+                    "CREATE TRIGGER settle_notify AFTER INSERT ON {table} FOR EACH STATEMENT \
+                     EXECUTE FUNCTION {}.queue_notify_trigger({})",
+                    desc::ext_schema(client),
+                    literal(queue)
                 ),
                 None,
                 &[],

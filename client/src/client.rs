@@ -1,0 +1,336 @@
+//! The client: registration, claims, stats.
+
+use crate::delivery::{Delivery, Outcome, Session, Settled};
+use crate::error::{Error, Result};
+use crate::queue::{Form, Queue};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use tracing::Instrument;
+
+pub(crate) const CLAIM_SQL: &str = "SELECT id, attempt, token, payload FROM queue_claim($1, $2, $3::bigint * interval '1 microsecond')";
+pub(crate) const COMPLETE_SQL: &str =
+    "SELECT queue_complete($1, $2, $3, $4::bigint * interval '1 microsecond', $5)";
+pub(crate) const RELEASE_SQL: &str = "SELECT queue_release($1, $2, $3)";
+pub(crate) const EXTEND_SQL: &str =
+    "SELECT queue_extend($1, $2, $3, $4::bigint * interval '1 microsecond')";
+pub(crate) const COMPLETE_MANY_SQL: &str =
+    "SELECT id, result FROM queue_complete_many($1, $2, $3, $4::bigint * interval '1 microsecond', $5)";
+
+pub(crate) fn micros(d: Duration) -> i64 {
+    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
+}
+
+/// Counts of a queue (`queue_stats`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stats {
+    /// rows a claim could take now
+    pub ready: i64,
+    /// rows waiting for their retry_after
+    pub delayed: i64,
+    /// rows held by a delivery (lease, advisory); `None` for row_lock
+    pub in_flight: Option<i64>,
+    /// rows in the dead letter; `None` without one
+    pub dead: Option<i64>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) pool: Pool,
+    pub(crate) queue: Queue,
+    pub(crate) has_retry_after: bool,
+    pub(crate) listen: Option<tokio_postgres::Config>,
+}
+
+/// A handle on one queue over PostgreSQL with the settle extension. Cheap to
+/// clone; every clone shares the pool.
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("queue", &self.inner.queue)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// Connect with a pool of `pool_size` connections (no TLS) and register the
+    /// queue (idempotent). The same config is used for the worker's LISTEN
+    /// connection.
+    pub async fn connect(
+        config: tokio_postgres::Config,
+        pool_size: usize,
+        queue: Queue,
+    ) -> Result<Client> {
+        let mgr = Manager::from_config(
+            config.clone(),
+            tokio_postgres::NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(mgr)
+            .max_size(pool_size.max(1))
+            .build()
+            .map_err(|e| Error::invalid(format!("pool: {e}")))?;
+        Client::register(pool, queue, Some(config)).await
+    }
+
+    /// Use an existing pool (TLS, custom recycling). The worker then wakes by
+    /// polling only, as it has no config for a LISTEN connection. Do not use
+    /// `RecyclingMethod::Clean` with the advisory form while deliveries are
+    /// live elsewhere on the pool: settle never returns a connection that
+    /// carries locks, and Clean is not needed for that.
+    pub async fn from_pool(pool: Pool, queue: Queue) -> Result<Client> {
+        Client::register(pool, queue, None).await
+    }
+
+    async fn register(
+        pool: Pool,
+        queue: Queue,
+        listen: Option<tokio_postgres::Config>,
+    ) -> Result<Client> {
+        if queue.dead.as_ref().is_some_and(|(n, _)| *n == 0) {
+            return Err(Error::invalid("max_attempts must be at least 1"));
+        }
+        let c = pool.get().await?;
+        let max: Option<i32> = queue
+            .dead
+            .as_ref()
+            .map(|(n, _)| i32::try_from(*n).unwrap_or(i32::MAX));
+        let dl: Option<&str> = queue.dead.as_ref().map(|(_, d)| d.as_str());
+        c.execute(
+            "SELECT queue_register($1, $2::text::regclass, $3, $4, $5, $6::jsonb)",
+            &[
+                &queue.name,
+                &queue.table,
+                &queue.form.sql_name(),
+                &max,
+                &dl,
+                &queue.columns_json(),
+            ],
+        )
+        .await?;
+        for (name, sql) in &queue.outcomes {
+            c.execute(
+                "SELECT queue_register_outcome($1, $2, $3)",
+                &[&queue.name, name, sql],
+            )
+            .await?;
+        }
+        let row = c
+            .query_one(
+                "SELECT (columns->>'retry_after') IS NOT NULL FROM settle_queues WHERE queue = $1",
+                &[&queue.name],
+            )
+            .await?;
+        let has_retry_after: bool = row.get(0);
+        drop(c);
+        Ok(Client {
+            inner: Arc::new(Inner {
+                pool,
+                queue,
+                has_retry_after,
+                listen,
+            }),
+        })
+    }
+
+    /// The queue this client serves.
+    pub fn queue(&self) -> &Queue {
+        &self.inner.queue
+    }
+
+    /// The connection pool.
+    pub fn pool(&self) -> &Pool {
+        &self.inner.pool
+    }
+
+    /// Claim up to `n` ready rows (1–10000).
+    ///
+    /// - lease: one autocommitted statement; each delivery settles on any pooled
+    ///   connection with its token.
+    /// - row_lock: one transaction on a connection the deliveries keep; it commits
+    ///   when the last delivery of the claim is settled or dropped.
+    /// - advisory: the keys are held by a connection the deliveries keep; it goes
+    ///   back to the pool, carrying no lock, when the last one is done.
+    pub async fn claim(&self, n: usize) -> Result<Vec<Delivery>> {
+        let q = &self.inner.queue;
+        let span = tracing::debug_span!("settle.claim", queue = %q.name, n);
+        async move {
+            if n == 0 || n > 10_000 {
+                return Err(Error::invalid(format!(
+                    "batch must be between 1 and 10000, got {n}"
+                )));
+            }
+            let lease = match q.form {
+                Form::Lease { ttl } => Some(micros(ttl)),
+                _ => None,
+            };
+            let obj = self.inner.pool.get().await?;
+            match q.form {
+                Form::Lease { .. } => {
+                    let st = obj.prepare_cached(CLAIM_SQL).await?;
+                    let rows = obj.query(&st, &[&q.name, &(n as i32), &lease]).await?;
+                    drop(obj);
+                    Ok(rows.iter().map(|r| self.delivery(r, None)).collect())
+                }
+                Form::RowLock | Form::Advisory => {
+                    let row_lock = q.form == Form::RowLock;
+                    if row_lock {
+                        obj.batch_execute("BEGIN").await?;
+                    }
+                    let res = async {
+                        let st = obj.prepare_cached(CLAIM_SQL).await?;
+                        obj.query(&st, &[&q.name, &(n as i32), &lease]).await
+                    }
+                    .await;
+                    let rows = match res {
+                        Ok(rows) => rows,
+                        Err(e) => {
+                            // a failed claim: never return a connection in an unknown state
+                            Session::discard(obj);
+                            return Err(e.into());
+                        }
+                    };
+                    if rows.is_empty() {
+                        if row_lock {
+                            if let Err(e) = obj.batch_execute("COMMIT").await {
+                                Session::discard(obj);
+                                return Err(e.into());
+                            }
+                        }
+                        return Ok(Vec::new());
+                    }
+                    let session = Session::new(obj, q.form, rows.len());
+                    Ok(rows
+                        .iter()
+                        .map(|r| self.delivery(r, Some(session.clone())))
+                        .collect())
+                }
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    fn delivery(&self, r: &tokio_postgres::Row, session: Option<Arc<Session>>) -> Delivery {
+        let id: String = r.get(0);
+        let attempt: Option<i32> = r.get(1);
+        let token: Option<SystemTime> = r.get(2);
+        let payload: Option<serde_json::Value> = r.get(3);
+        Delivery::new(
+            self.inner.clone(),
+            id,
+            attempt.map_or(1, |a| a.max(0) as u32),
+            token,
+            payload.unwrap_or(serde_json::Value::Null),
+            session,
+        )
+    }
+
+    /// Counts of this queue.
+    pub async fn stats(&self) -> Result<Stats> {
+        let c = self.inner.pool.get().await?;
+        let r = c
+            .query_one(
+                "SELECT ready, delayed, in_flight, dead FROM queue_stats($1)",
+                &[&self.inner.queue.name],
+            )
+            .await?;
+        Ok(Stats {
+            ready: r.get(0),
+            delayed: r.get(1),
+            in_flight: r.get(2),
+            dead: r.get(3),
+        })
+    }
+
+    /// Settle many deliveries with one outcome. In the lease form this is one
+    /// statement (`queue_complete_many`) for all of them; in the others each is
+    /// settled on its own connection in turn. One result per delivery, in order;
+    /// a lease lost is [`Error::LeaseLost`] for that delivery only.
+    pub async fn settle_many(
+        &self,
+        deliveries: Vec<Delivery>,
+        outcome: Outcome,
+    ) -> Vec<Result<Settled>> {
+        if !matches!(self.inner.queue.form, Form::Lease { .. }) || deliveries.len() < 2 {
+            let mut out = Vec::with_capacity(deliveries.len());
+            for d in deliveries {
+                out.push(d.settle(outcome.clone()).await);
+            }
+            return out;
+        }
+        let mut ids = Vec::with_capacity(deliveries.len());
+        let mut tokens = Vec::with_capacity(deliveries.len());
+        for d in deliveries {
+            let (id, token) = d.into_settled_parts();
+            ids.push(id);
+            tokens.push(token);
+        }
+        let delay = match &outcome {
+            Outcome::RetryAfter(d) => Some(micros(*d)),
+            _ => None,
+        };
+        let res: Result<Vec<tokio_postgres::Row>> = async {
+            let c = self.inner.pool.get().await?;
+            let st = c.prepare_cached(COMPLETE_MANY_SQL).await?;
+            Ok(c.query(
+                &st,
+                &[
+                    &self.inner.queue.name,
+                    &ids,
+                    &outcome.sql_name(),
+                    &delay,
+                    &tokens,
+                ],
+            )
+            .await?)
+        }
+        .await;
+        match res {
+            Err(e) => {
+                // nothing was written; the leases run out (or are reclaimed) as usual
+                let msg = e.to_string();
+                ids.iter()
+                    .map(|_| Err(Error::invalid(format!("batch settle failed: {msg}"))))
+                    .collect()
+            }
+            Ok(rows) => {
+                let by_id: std::collections::HashMap<String, String> = rows
+                    .iter()
+                    .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
+                    .collect();
+                ids.iter()
+                    .map(|id| match by_id.get(id).map(String::as_str) {
+                        Some("lease_lost") | None => Err(Error::LeaseLost(crate::error::DbError {
+                            code: Some("SQ001".into()),
+                            message: format!("lease lost: row {id} of queue \"{}\"", self.inner.queue.name),
+                            source: None,
+                        })),
+                        Some(r) => {
+                            let s = Settled::parse(r);
+                            if s == Settled::DeadLettered {
+                                tracing::warn!(queue = %self.inner.queue.name, id = %id, "max_attempts reached: moved to the dead letter");
+                            }
+                            Ok(s)
+                        }
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    /// Move dead-lettered rows back into the queue (attempt reset); returns how many.
+    pub async fn requeue_dead(&self) -> Result<i64> {
+        let c = self.inner.pool.get().await?;
+        let r = c
+            .query_one("SELECT queue_requeue_dead($1)", &[&self.inner.queue.name])
+            .await?;
+        Ok(r.get(0))
+    }
+}

@@ -1,0 +1,537 @@
+//! A delivery and how it is settled (SPEC §3).
+
+use crate::client::{micros, Inner, COMPLETE_SQL, EXTEND_SQL, RELEASE_SQL};
+use crate::error::{Error, Result};
+use crate::queue::Form;
+use deadpool_postgres::Object;
+use serde::de::DeserializeOwned;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use tokio::sync::{Mutex, OwnedMutexGuard};
+use tracing::Instrument;
+
+/// The outcome a handler settles a delivery with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Done: the row leaves the queue (DELETE, or processed_at = now()).
+    Ack,
+    /// Poison: settled exactly like ack.
+    Drop,
+    /// Deliver again (as soon as possible).
+    Retry,
+    /// Deliver again, not before this delay.
+    RetryAfter(Duration),
+    /// A registered custom outcome: its SQL runs instead of the dialect's statement.
+    Custom(String),
+}
+
+impl Outcome {
+    pub(crate) fn sql_name(&self) -> String {
+        self.sql()
+    }
+
+    fn sql(&self) -> String {
+        match self {
+            Outcome::Ack => "ack".into(),
+            Outcome::Drop => "drop".into(),
+            Outcome::Retry => "retry".into(),
+            Outcome::RetryAfter(_) => "retry_after".into(),
+            Outcome::Custom(n) => format!("custom:{n}"),
+        }
+    }
+}
+
+/// What settling wrote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Settled {
+    /// the row was deleted (ack, drop)
+    Deleted,
+    /// processed_at was set (ack, drop on a table with processed_at)
+    Marked,
+    /// it will be delivered again
+    Retried,
+    /// it will be delivered again after its retry_after
+    Delayed,
+    /// max_attempts reached: moved to the dead letter
+    DeadLettered,
+    /// given back without an outcome (nothing written but the lease / lock)
+    Released,
+    /// a custom outcome ran
+    Custom,
+}
+
+impl Settled {
+    pub(crate) fn parse(s: &str) -> Settled {
+        match s {
+            "deleted" => Settled::Deleted,
+            "marked" => Settled::Marked,
+            "retried" => Settled::Retried,
+            "delayed" => Settled::Delayed,
+            "dead_lettered" => Settled::DeadLettered,
+            "custom" => Settled::Custom,
+            _ => Settled::Released,
+        }
+    }
+}
+
+/// A connection pinned to the deliveries of one claim: it holds the row_lock
+/// transaction or the advisory keys, so it never goes back to the pool while one
+/// of them lives. When the last is settled or dropped, the transaction commits
+/// (row_lock) and the connection returns to the pool; if anything leaves it in an
+/// unknown state, it is detached from the pool and closed, and the server rolls
+/// back and drops the locks.
+pub(crate) struct Session {
+    conn: Arc<Mutex<Pinned>>,
+    form: Form,
+    open: AtomicUsize,
+    batch: usize,
+    dirty: AtomicBool,
+}
+
+pub(crate) struct Pinned {
+    obj: Option<Object>,
+    /// the handler's savepoint is open (row_lock transactional mode)
+    handler_savepoint: bool,
+}
+
+const HANDLER_SP: &str = "settle_handler";
+const OUTCOME_SP: &str = "settle_outcome";
+
+impl Session {
+    pub(crate) fn new(obj: Object, form: Form, n: usize) -> Arc<Session> {
+        Arc::new(Session {
+            conn: Arc::new(Mutex::new(Pinned {
+                obj: Some(obj),
+                handler_savepoint: false,
+            })),
+            form,
+            open: AtomicUsize::new(n),
+            batch: n,
+            dirty: AtomicBool::new(false),
+        })
+    }
+
+    /// Close a connection instead of returning it to the pool.
+    pub(crate) fn discard(obj: Object) {
+        drop(Object::take(obj));
+    }
+
+    /// One delivery of this session is done; the last one closes the session.
+    async fn finish_one(&self) -> Result<()> {
+        if self.open.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return Ok(());
+        }
+        let mut g = self.conn.lock().await;
+        let Some(obj) = g.obj.take() else {
+            return Ok(());
+        };
+        let res = match self.form {
+            Form::RowLock => obj.batch_execute("COMMIT").await,
+            _ if self.dirty.load(Ordering::Acquire) => {
+                obj.batch_execute("SELECT pg_advisory_unlock_all()").await
+            }
+            _ => Ok(()),
+        };
+        match res {
+            Ok(()) => Ok(()), // obj dropped here: back to the pool, clean
+            Err(e) => {
+                Session::discard(obj);
+                Err(e.into())
+            }
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // Not closed cleanly (no runtime to finish on, a task was cancelled):
+        // never hand a connection with a transaction or locks back to the pool.
+        if let Some(obj) = self.conn.try_lock().ok().and_then(|mut g| g.obj.take()) {
+            Session::discard(obj);
+        }
+    }
+}
+
+/// One claimed row, held until it is settled. Every settle method consumes the
+/// delivery, so it cannot be settled twice. Dropped unsettled (early return,
+/// panic, cancelled future) it is given back: row_lock rolls its writes back and
+/// leaves the row unchanged, a lease is released at once, an advisory key is
+/// unlocked (or its connection closed).
+pub struct Delivery {
+    inner: Arc<Inner>,
+    id: String,
+    attempt: u32,
+    token: Option<SystemTime>,
+    payload: serde_json::Value,
+    session: Option<Arc<Session>>,
+    /// row_lock transactional mode: the pinned connection, held between
+    /// `transaction()` and settling
+    tx: Option<OwnedMutexGuard<Pinned>>,
+    done: bool,
+}
+
+impl std::fmt::Debug for Delivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Delivery")
+            .field("queue", &self.inner.queue.name)
+            .field("id", &self.id)
+            .field("attempt", &self.attempt)
+            .field("token", &self.token)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Delivery {
+    pub(crate) fn new(
+        inner: Arc<Inner>,
+        id: String,
+        attempt: u32,
+        token: Option<SystemTime>,
+        payload: serde_json::Value,
+        session: Option<Arc<Session>>,
+    ) -> Delivery {
+        Delivery {
+            inner,
+            id,
+            attempt,
+            token,
+            payload,
+            session,
+            tx: None,
+            done: false,
+        }
+    }
+
+    /// The row's id, as text.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The 1-based number of this delivery (1 when the table keeps no attempt column).
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// The lease token (the deadline), in the lease form.
+    pub fn token(&self) -> Option<SystemTime> {
+        self.token
+    }
+
+    /// The whole row as JSON.
+    pub fn row(&self) -> &serde_json::Value {
+        &self.payload
+    }
+
+    /// The row deserialised into `T` (e.g. a struct with the columns you need).
+    pub fn row_as<T: DeserializeOwned>(&self) -> Result<T> {
+        serde_json::from_value(self.payload.clone()).map_err(Error::Payload)
+    }
+
+    /// The row's `payload` column deserialised into `T` (the canonical layout
+    /// made by `queue_create`).
+    pub fn payload<T: DeserializeOwned>(&self) -> Result<T> {
+        let v = self
+            .payload
+            .get("payload")
+            .cloned()
+            .unwrap_or(serde_json::Value::Null);
+        serde_json::from_value(v).map_err(Error::Payload)
+    }
+
+    /// row_lock form: the claim transaction, for the handler's own writes. They
+    /// commit with `ack`; every other outcome (and dropping the delivery) rolls
+    /// them back first (a savepoint taken here). Deliveries of one claim share the
+    /// transaction, so their handlers run one after another: this waits until
+    /// the previous delivery that took the transaction is settled.
+    pub async fn transaction(&mut self) -> Result<&tokio_postgres::Client> {
+        let Some(session) = &self.session else {
+            return Err(Error::invalid("transaction() is for the row_lock form"));
+        };
+        if session.form != Form::RowLock {
+            return Err(Error::invalid("transaction() is for the row_lock form"));
+        }
+        if self.tx.is_none() {
+            let mut g = session.conn.clone().lock_owned().await;
+            let obj = g
+                .obj
+                .as_ref()
+                .ok_or_else(|| Error::invalid("the claim transaction has ended"))?;
+            obj.batch_execute(&format!("SAVEPOINT {HANDLER_SP}"))
+                .await?;
+            g.handler_savepoint = true;
+            self.tx = Some(g);
+        }
+        let g = self.tx.as_ref().expect("set above");
+        Ok(g.obj.as_ref().expect("checked above"))
+    }
+
+    /// Take the id and token out for a batch settle; the delivery counts as settled.
+    pub(crate) fn into_settled_parts(mut self) -> (String, Option<SystemTime>) {
+        self.done = true;
+        (std::mem::take(&mut self.id), self.token)
+    }
+
+    /// Lease heartbeat: hold the row for `ttl` from now; the token changes.
+    pub async fn extend(&mut self, ttl: Duration) -> Result<()> {
+        let Some(token) = self.token else {
+            return Err(Error::invalid("extend() is for the lease form"));
+        };
+        let c = self.inner.pool.get().await?;
+        let st = c.prepare_cached(EXTEND_SQL).await?;
+        let r = c
+            .query_one(
+                &st,
+                &[&self.inner.queue.name, &self.id, &token, &micros(ttl)],
+            )
+            .await?;
+        self.token = Some(r.get(0));
+        Ok(())
+    }
+
+    /// Done: the row leaves the queue.
+    pub async fn ack(self) -> Result<Settled> {
+        self.settle(Outcome::Ack).await
+    }
+
+    /// Poison: settled exactly like ack.
+    pub async fn drop_it(self) -> Result<Settled> {
+        self.settle(Outcome::Drop).await
+    }
+
+    /// Deliver again (moves to the dead letter at max_attempts).
+    pub async fn retry(self) -> Result<Settled> {
+        self.settle(Outcome::Retry).await
+    }
+
+    /// Deliver again not before `delay` (moves to the dead letter at max_attempts).
+    pub async fn retry_after(self, delay: Duration) -> Result<Settled> {
+        self.settle(Outcome::RetryAfter(delay)).await
+    }
+
+    /// Run the registered custom outcome `name`.
+    pub async fn custom(self, name: &str) -> Result<Settled> {
+        self.settle(Outcome::Custom(name.to_owned())).await
+    }
+
+    /// Give the delivery back without an outcome (the attempt stays counted).
+    pub async fn release(mut self) -> Result<Settled> {
+        self.done = true;
+        let inner = self.inner.clone();
+        let (id, token, session, tx) = (
+            std::mem::take(&mut self.id),
+            self.token,
+            self.session.take(),
+            self.tx.take(),
+        );
+        release(&inner, &id, token, session, tx)
+            .await
+            .map(|_| Settled::Released)
+    }
+
+    /// Settle with `outcome`. On error nothing was written for this delivery
+    /// (a lease lost, a row not held, a database failure) and it is given back.
+    pub async fn settle(mut self, outcome: Outcome) -> Result<Settled> {
+        self.done = true;
+        let span = tracing::debug_span!(
+            "settle.settle",
+            queue = %self.inner.queue.name,
+            id = %self.id,
+            attempt = self.attempt,
+            outcome = %outcome.sql()
+        );
+        let inner = self.inner.clone();
+        let session = self.session.take();
+        let tx = self.tx.take();
+        let id = std::mem::take(&mut self.id);
+        let token = self.token;
+        async move {
+            if let Outcome::RetryAfter(_) = outcome {
+                if !inner.has_retry_after {
+                    tracing::warn!(queue = %inner.queue.name, "queue has no retry_after column: retry_after is settled as retry");
+                }
+            }
+            let delay = match &outcome {
+                Outcome::RetryAfter(d) => Some(micros(*d)),
+                _ => None,
+            };
+            let q = &inner.queue.name;
+            let o = outcome.sql();
+            let result: Result<String> = match (&session, inner.queue.form) {
+                (_, Form::Lease { .. }) | (None, _) => {
+                    let c = inner.pool.get().await?;
+                    let st = c.prepare_cached(COMPLETE_SQL).await?;
+                    c.query_one(&st, &[q, &id, &o, &delay, &token]).await.map(|r| r.get(0)).map_err(Into::into)
+                }
+                (Some(s), _) => {
+                    let mut g = match tx {
+                        Some(g) => g,
+                        None => s.conn.clone().lock_owned().await,
+                    };
+                    let r = settle_pinned(&mut g, s, q, &id, &o, delay, outcome == Outcome::Ack).await;
+                    drop(g);
+                    let closed = s.finish_one().await;
+                    match (r, closed) {
+                        (Ok(v), Ok(())) => Ok(v),
+                        (Err(e), _) | (Ok(_), Err(e)) => Err(e),
+                    }
+                }
+            };
+            let settled = Settled::parse(&result?);
+            if settled == Settled::DeadLettered {
+                tracing::warn!(queue = %q, id = %id, "max_attempts reached: moved to the dead letter");
+            }
+            Ok(settled)
+        }
+        .instrument(span)
+        .await
+    }
+}
+
+/// Run an outcome on the pinned connection of a row_lock / advisory claim.
+async fn settle_pinned(
+    g: &mut Pinned,
+    s: &Session,
+    queue: &str,
+    id: &str,
+    outcome: &str,
+    delay: Option<i64>,
+    ack: bool,
+) -> Result<String> {
+    let obj = g
+        .obj
+        .as_ref()
+        .ok_or_else(|| Error::invalid("the claim's connection is gone"))?;
+    if g.handler_savepoint {
+        // transactional mode: ack keeps the handler's writes, anything else undoes them
+        let sql = if ack {
+            format!("RELEASE SAVEPOINT {HANDLER_SP}")
+        } else {
+            format!("ROLLBACK TO SAVEPOINT {HANDLER_SP}; RELEASE SAVEPOINT {HANDLER_SP}")
+        };
+        g.handler_savepoint = false;
+        if let Err(e) = obj.batch_execute(&sql).await {
+            // the handler left the transaction failed: undo its writes and report
+            let _ = obj
+                .batch_execute(&format!(
+                    "ROLLBACK TO SAVEPOINT {HANDLER_SP}; RELEASE SAVEPOINT {HANDLER_SP}"
+                ))
+                .await;
+            return Err(e.into());
+        }
+    }
+    // in a shared row_lock transaction a failed statement would abort the
+    // siblings' settlements too: fence it with a savepoint
+    let fence = s.form == Form::RowLock && s.batch > 1;
+    if fence {
+        obj.batch_execute(&format!("SAVEPOINT {OUTCOME_SP}"))
+            .await?;
+    }
+    let st = obj.prepare_cached(COMPLETE_SQL).await?;
+    let none: Option<SystemTime> = None;
+    let r = obj
+        .query_one(&st, &[&queue, &id, &outcome, &delay, &none])
+        .await;
+    if fence {
+        let undo = if r.is_ok() {
+            format!("RELEASE SAVEPOINT {OUTCOME_SP}")
+        } else {
+            format!("ROLLBACK TO SAVEPOINT {OUTCOME_SP}; RELEASE SAVEPOINT {OUTCOME_SP}")
+        };
+        obj.batch_execute(&undo).await?;
+    }
+    Ok(r?.get(0))
+}
+
+/// Give a delivery back (release(), or an unsettled drop).
+async fn release(
+    inner: &Arc<Inner>,
+    id: &str,
+    token: Option<SystemTime>,
+    session: Option<Arc<Session>>,
+    tx: Option<OwnedMutexGuard<Pinned>>,
+) -> Result<()> {
+    let q = &inner.queue.name;
+    match (session, inner.queue.form) {
+        (_, Form::Lease { .. }) | (None, _) => {
+            let c = inner.pool.get().await?;
+            let st = c.prepare_cached(RELEASE_SQL).await?;
+            c.query_one(&st, &[q, &id, &token]).await?;
+            Ok(())
+        }
+        (Some(s), form) => {
+            let mut g = match tx {
+                Some(g) => g,
+                None => s.conn.clone().lock_owned().await,
+            };
+            let r: Result<()> = async {
+                let Some(obj) = g.obj.as_ref() else {
+                    return Ok(());
+                };
+                if form == Form::RowLock {
+                    // nothing was written for this row but the handler's own writes
+                    if g.handler_savepoint {
+                        obj.batch_execute(&format!(
+                            "ROLLBACK TO SAVEPOINT {HANDLER_SP}; RELEASE SAVEPOINT {HANDLER_SP}"
+                        ))
+                        .await?;
+                        g.handler_savepoint = false;
+                    }
+                } else {
+                    let none: Option<SystemTime> = None;
+                    let st = obj.prepare_cached(RELEASE_SQL).await?;
+                    obj.query_one(&st, &[q, &id, &none]).await?;
+                }
+                Ok(())
+            }
+            .await;
+            if r.is_err() {
+                s.dirty.store(true, Ordering::Release);
+                if form == Form::RowLock {
+                    // the transaction is in an unknown state: close it (rolls back)
+                    if let Some(obj) = g.obj.take() {
+                        Session::discard(obj);
+                    }
+                }
+            }
+            drop(g);
+            let closed = s.finish_one().await;
+            r.and(closed)
+        }
+    }
+}
+
+impl Drop for Delivery {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let inner = self.inner.clone();
+        let id = std::mem::take(&mut self.id);
+        let token = self.token;
+        let session = self.session.take();
+        let tx = self.tx.take();
+        tracing::debug!(queue = %inner.queue.name, id = %id, "delivery dropped unsettled: giving it back");
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) => {
+                h.spawn(async move {
+                    if let Err(e) = release(&inner, &id, token, session, tx).await {
+                        tracing::warn!(queue = %inner.queue.name, id = %id, error = %e, "giving back a dropped delivery failed");
+                    }
+                });
+            }
+            Err(_) => {
+                // no runtime: the session (if any) closes its connection when the
+                // last reference goes; a lease expires on its own
+                if let Some(s) = &session {
+                    s.dirty.store(true, Ordering::Release);
+                    if let Some(mut g) = tx {
+                        if let Some(obj) = g.obj.take() {
+                            Session::discard(obj);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! One error type; its kinds mirror the extension's SQLSTATEs (SPEC §4).
+
+use std::fmt;
+
+/// A database-side failure, with the SQLSTATE when the server sent one.
+#[derive(Debug)]
+pub struct DbError {
+    /// SQLSTATE, e.g. `SQ001` or `40001`.
+    pub code: Option<String>,
+    /// The server's (or driver's) message.
+    pub message: String,
+    pub(crate) source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl fmt::Display for DbError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.code {
+            Some(c) => write!(f, "{} ({c})", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for DbError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// Everything that can go wrong, by kind. Match on the kind; the message is for humans.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// SQ001: the lease expired and the row was claimed again (or settled); the
+    /// later delivery owns it. Nothing was written.
+    #[error("lease lost: {0}")]
+    LeaseLost(DbError),
+    /// SQ006: the row is not held by this session (advisory key not held, or not
+    /// claimed by this transaction). Nothing was written.
+    #[error("not held: {0}")]
+    NotHeld(DbError),
+    /// SQ002: no queue of that name is registered.
+    #[error("unknown queue: {0}")]
+    UnknownQueue(DbError),
+    /// SQ003: the descriptor is invalid (column missing, wrong type, dead letter mismatch, …).
+    #[error("invalid descriptor: {0}")]
+    InvalidDescriptor(DbError),
+    /// SQ004 (or a client-side check): an argument is invalid.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(DbError),
+    /// SQ005: a row_lock call outside a transaction.
+    #[error("no transaction: {0}")]
+    NoTransaction(DbError),
+    /// Any other database error (permissions, connection, timeouts, …), with its SQLSTATE.
+    #[error("database: {0}")]
+    Database(DbError),
+    /// No connection could be had from the pool.
+    #[error("pool: {0}")]
+    Pool(#[source] deadpool_postgres::PoolError),
+    /// The payload is not valid for the type the handler asked for.
+    #[error("payload: {0}")]
+    Payload(#[source] serde_json::Error),
+}
+
+impl Error {
+    pub(crate) fn invalid(msg: impl Into<String>) -> Error {
+        Error::InvalidArgument(DbError {
+            code: None,
+            message: msg.into(),
+            source: None,
+        })
+    }
+
+    /// The SQLSTATE of a database-side error.
+    pub fn code(&self) -> Option<&str> {
+        match self {
+            Error::LeaseLost(e)
+            | Error::NotHeld(e)
+            | Error::UnknownQueue(e)
+            | Error::InvalidDescriptor(e)
+            | Error::InvalidArgument(e)
+            | Error::NoTransaction(e)
+            | Error::Database(e) => e.code.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+impl From<tokio_postgres::Error> for Error {
+    fn from(e: tokio_postgres::Error) -> Error {
+        let (code, message) = match e.as_db_error() {
+            Some(db) => (Some(db.code().code().to_owned()), db.message().to_owned()),
+            None => (e.code().map(|c| c.code().to_owned()), e.to_string()),
+        };
+        let kind = code.clone();
+        let db = DbError {
+            code,
+            message,
+            source: Some(Box::new(e)),
+        };
+        match kind.as_deref() {
+            Some("SQ001") => Error::LeaseLost(db),
+            Some("SQ002") => Error::UnknownQueue(db),
+            Some("SQ003") => Error::InvalidDescriptor(db),
+            Some("SQ004") => Error::InvalidArgument(db),
+            Some("SQ005") => Error::NoTransaction(db),
+            Some("SQ006") => Error::NotHeld(db),
+            _ => Error::Database(db),
+        }
+    }
+}
+
+impl From<deadpool_postgres::PoolError> for Error {
+    fn from(e: deadpool_postgres::PoolError) -> Error {
+        match e {
+            deadpool_postgres::PoolError::Backend(e) => e.into(),
+            e => Error::Pool(e),
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

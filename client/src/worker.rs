@@ -1,0 +1,257 @@
+//! A worker: claim in batches, run a handler per delivery with bounded
+//! concurrency, wake on NOTIFY (polling as a fallback), stop gracefully.
+
+use crate::client::Client;
+use crate::delivery::{Delivery, Settled};
+use crate::error::Result;
+use crate::queue::Form;
+use futures_util::FutureExt;
+use std::collections::HashMap;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{Notify, Semaphore};
+use tokio::task::JoinSet;
+
+/// How a worker runs.
+#[derive(Clone, Debug)]
+pub struct WorkerOptions {
+    /// Most deliveries in flight at once.
+    pub concurrency: usize,
+    /// Most rows one claim takes.
+    pub batch: usize,
+    /// How often to look for work when nothing woke the worker (NOTIFY is the
+    /// fast path; polling also catches rows whose retry_after passed).
+    pub poll_interval: Duration,
+    /// How long a graceful stop waits for running handlers before dropping
+    /// (and so giving back) their deliveries. `None`: wait for them all.
+    pub drain_timeout: Option<Duration>,
+    /// LISTEN for `NOTIFY settle, '<queue>'` (sent by `queue_notify_trigger`).
+    pub listen: bool,
+}
+
+impl Default for WorkerOptions {
+    fn default() -> Self {
+        WorkerOptions {
+            concurrency: 8,
+            batch: 10,
+            poll_interval: Duration::from_millis(500),
+            drain_timeout: None,
+            listen: true,
+        }
+    }
+}
+
+/// What a worker did, counted by how deliveries ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WorkerReport {
+    /// settled, by what was written
+    pub settled: HashMap<Settled, u64>,
+    /// handlers that panicked (their deliveries were given back)
+    pub panicked: u64,
+    /// handlers that returned without settling (given back)
+    pub unsettled: u64,
+    /// settle calls that failed (lease lost, not held, database errors)
+    pub errors: u64,
+    /// claims that failed (the worker waited and went on)
+    pub claim_errors: u64,
+}
+
+impl WorkerReport {
+    /// Deliveries settled with `s`.
+    pub fn count(&self, s: Settled) -> u64 {
+        self.settled.get(&s).copied().unwrap_or(0)
+    }
+}
+
+/// How one handler run ended, as the handler reports it: settle the delivery
+/// yourself and return the result (`d.ack().await`), or drop it to give it back.
+pub type HandlerResult = Result<Settled>;
+
+impl Client {
+    /// Run `handler` on every delivery until `shutdown` resolves, then stop
+    /// claiming, let running handlers finish (see
+    /// [`WorkerOptions::drain_timeout`]) and return what happened.
+    ///
+    /// The handler receives the delivery and settles it (`ack`, `retry_after`, …).
+    /// A handler that panics or returns without settling gives its delivery back;
+    /// the worker keeps going. In the row_lock form the deliveries of one claim
+    /// share a transaction, so their handlers run one after another.
+    pub async fn run<H, Fut>(
+        &self,
+        opts: WorkerOptions,
+        shutdown: impl Future<Output = ()>,
+        handler: H,
+    ) -> Result<WorkerReport>
+    where
+        H: Fn(Delivery) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        let report = Arc::new(Mutex::new(WorkerReport::default()));
+        let sem = Arc::new(Semaphore::new(opts.concurrency.max(1)));
+        let wake = Arc::new(Notify::new());
+        let mut tasks = JoinSet::new();
+        let listener = if opts.listen {
+            self.listen(wake.clone())
+        } else {
+            None
+        };
+        let form = self.inner.queue.form;
+        tokio::pin!(shutdown);
+        loop {
+            // wait for room for at least one delivery
+            let first = tokio::select! {
+                biased;
+                _ = &mut shutdown => break,
+                p = sem.clone().acquire_owned() => p.expect("semaphore is never closed"),
+            };
+            let mut permits = vec![first];
+            while permits.len() < opts.batch.max(1) {
+                match sem.clone().try_acquire_owned() {
+                    Ok(p) => permits.push(p),
+                    Err(_) => break,
+                }
+            }
+            // reap finished tasks so the set does not grow
+            while tasks.try_join_next().is_some() {}
+            let deliveries = match self.claim(permits.len()).await {
+                Ok(d) => d,
+                Err(e) => {
+                    tracing::warn!(queue = %self.inner.queue.name, error = %e, "claim failed; waiting before the next");
+                    report.lock().unwrap().claim_errors += 1;
+                    drop(permits);
+                    tokio::select! {
+                        _ = &mut shutdown => break,
+                        _ = tokio::time::sleep(opts.poll_interval) => {}
+                    }
+                    continue;
+                }
+            };
+            if deliveries.is_empty() {
+                drop(permits);
+                tokio::select! {
+                    _ = &mut shutdown => break,
+                    _ = wake.notified() => {}
+                    _ = tokio::time::sleep(opts.poll_interval) => {}
+                }
+                continue;
+            }
+            permits.truncate(deliveries.len());
+            if form == Form::RowLock {
+                // one transaction: one task, handlers in order
+                let (h, r) = (handler.clone(), report.clone());
+                tasks.spawn(async move {
+                    for d in deliveries {
+                        run_one(&*h, d, &r).await;
+                    }
+                    drop(permits);
+                });
+            } else {
+                for (d, p) in deliveries.into_iter().zip(permits) {
+                    let (h, r) = (handler.clone(), report.clone());
+                    tasks.spawn(async move {
+                        run_one(&*h, d, &r).await;
+                        drop(p);
+                    });
+                }
+            }
+        }
+        // graceful stop: no more claims; finish or give back what is running
+        if let Some(l) = listener {
+            l.abort();
+        }
+        let drain = async {
+            while let Some(r) = tasks.join_next().await {
+                if let Err(e) = r {
+                    if e.is_panic() {
+                        report.lock().unwrap().panicked += 1;
+                    }
+                }
+            }
+        };
+        match opts.drain_timeout {
+            None => drain.await,
+            Some(t) => {
+                if tokio::time::timeout(t, drain).await.is_err() {
+                    // aborting drops the handlers' futures and so their deliveries,
+                    // which gives them back
+                    let n = tasks.len() as u64;
+                    tasks.abort_all();
+                    while tasks.join_next().await.is_some() {}
+                    report.lock().unwrap().unsettled += n;
+                    // give the spawned give-backs a moment to run
+                    tokio::task::yield_now().await;
+                }
+            }
+        }
+        let r = report.lock().unwrap().clone();
+        Ok(r)
+    }
+
+    /// A task that LISTENs and wakes the worker on `NOTIFY settle, '<queue>'`;
+    /// reconnects after failures. None when the client has no connection config.
+    fn listen(&self, wake: Arc<Notify>) -> Option<tokio::task::JoinHandle<()>> {
+        let config = self.inner.listen.clone()?;
+        let queue = self.inner.queue.name.clone();
+        Some(tokio::spawn(async move {
+            loop {
+                match config.connect(tokio_postgres::NoTls).await {
+                    Ok((client, mut conn)) => {
+                        // the connection task forwards notifications until the connection ends
+                        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+                        let driver = tokio::spawn(async move {
+                            let mut stream =
+                                futures_util::stream::poll_fn(move |cx| conn.poll_message(cx));
+                            while let Some(Ok(m)) = futures_util::StreamExt::next(&mut stream).await
+                            {
+                                if let tokio_postgres::AsyncMessage::Notification(n) = m {
+                                    if tx.send(n.payload().to_owned()).is_err() {
+                                        break;
+                                    }
+                                }
+                            }
+                        });
+                        match client.batch_execute("LISTEN settle").await {
+                            Ok(()) => {
+                                while let Some(payload) = rx.recv().await {
+                                    if payload == queue {
+                                        wake.notify_one();
+                                    }
+                                }
+                            }
+                            Err(e) => tracing::warn!(error = %e, "LISTEN failed; the worker polls"),
+                        }
+                        driver.abort();
+                    }
+                    Err(e) => {
+                        tracing::debug!(error = %e, "LISTEN connection failed; the worker polls")
+                    }
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }))
+    }
+}
+
+async fn run_one<H, Fut>(handler: &H, d: Delivery, report: &Mutex<WorkerReport>)
+where
+    H: Fn(Delivery) -> Fut + Send + Sync,
+    Fut: Future<Output = HandlerResult> + Send,
+{
+    let out = AssertUnwindSafe(handler(d)).catch_unwind().await;
+    let mut r = report.lock().unwrap();
+    match out {
+        Ok(Ok(s)) => *r.settled.entry(s).or_default() += 1,
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "settling a delivery failed");
+            r.errors += 1;
+        }
+        Err(_) => {
+            // the delivery was dropped while unwinding, which gave it back
+            tracing::error!("a handler panicked; its delivery was given back");
+            r.panicked += 1;
+        }
+    }
+}

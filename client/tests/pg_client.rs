@@ -1,0 +1,617 @@
+//! The client against a real PostgreSQL 15 with the settle extension.
+//! `scripts/test.sh` starts the server and sets SETTLE_TEST_PG (a libpq
+//! connection string to a database with the extension installed).
+
+use settle::{Client, Error, Form, Queue, Role, Settled, WorkerOptions};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+static SEQ: AtomicUsize = AtomicUsize::new(0);
+
+fn config() -> tokio_postgres::Config {
+    let s = std::env::var("SETTLE_TEST_PG")
+        .expect("SETTLE_TEST_PG is not set: run scripts/test.sh, which starts PostgreSQL with the extension");
+    s.parse()
+        .expect("SETTLE_TEST_PG is a libpq connection string")
+}
+
+async fn admin() -> tokio_postgres::Client {
+    let (c, conn) = config()
+        .connect(tokio_postgres::NoTls)
+        .await
+        .expect("connect to the test server");
+    tokio::spawn(conn);
+    c
+}
+
+/// A fresh queue table `<prefix>_<n>` with the canonical columns, n rows, and a
+/// dead-letter table `<name>_dead`.
+async fn table(db: &tokio_postgres::Client, prefix: &str, rows: usize) -> String {
+    let name = format!(
+        "{prefix}_{}_{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    );
+    db.batch_execute(&format!(
+        "CREATE TABLE {name} (id bigint PRIMARY KEY, payload jsonb NOT NULL DEFAULT '{{}}', \
+           attempt int NOT NULL DEFAULT 0, retry_after timestamptz, locked_until timestamptz);
+         CREATE TABLE {name}_dead (LIKE {name});
+         INSERT INTO {name} (id, payload) SELECT g, jsonb_build_object('n', g) FROM generate_series(1, {rows}) g;"
+    ))
+    .await
+    .unwrap();
+    name
+}
+
+async fn rows(db: &tokio_postgres::Client, sql: &str) -> Vec<(i64, i32, bool, bool)> {
+    db.query(sql, &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+        .collect()
+}
+
+/// (id, attempt, delayed, leased) of every row left in the queue
+async fn state(db: &tokio_postgres::Client, t: &str) -> Vec<(i64, i32, bool, bool)> {
+    rows(
+        db,
+        &format!(
+            "SELECT id, attempt, coalesce(retry_after > now(), false), locked_until IS NOT NULL FROM {t} ORDER BY id"
+        ),
+    )
+    .await
+}
+
+/// advisory keys of queue `t` (rows 1..=n) held by any session
+async fn keys_held(db: &tokio_postgres::Client, t: &str, n: i64) -> i64 {
+    db.query_one(
+        "SELECT count(*) FROM pg_locks l JOIN generate_series(1, $2::bigint) g \
+           ON ((l.classid::bigint << 32) | l.objid::bigint) = queue_advisory_key($1, g::text) \
+         WHERE l.locktype = 'advisory' AND l.objsubid = 1",
+        &[&t, &n],
+    )
+    .await
+    .unwrap()
+    .get(0)
+}
+
+async fn dead(db: &tokio_postgres::Client, t: &str) -> Vec<(i64, i32)> {
+    db.query(
+        &format!("SELECT id, attempt FROM {t}_dead ORDER BY id"),
+        &[],
+    )
+    .await
+    .unwrap()
+    .iter()
+    .map(|r| (r.get(0), r.get(1)))
+    .collect()
+}
+
+const FORMS: [Form; 3] = [
+    Form::RowLock,
+    Form::Lease {
+        ttl: Duration::from_secs(30),
+    },
+    Form::Advisory,
+];
+
+/// Every outcome in every form, checked in the table afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_outcome_in_every_form() {
+    let db = admin().await;
+    for form in FORMS {
+        let t = table(&db, "outcomes", 6).await;
+        let c = Client::connect(
+            config(),
+            4,
+            Queue::new(&t, &t)
+                .form(form)
+                .dead_letter(2, format!("{t}_dead")),
+        )
+        .await
+        .unwrap();
+        // one delivery per claim so each settles (and, in row_lock, commits) on its own
+        let one = |c: &Client| {
+            let c = c.clone();
+            async move { c.claim(1).await.unwrap().pop().expect("a ready row") }
+        };
+        let d = one(&c).await;
+        assert_eq!((d.id(), d.attempt()), ("1", 1));
+        assert_eq!(d.token().is_some(), matches!(form, Form::Lease { .. }));
+        assert_eq!(d.payload::<serde_json::Value>().unwrap()["n"], 1);
+        assert_eq!(d.ack().await.unwrap(), Settled::Deleted, "{form:?}");
+        assert_eq!(one(&c).await.drop_it().await.unwrap(), Settled::Deleted);
+        assert_eq!(one(&c).await.retry().await.unwrap(), Settled::Retried);
+        // row 3 comes back first (id order) with attempt 2 = max: the retry moves it
+        let d = one(&c).await;
+        assert_eq!((d.id(), d.attempt()), ("3", 2), "{form:?}");
+        assert_eq!(d.retry().await.unwrap(), Settled::DeadLettered);
+        let d = one(&c).await;
+        assert_eq!((d.id(), d.attempt()), ("4", 1), "{form:?}");
+        assert_eq!(
+            d.retry_after(Duration::from_secs(3600)).await.unwrap(),
+            Settled::Delayed
+        );
+        assert_eq!(
+            state(&db, &t).await,
+            vec![
+                (4, 1, true, false),
+                (5, 0, false, false),
+                (6, 0, false, false)
+            ],
+            "{form:?}"
+        );
+        assert_eq!(dead(&db, &t).await, vec![(3, 2)], "{form:?}");
+        // nothing is held any more: no advisory keys on any pooled connection, no open transaction
+        assert_eq!(keys_held(&db, &t, 6).await, 0, "{form:?}");
+        let stats = c.stats().await.unwrap();
+        assert_eq!(
+            (stats.ready, stats.delayed, stats.dead),
+            (2, 1, Some(1)),
+            "{form:?}"
+        );
+    }
+}
+
+/// A custom outcome runs the service's own SQL instead of the dialect's statement.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn custom_outcome_in_every_form() {
+    let db = admin().await;
+    for form in FORMS {
+        let t = table(&db, "custom", 2).await;
+        db.batch_execute(&format!("CREATE TABLE {t}_archive (id bigint)"))
+            .await
+            .unwrap();
+        let q = Queue::new(&t, &t).form(form).custom_outcome(
+            "archive",
+            format!("WITH d AS (DELETE FROM {t} WHERE id = $1 RETURNING id) INSERT INTO {t}_archive SELECT id FROM d"),
+        );
+        let c = Client::connect(config(), 2, q).await.unwrap();
+        let d = c.claim(1).await.unwrap().pop().unwrap();
+        assert_eq!(d.custom("archive").await.unwrap(), Settled::Custom);
+        let d = c.claim(1).await.unwrap().pop().unwrap();
+        assert!(
+            matches!(d.custom("nope").await, Err(Error::InvalidArgument(_))),
+            "{form:?}"
+        );
+        let archived: i64 = db
+            .query_one(&format!("SELECT count(*) FROM {t}_archive"), &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(archived, 1);
+        assert_eq!(
+            state(&db, &t).await.len(),
+            1,
+            "{form:?}: the unknown outcome wrote nothing"
+        );
+    }
+}
+
+/// A delivery dropped without an outcome is given back: claimable again at once
+/// (row_lock: rollback; lease: released; advisory: key unlocked), with the
+/// attempt as the SPEC says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_deliveries_come_back() {
+    let db = admin().await;
+    for form in FORMS {
+        let t = table(&db, "dropped", 1).await;
+        let c = Client::connect(config(), 2, Queue::new(&t, &t).form(form))
+            .await
+            .unwrap();
+        let d = c.claim(1).await.unwrap().pop().unwrap();
+        drop(d);
+        // the give-back runs on the runtime; wait for it
+        let mut again = Vec::new();
+        for _ in 0..100 {
+            again = c.claim(1).await.unwrap();
+            if !again.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let d = again.pop().expect("the dropped row is claimable again");
+        let expected = if form == Form::RowLock { 1 } else { 2 }; // row_lock rolled the count back
+        assert_eq!(d.attempt(), expected, "{form:?}");
+        d.release().await.unwrap();
+        let (_, attempt, _, leased) = state(&db, &t).await[0];
+        assert_eq!(
+            (attempt, leased),
+            (if form == Form::RowLock { 0 } else { 2 }, false),
+            "{form:?}"
+        );
+    }
+}
+
+/// Transactional mode (row_lock): the handler's writes commit with ack and are
+/// rolled back for retry, retry_after, drop and the dead-letter move.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transactional_mode() {
+    let db = admin().await;
+    let t = table(&db, "txmode", 5).await;
+    db.batch_execute(&format!("CREATE TABLE {t}_side (id bigint)"))
+        .await
+        .unwrap();
+    let c = Client::connect(
+        config(),
+        2,
+        Queue::new(&t, &t)
+            .form(Form::RowLock)
+            .dead_letter(1, format!("{t}_dead")),
+    )
+    .await
+    .unwrap();
+    // a batch of 5 in one transaction, handled one after another
+    let batch = c.claim(5).await.unwrap();
+    assert_eq!(batch.len(), 5);
+    let mut results = Vec::new();
+    for (i, mut d) in batch.into_iter().enumerate() {
+        let id: i64 = d.id().parse().unwrap();
+        d.transaction()
+            .await
+            .unwrap()
+            .execute(&format!("INSERT INTO {t}_side VALUES ($1)"), &[&id])
+            .await
+            .unwrap();
+        results.push(match i {
+            0 => d.ack().await.unwrap(),
+            1 => d.retry_after(Duration::from_secs(60)).await.unwrap(), // at max_attempts(1): dead letter
+            2 => d.drop_it().await.unwrap(),
+            3 => d.retry().await.unwrap(), // dead letter too
+            _ => {
+                drop(d); // unsettled: its writes are rolled back, the row stays
+                Settled::Released
+            }
+        });
+    }
+    assert_eq!(
+        results,
+        vec![
+            Settled::Deleted,
+            Settled::DeadLettered,
+            Settled::Deleted,
+            Settled::DeadLettered,
+            Settled::Released
+        ]
+    );
+    // the last delivery's give-back commits the shared transaction
+    let mut side = Vec::new();
+    for _ in 0..100 {
+        side = db
+            .query(&format!("SELECT id FROM {t}_side ORDER BY id"), &[])
+            .await
+            .unwrap();
+        let open: i64 = db
+            .query_one(&format!("SELECT count(*) FROM {t} WHERE id = 5"), &[])
+            .await
+            .unwrap()
+            .get(0);
+        if open == 1 && !side.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let side: Vec<i64> = side.iter().map(|r| r.get(0)).collect();
+    assert_eq!(side, vec![1], "only the acked handler's write survives");
+    assert_eq!(state(&db, &t).await, vec![(5, 0, false, false)]);
+    assert_eq!(dead(&db, &t).await, vec![(2, 1), (4, 1)]);
+}
+
+/// Error kinds: each SQLSTATE of the extension reaches the caller as its kind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn error_kinds() {
+    let db = admin().await;
+    let t = table(&db, "errors", 3).await;
+    // SQ003 at connect: a descriptor naming a missing column
+    let bad = Client::connect(
+        config(),
+        1,
+        Queue::new(&t, &t).column(Role::Attempt, "nope"),
+    )
+    .await;
+    assert!(
+        matches!(bad, Err(Error::InvalidDescriptor(ref e)) if e.code.as_deref() == Some("SQ003")),
+        "{bad:?}"
+    );
+    // SQ001: a lease that expired and was claimed again
+    let c = Client::connect(
+        config(),
+        2,
+        Queue::new(&t, &t).form(Form::Lease {
+            ttl: Duration::from_millis(50),
+        }),
+    )
+    .await
+    .unwrap();
+    let stale = c.claim(1).await.unwrap().pop().unwrap();
+    tokio::time::sleep(Duration::from_millis(120)).await;
+    let fresh = c.claim(1).await.unwrap().pop().unwrap();
+    assert_eq!(fresh.id(), stale.id());
+    let mut stale_ext = stale;
+    assert!(matches!(
+        stale_ext.extend(Duration::from_secs(5)).await,
+        Err(Error::LeaseLost(_))
+    ));
+    assert!(matches!(stale_ext.ack().await, Err(Error::LeaseLost(_))));
+    assert_eq!(fresh.ack().await.unwrap(), Settled::Deleted);
+    // SQ004: invalid arguments (client-side check and server-side)
+    assert!(matches!(c.claim(0).await, Err(Error::InvalidArgument(_))));
+    // the raw SQL API's codes through the same mapping
+    let pool = c.pool().get().await.unwrap();
+    let cases: [(&str, fn(&Error) -> bool); 5] = [
+        ("SELECT * FROM queue_claim('no such queue')", |e| {
+            matches!(e, Error::UnknownQueue(_))
+        }),
+        ("SELECT queue_register('x', 'pg_class', 'lease')", |e| {
+            matches!(e, Error::InvalidDescriptor(_))
+        }),
+        ("SELECT queue_complete('no such queue', NULL, 'ack')", |e| {
+            matches!(e, Error::InvalidArgument(_))
+        }),
+        ("SELECT * FROM queue_claim('__rowlock__')", |e| {
+            matches!(e, Error::NoTransaction(_))
+        }),
+        ("SELECT queue_complete('__advisory__', '1', 'ack')", |e| {
+            matches!(e, Error::NotHeld(_))
+        }),
+    ];
+    db.batch_execute(&format!(
+        "CREATE TABLE IF NOT EXISTS {t}_rl (id int PRIMARY KEY);
+         SELECT queue_register('__rowlock__', '{t}_rl', 'row_lock');
+         SELECT queue_register('__advisory__', '{t}_rl', 'advisory');"
+    ))
+    .await
+    .unwrap();
+    for (sql, is_kind) in cases {
+        let e: Error = pool.query(sql, &[]).await.unwrap_err().into();
+        assert!(is_kind(&e), "{sql}: {e:?}");
+    }
+    let e: Error = pool.query("SELECT 1/0", &[]).await.unwrap_err().into();
+    assert!(
+        matches!(&e, Error::Database(d) if d.code.as_deref() == Some("22012")),
+        "{e:?}"
+    );
+}
+
+/// settle_many: one statement for a batch of leases; a lost lease fails only its own delivery.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_settle() {
+    let db = admin().await;
+    let t = table(&db, "many", 4).await;
+    let c = Client::connect(config(), 2, Queue::new(&t, &t))
+        .await
+        .unwrap();
+    let ds = c.claim(4).await.unwrap();
+    db.batch_execute(&format!(
+        "UPDATE {t} SET locked_until = now() + interval '1 hour' WHERE id = 2"
+    ))
+    .await
+    .unwrap();
+    let r = c.settle_many(ds, settle::Outcome::Ack).await;
+    assert!(matches!(r[0], Ok(Settled::Deleted)));
+    assert!(matches!(r[1], Err(Error::LeaseLost(_))));
+    assert!(matches!(r[2], Ok(Settled::Deleted)) && matches!(r[3], Ok(Settled::Deleted)));
+    assert_eq!(state(&db, &t).await, vec![(2, 1, false, true)]);
+}
+
+/// The worker: 8 concurrent handlers, 300 jobs, every job handled and acked
+/// exactly once (a unique constraint on the side table would reject a second run).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn worker_handles_every_job_once() {
+    let db = admin().await;
+    for form in FORMS {
+        let t = table(&db, "worker", 300).await;
+        db.batch_execute(&format!("CREATE TABLE {t}_done (id bigint PRIMARY KEY)"))
+            .await
+            .unwrap();
+        let c = Client::connect(config(), 12, Queue::new(&t, &t).form(form))
+            .await
+            .unwrap();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let pool = c.pool().clone();
+        let done_table = format!("{t}_done");
+        let worker = {
+            let c = c.clone();
+            tokio::spawn(async move {
+                c.run(
+                    WorkerOptions {
+                        concurrency: 8,
+                        batch: 5,
+                        ..Default::default()
+                    },
+                    async {
+                        let _ = stop_rx.await;
+                    },
+                    move |d| {
+                        let pool = pool.clone();
+                        let done_table = done_table.clone();
+                        async move {
+                            let id: i64 = d.id().parse().unwrap();
+                            let c = pool.get().await?;
+                            c.execute(&format!("INSERT INTO {done_table} VALUES ($1)"), &[&id])
+                                .await?;
+                            drop(c);
+                            d.ack().await
+                        }
+                    },
+                )
+                .await
+            })
+        };
+        // wait until the queue is empty
+        for _ in 0..600 {
+            let left: i64 = db
+                .query_one(&format!("SELECT count(*) FROM {t}"), &[])
+                .await
+                .unwrap()
+                .get(0);
+            if left == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        stop_tx.send(()).unwrap();
+        let report = worker.await.unwrap().unwrap();
+        let done: i64 = db
+            .query_one(&format!("SELECT count(*) FROM {t}_done"), &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(done, 300, "{form:?}");
+        assert_eq!(report.count(Settled::Deleted), 300, "{form:?}: {report:?}");
+        assert_eq!((report.errors, report.panicked), (0, 0), "{form:?}");
+        assert!(state(&db, &t).await.is_empty());
+    }
+}
+
+/// A panicking handler does not stop the worker; its delivery is given back.
+/// A graceful stop mid-run loses nothing: every job is acked or still queued,
+/// none held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn worker_survives_panics_and_stops_gracefully() {
+    let db = admin().await;
+    for form in [
+        Form::Lease {
+            ttl: Duration::from_secs(30),
+        },
+        Form::Advisory,
+        Form::RowLock,
+    ] {
+        let t = table(&db, "panics", 40).await;
+        let c = Client::connect(config(), 8, Queue::new(&t, &t).form(form))
+            .await
+            .unwrap();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        // panic once (in row_lock a crash rolls the attempt back, so the attempt cannot tell)
+        let panicked_once = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let worker = {
+            let c = c.clone();
+            tokio::spawn(async move {
+                c.run(
+                    WorkerOptions {
+                        concurrency: 4,
+                        batch: 2,
+                        poll_interval: Duration::from_millis(50),
+                        ..Default::default()
+                    },
+                    async {
+                        let _ = stop_rx.await;
+                    },
+                    move |d| {
+                        let panicked_once = panicked_once.clone();
+                        async move {
+                            if d.id() == "7" && !panicked_once.swap(true, Ordering::SeqCst) {
+                                panic!("handler bug on row 7");
+                            }
+                            tokio::time::sleep(Duration::from_millis(30)).await;
+                            d.ack().await
+                        }
+                    },
+                )
+                .await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        stop_tx.send(()).unwrap();
+        let report = worker.await.unwrap().unwrap();
+        assert_eq!(report.panicked, 1, "{form:?}: {report:?}");
+        // give the panicked delivery's give-back a moment to finish
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let left = state(&db, &t).await;
+        let acked = report.count(Settled::Deleted) as usize;
+        assert_eq!(
+            acked + left.len(),
+            40,
+            "{form:?}: nothing lost ({report:?}, left {left:?})"
+        );
+        assert!(
+            left.iter().all(|(_, _, _, leased)| !leased),
+            "{form:?}: nothing left held: {left:?}"
+        );
+        assert_eq!(keys_held(&db, &t, 40).await, 0, "{form:?}");
+        // and everything left is claimable: a second worker run finishes the queue
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let w = {
+            let c = c.clone();
+            tokio::spawn(async move {
+                c.run(
+                    WorkerOptions::default(),
+                    async {
+                        let _ = stop_rx.await;
+                    },
+                    |d| async move { d.ack().await },
+                )
+                .await
+            })
+        };
+        for _ in 0..300 {
+            if state(&db, &t).await.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        stop_tx.send(()).unwrap();
+        let r2 = w.await.unwrap().unwrap();
+        assert_eq!(acked + r2.count(Settled::Deleted) as usize, 40, "{form:?}");
+    }
+}
+
+/// NOTIFY wakes an idle worker well before its poll interval.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notify_wakes_the_worker() {
+    let db = admin().await;
+    let name = format!(
+        "notify_{}_{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    );
+    db.query_one("SELECT queue_create($1, 'lease')", &[&name])
+        .await
+        .unwrap();
+    let c = Client::connect(config(), 2, Queue::new(&name, &name))
+        .await
+        .unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (seen_tx, mut seen_rx) = tokio::sync::mpsc::unbounded_channel();
+    let w = {
+        let c = c.clone();
+        tokio::spawn(async move {
+            c.run(
+                WorkerOptions {
+                    poll_interval: Duration::from_secs(30),
+                    ..Default::default()
+                },
+                async {
+                    let _ = stop_rx.await;
+                },
+                move |d| {
+                    let seen = seen_tx.clone();
+                    async move {
+                        let _ = seen.send(std::time::Instant::now());
+                        d.ack().await
+                    }
+                },
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await; // idle, LISTENing
+    let sent = std::time::Instant::now();
+    db.execute(
+        &format!("INSERT INTO {name} (payload) VALUES ('{{}}')"),
+        &[],
+    )
+    .await
+    .unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(10), seen_rx.recv())
+        .await
+        .expect("woken")
+        .unwrap();
+    assert!(
+        got.duration_since(sent) < Duration::from_secs(5),
+        "woken by NOTIFY, not the 30 s poll"
+    );
+    stop_tx.send(()).unwrap();
+    w.await.unwrap().unwrap();
+}
