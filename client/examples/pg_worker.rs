@@ -34,7 +34,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     .await?;
 
     let queue = Queue::new("example_emails", "example_emails")
-        .form(Form::Lease { ttl: Duration::from_secs(30) })
+        .form(Form::Lease {
+            ttl: Duration::from_secs(30),
+        })
         .dead_letter(3, "example_emails_dead");
     let client = Client::connect(config, 8, queue).await?;
 
@@ -82,8 +84,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         )
         .await?;
     watcher.await?;
-    let dead: i64 = db.query_one("SELECT count(*) FROM example_emails_dead", &[]).await?.get(0);
-    let left: i64 = db.query_one("SELECT count(*) FROM example_emails", &[]).await?.get(0);
+    let dead: i64 = db
+        .query_one("SELECT count(*) FROM example_emails_dead", &[])
+        .await?
+        .get(0);
+    let left: i64 = db
+        .query_one("SELECT count(*) FROM example_emails", &[])
+        .await?
+        .get(0);
     println!(
         "acked or dropped: {}, retried later: {}, dead-lettered: {}, panics: {}, errors: {}",
         report.count(Settled::Deleted),
@@ -93,6 +101,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         report.errors
     );
     println!("rows left in the queue: {left}, in the dead letter: {dead}");
-    assert_eq!((left, dead), (0, 1), "every job ends acked, dropped or dead-lettered");
+    assert_eq!(
+        (left, dead),
+        (0, 1),
+        "every job ends acked, dropped or dead-lettered"
+    );
     Ok(())
 }

@@ -34,8 +34,16 @@ pub struct Stats {
     pub dead: Option<i64>,
 }
 
+/// Which engine runs the SQL.
+pub(crate) enum Backend {
+    /// PostgreSQL with the settle extension.
+    Ext(Pool),
+    /// The portable SQL path (sqlx).
+    Portable(crate::portable::engine::Engine),
+}
+
 pub(crate) struct Inner {
-    pub(crate) pool: Pool,
+    pub(crate) backend: Backend,
     pub(crate) queue: Queue,
     pub(crate) has_retry_after: bool,
     pub(crate) listen: Option<tokio_postgres::Config>,
@@ -46,6 +54,18 @@ pub(crate) struct Inner {
 #[derive(Clone)]
 pub struct Client {
     pub(crate) inner: Arc<Inner>,
+}
+
+impl Inner {
+    /// The extension backend's pool.
+    pub(crate) fn pool(&self) -> Result<&Pool> {
+        match &self.backend {
+            Backend::Ext(p) => Ok(p),
+            Backend::Portable(_) => Err(Error::invalid(
+                "this needs the PostgreSQL extension backend",
+            )),
+        }
+    }
 }
 
 impl std::fmt::Debug for Client {
@@ -131,7 +151,7 @@ impl Client {
         drop(c);
         Ok(Client {
             inner: Arc::new(Inner {
-                pool,
+                backend: Backend::Ext(pool),
                 queue,
                 has_retry_after,
                 listen,
@@ -139,14 +159,49 @@ impl Client {
         })
     }
 
+    /// The portable path, without the extension: `sqlite://path?mode=rwc`,
+    /// `mysql://` / `mariadb://…`, or `postgres://…`. The table is introspected
+    /// and the descriptor checked here ([`Error::InvalidDescriptor`] names the
+    /// problem); nothing is written. SQLite refuses the advisory form.
+    pub async fn portable(url: &str, pool_size: u32, queue: Queue) -> Result<Client> {
+        let engine = crate::portable::engine::Engine::connect(url, pool_size, &queue).await?;
+        let has_retry_after = engine.has_retry_after();
+        Ok(Client {
+            inner: Arc::new(Inner {
+                backend: Backend::Portable(engine),
+                queue,
+                has_retry_after,
+                listen: None,
+            }),
+        })
+    }
+
+    /// The portable dialect, or None on the extension backend.
+    pub fn dialect(&self) -> Option<crate::portable::Dialect> {
+        match &self.inner.backend {
+            Backend::Portable(e) => Some(e.dialect()),
+            Backend::Ext(_) => None,
+        }
+    }
+
     /// The queue this client serves.
     pub fn queue(&self) -> &Queue {
         &self.inner.queue
     }
 
-    /// The connection pool.
+    /// The connection pool (extension backend).
     pub fn pool(&self) -> &Pool {
-        &self.inner.pool
+        self.inner
+            .pool()
+            .expect("Client::pool is for the extension backend; see Client::any_pool")
+    }
+
+    /// The sqlx pool (portable backend).
+    pub fn any_pool(&self) -> Option<&sqlx::AnyPool> {
+        match &self.inner.backend {
+            Backend::Portable(e) => Some(e.pool()),
+            Backend::Ext(_) => None,
+        }
     }
 
     /// Claim up to `n` ready rows (1–10000).
@@ -166,11 +221,19 @@ impl Client {
                     "batch must be between 1 and 10000, got {n}"
                 )));
             }
+            if let Backend::Portable(e) = &self.inner.backend {
+                let (rows, session) = e.claim(n).await?;
+                let session = session.map(Arc::new);
+                return Ok(rows
+                    .into_iter()
+                    .map(|c| Delivery::new_portable(self.inner.clone(), c, session.clone()))
+                    .collect());
+            }
             let lease = match q.form {
                 Form::Lease { ttl } => Some(micros(ttl)),
                 _ => None,
             };
-            let obj = self.inner.pool.get().await?;
+            let obj = self.inner.pool()?.get().await?;
             match q.form {
                 Form::Lease { .. } => {
                     let st = obj.prepare_cached(CLAIM_SQL).await?;
@@ -234,7 +297,16 @@ impl Client {
 
     /// Counts of this queue.
     pub async fn stats(&self) -> Result<Stats> {
-        let c = self.inner.pool.get().await?;
+        if let Backend::Portable(e) = &self.inner.backend {
+            let (ready, delayed, in_flight, dead) = e.stats().await?;
+            return Ok(Stats {
+                ready,
+                delayed,
+                in_flight,
+                dead,
+            });
+        }
+        let c = self.inner.pool()?.get().await?;
         let r = c
             .query_one(
                 "SELECT ready, delayed, in_flight, dead FROM queue_stats($1)",
@@ -258,7 +330,9 @@ impl Client {
         deliveries: Vec<Delivery>,
         outcome: Outcome,
     ) -> Vec<Result<Settled>> {
-        if !matches!(self.inner.queue.form, Form::Lease { .. }) || deliveries.len() < 2 {
+        let portable = matches!(self.inner.backend, Backend::Portable(_));
+        if portable || !matches!(self.inner.queue.form, Form::Lease { .. }) || deliveries.len() < 2
+        {
             let mut out = Vec::with_capacity(deliveries.len());
             for d in deliveries {
                 out.push(d.settle(outcome.clone()).await);
@@ -277,7 +351,7 @@ impl Client {
             _ => None,
         };
         let res: Result<Vec<tokio_postgres::Row>> = async {
-            let c = self.inner.pool.get().await?;
+            let c = self.inner.pool()?.get().await?;
             let st = c.prepare_cached(COMPLETE_MANY_SQL).await?;
             Ok(c.query(
                 &st,
@@ -327,7 +401,7 @@ impl Client {
 
     /// Move dead-lettered rows back into the queue (attempt reset); returns how many.
     pub async fn requeue_dead(&self) -> Result<i64> {
-        let c = self.inner.pool.get().await?;
+        let c = self.inner.pool()?.get().await?;
         let r = c
             .query_one("SELECT queue_requeue_dead($1)", &[&self.inner.queue.name])
             .await?;

@@ -1,7 +1,8 @@
 //! A delivery and how it is settled (SPEC §3).
 
-use crate::client::{micros, Inner, COMPLETE_SQL, EXTEND_SQL, RELEASE_SQL};
+use crate::client::{micros, Backend, Inner, COMPLETE_SQL, EXTEND_SQL, RELEASE_SQL};
 use crate::error::{Error, Result};
+use crate::portable::engine::{Claimed, PSession};
 use crate::queue::Form;
 use deadpool_postgres::Object;
 use serde::de::DeserializeOwned;
@@ -168,6 +169,9 @@ pub struct Delivery {
     /// row_lock transactional mode: the pinned connection, held between
     /// `transaction()` and settling
     tx: Option<OwnedMutexGuard<Pinned>>,
+    /// portable path: the lease token (epoch microseconds) and the pinned session
+    ptoken: Option<i64>,
+    psession: Option<Arc<PSession>>,
     done: bool,
 }
 
@@ -199,6 +203,30 @@ impl Delivery {
             payload,
             session,
             tx: None,
+            ptoken: None,
+            psession: None,
+            done: false,
+        }
+    }
+
+    pub(crate) fn new_portable(
+        inner: Arc<Inner>,
+        c: Claimed,
+        psession: Option<Arc<PSession>>,
+    ) -> Delivery {
+        let token = c
+            .token
+            .map(|us| std::time::UNIX_EPOCH + Duration::from_micros(us.max(0) as u64));
+        Delivery {
+            inner,
+            id: c.id,
+            attempt: c.attempt,
+            token,
+            payload: c.payload,
+            session: None,
+            tx: None,
+            ptoken: c.token,
+            psession,
             done: false,
         }
     }
@@ -236,6 +264,12 @@ impl Delivery {
             .get("payload")
             .cloned()
             .unwrap_or(serde_json::Value::Null);
+        // databases that keep JSON as text (SQLite, MariaDB) hand it over as a string
+        if let serde_json::Value::String(text) = &v {
+            if let Ok(t) = serde_json::from_str::<T>(text) {
+                return Ok(t);
+            }
+        }
         serde_json::from_value(v).map_err(Error::Payload)
     }
 
@@ -277,7 +311,15 @@ impl Delivery {
         let Some(token) = self.token else {
             return Err(Error::invalid("extend() is for the lease form"));
         };
-        let c = self.inner.pool.get().await?;
+        if let Backend::Portable(e) = &self.inner.backend {
+            let t = e
+                .extend(&self.id, self.ptoken.unwrap_or_default(), micros(ttl))
+                .await?;
+            self.ptoken = Some(t);
+            self.token = Some(std::time::UNIX_EPOCH + Duration::from_micros(t.max(0) as u64));
+            return Ok(());
+        }
+        let c = self.inner.pool()?.get().await?;
         let st = c.prepare_cached(EXTEND_SQL).await?;
         let r = c
             .query_one(
@@ -324,6 +366,12 @@ impl Delivery {
             self.session.take(),
             self.tx.take(),
         );
+        let (ptoken, psession) = (self.ptoken, self.psession.take());
+        if matches!(inner.backend, Backend::Portable(_)) {
+            return release_portable(&inner, &id, ptoken, psession)
+                .await
+                .map(|_| Settled::Released);
+        }
         release(&inner, &id, token, session, tx)
             .await
             .map(|_| Settled::Released)
@@ -345,7 +393,23 @@ impl Delivery {
         let tx = self.tx.take();
         let id = std::mem::take(&mut self.id);
         let token = self.token;
+        let (ptoken, psession) = (self.ptoken, self.psession.take());
         async move {
+            if let Backend::Portable(e) = &inner.backend {
+                return match psession {
+                    None => e.settle_lease(&id, ptoken, &outcome).await,
+                    Some(s) => {
+                        let mut g = s.pinned.lock().await;
+                        let r = match g.as_mut() {
+                            Some(p) => e.settle_pinned(p, &s, &id, &outcome).await,
+                            None => Err(Error::invalid("the claim's connection is gone")),
+                        };
+                        drop(g);
+                        let closed = e.finish_one(&s).await;
+                        r.and_then(|v| closed.map(|_| v))
+                    }
+                };
+            }
             if let Outcome::RetryAfter(_) = outcome {
                 if !inner.has_retry_after {
                     tracing::warn!(queue = %inner.queue.name, "queue has no retry_after column: retry_after is settled as retry");
@@ -359,7 +423,7 @@ impl Delivery {
             let o = outcome.sql();
             let result: Result<String> = match (&session, inner.queue.form) {
                 (_, Form::Lease { .. }) | (None, _) => {
-                    let c = inner.pool.get().await?;
+                    let c = inner.pool()?.get().await?;
                     let st = c.prepare_cached(COMPLETE_SQL).await?;
                     c.query_one(&st, &[q, &id, &o, &delay, &token]).await.map(|r| r.get(0)).map_err(Into::into)
                 }
@@ -454,7 +518,7 @@ async fn release(
     let q = &inner.queue.name;
     match (session, inner.queue.form) {
         (_, Form::Lease { .. }) | (None, _) => {
-            let c = inner.pool.get().await?;
+            let c = inner.pool()?.get().await?;
             let st = c.prepare_cached(RELEASE_SQL).await?;
             c.query_one(&st, &[q, &id, &token]).await?;
             Ok(())
@@ -501,6 +565,28 @@ async fn release(
     }
 }
 
+/// Give a portable delivery back.
+async fn release_portable(
+    inner: &Arc<Inner>,
+    id: &str,
+    ptoken: Option<i64>,
+    psession: Option<Arc<PSession>>,
+) -> Result<()> {
+    let Backend::Portable(e) = &inner.backend else {
+        unreachable!("portable only")
+    };
+    match psession {
+        None => e.release(None, None, id, ptoken).await,
+        Some(s) => {
+            let mut g = s.pinned.lock().await;
+            let r = e.release(g.as_mut(), Some(&s), id, None).await;
+            drop(g);
+            let closed = e.finish_one(&s).await;
+            r.and(closed)
+        }
+    }
+}
+
 impl Drop for Delivery {
     fn drop(&mut self) {
         if self.done {
@@ -511,11 +597,17 @@ impl Drop for Delivery {
         let token = self.token;
         let session = self.session.take();
         let tx = self.tx.take();
+        let (ptoken, psession) = (self.ptoken, self.psession.take());
         tracing::debug!(queue = %inner.queue.name, id = %id, "delivery dropped unsettled: giving it back");
         match tokio::runtime::Handle::try_current() {
             Ok(h) => {
                 h.spawn(async move {
-                    if let Err(e) = release(&inner, &id, token, session, tx).await {
+                    let r = if matches!(inner.backend, Backend::Portable(_)) {
+                        release_portable(&inner, &id, ptoken, psession).await
+                    } else {
+                        release(&inner, &id, token, session, tx).await
+                    };
+                    if let Err(e) = r {
                         tracing::warn!(queue = %inner.queue.name, id = %id, error = %e, "giving back a dropped delivery failed");
                     }
                 });

@@ -38,12 +38,14 @@
 mod client;
 mod delivery;
 mod error;
+mod portable;
 mod queue;
 mod worker;
 
 pub use client::{Client, Stats};
 pub use delivery::{Delivery, Outcome, Settled};
 pub use error::{DbError, Error, Result};
+pub use portable::Dialect;
 pub use queue::{Form, Queue, Role};
 pub use worker::{HandlerResult, WorkerOptions, WorkerReport};
 

@@ -29,7 +29,7 @@ impl Form {
 }
 
 /// A column role of the descriptor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Role {
     /// the row key (default column `id`)
     Id,
