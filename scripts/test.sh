@@ -9,7 +9,9 @@
 # Tiers:
 #   1. golden SQL regression  extension/tests/pg_regress   (pg_regress, expected output)
 #   2. concurrency            extension/tests/isolation    (PostgreSQL's isolation tester)
-#   3. Rust tests             cargo test --workspace        (client, against the servers)
+#   3. Rust tests             cargo test --workspace        (client against PostgreSQL + extension;
+#                                                           conformance suite on every backend x form)
+#   4. the quickstart (SQLite) and the PostgreSQL example run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -24,7 +26,7 @@ failed=0
 
 step "system packages"
 need=()
-for p in postgresql-15 postgresql-server-dev-15 libclang-dev clang pkg-config; do
+for p in postgresql-15 postgresql-server-dev-15 libclang-dev clang pkg-config mariadb-server mariadb-client; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if ((${#need[@]})); then
@@ -54,11 +56,13 @@ WORK=$(mktemp -d /tmp/settle-test.XXXXXX)
 chmod 755 "$WORK"
 cleanup() {
   scripts/pg-cluster.sh stop "$WORK/pg" || true
+  scripts/mariadb.sh stop "$WORK/mysql" || true
 }
 trap cleanup EXIT
 
-step "start PostgreSQL 15"
+step "start PostgreSQL 15 and MariaDB"
 scripts/pg-cluster.sh start "$WORK/pg"
+scripts/mariadb.sh start "$WORK/mysql"
 export PGHOST="$WORK/pg/sock" PGPORT=$SETTLE_PGPORT PGUSER=postgres
 
 # run_regress NAME DRIVER INPUTDIR TESTS...: a pg_regress-style driver over the
@@ -117,7 +121,13 @@ run_regress isolation "$PGXS/src/test/isolation/pg_isolation_regress" "$iso" \
 step "tier 3: Rust tests (cargo test --workspace)"
 "$PG_BIN/psql" -X -q -d postgres -c "DROP DATABASE IF EXISTS settle_client" -c "CREATE DATABASE settle_client"
 "$PG_BIN/psql" -X -q -d settle_client -c "CREATE EXTENSION settle"
+"$PG_BIN/psql" -X -q -d postgres -c "DROP DATABASE IF EXISTS settle_portable" -c "CREATE DATABASE settle_portable"
+# the client and the conformance suite (tests/): PostgreSQL with the extension,
+# PostgreSQL without it (portable path), MariaDB, and SQLite files
 export SETTLE_TEST_PG="host=$PGHOST port=$PGPORT user=postgres dbname=settle_client"
+export SETTLE_TEST_PG_EXT_URL="postgres://postgres@localhost/settle_client?host=$PGHOST&port=$PGPORT"
+export SETTLE_TEST_PG_URL="postgres://postgres@localhost/settle_portable?host=$PGHOST&port=$PGPORT"
+export SETTLE_TEST_MYSQL_URL="mysql://root@localhost/settle?socket=$WORK/mysql/mysqld.sock"
 set +e
 cargo test --workspace --exclude settle-extension 2>&1 | tee "$WORK/cargo-test.log"
 cargo_rc=${PIPESTATUS[0]}
@@ -127,6 +137,14 @@ c_fail=$(grep -Eo '[0-9]+ failed' "$WORK/cargo-test.log" | awk '{s+=$1} END {pri
 passed=$((passed + c_pass))
 failed=$((failed + c_fail))
 if [ "$cargo_rc" != 0 ] && [ "$c_fail" = 0 ]; then failed=$((failed + 1)); fi
+
+step "the quickstart runs (embedded SQLite, no server)"
+if cargo run -q --example quickstart; then
+  passed=$((passed + 1))
+else
+  echo "FAILED: example quickstart"
+  failed=$((failed + 1))
+fi
 
 step "the client example runs against the test cluster"
 if SETTLE_PG="$SETTLE_TEST_PG" cargo run -q -p settle --example pg_worker; then

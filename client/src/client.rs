@@ -117,6 +117,16 @@ impl Client {
             return Err(Error::invalid("max_attempts must be at least 1"));
         }
         let c = pool.get().await?;
+        // the same kind on every backend: a missing table is an invalid descriptor
+        // (the SQL API's regclass argument would say 42P01)
+        let exists: bool = c.query_one("SELECT to_regclass($1) IS NOT NULL", &[&queue.table]).await?.get(0);
+        if !exists {
+            return Err(Error::InvalidDescriptor(crate::error::DbError {
+                code: None,
+                message: format!("table {} does not exist", queue.table),
+                source: None,
+            }));
+        }
         let max: Option<i32> = queue
             .dead
             .as_ref()

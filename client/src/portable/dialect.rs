@@ -94,7 +94,7 @@ impl Dialect {
     /// The id as text (what the client carries).
     pub fn id_text(self, col: &str) -> String {
         match self {
-            Dialect::MySql => format!("CAST({col} AS CHAR)"),
+            Dialect::MySql => format!("CAST({col} AS CHAR CHARACTER SET utf8mb4)"),
             _ => format!("CAST({col} AS TEXT)"),
         }
     }
@@ -158,7 +158,7 @@ impl Dialect {
                     .map(|c| format!("{}, {alias}.{}", self.literal(c), self.ident(c)))
                     .collect();
                 if self == Dialect::MySql {
-                    format!("CAST({f}({}) AS CHAR)", args.join(", "))
+                    format!("CAST({f}({}) AS CHAR CHARACTER SET utf8mb4)", args.join(", "))
                 } else {
                     format!("{f}({})", args.join(", "))
                 }

@@ -1288,11 +1288,23 @@ impl Engine {
     }
 }
 
+/// A text column; MariaDB sends long text (JSON, LONGTEXT) with a BLOB wire
+/// type, which sqlx's Any driver hands over as bytes.
+fn text(r: &sqlx::any::AnyRow, i: usize) -> Result<String> {
+    match r.try_get::<String, _>(i) {
+        Ok(s) => Ok(s),
+        Err(_) => {
+            let b: Vec<u8> = r.try_get(i)?;
+            String::from_utf8(b).map_err(|e| Error::invalid(format!("column {i} is not UTF-8: {e}")))
+        }
+    }
+}
+
 fn claimed(r: &sqlx::any::AnyRow, plus: i64) -> Result<Claimed> {
-    let id: String = r.try_get(0)?;
+    let id: String = text(r, 0)?;
     let attempt: i64 = r.try_get(1)?;
     let token: Option<i64> = r.try_get(2)?;
-    let json: String = r.try_get(3)?;
+    let json: String = text(r, 3)?;
     Ok(Claimed {
         id,
         attempt: u32::try_from((attempt + plus).max(1)).unwrap_or(u32::MAX),

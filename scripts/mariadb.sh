@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Start or stop a throwaway MariaDB for settle's tests (unix socket only, no TCP).
+#   scripts/mariadb.sh start DIR   -> datadir DIR/data, socket DIR/mysqld.sock, database `settle`
+#   scripts/mariadb.sh stop DIR
+set -euo pipefail
+cmd=$1; dir=$2
+sock=$dir/mysqld.sock
+case "$cmd" in
+start)
+  mkdir -p "$dir"
+  mariadb-install-db --no-defaults --user="$(id -un)" --datadir="$dir/data" \
+    --auth-root-authentication-method=normal --skip-test-db >"$dir/install.log" 2>&1
+  mariadbd --no-defaults --user="$(id -un)" --datadir="$dir/data" --socket="$sock" --skip-networking \
+    --pid-file="$dir/mysqld.pid" --log-error="$dir/error.log" \
+    --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 --max-connections=300 &
+  for _ in $(seq 1 120); do
+    if mariadb-admin --no-defaults --socket="$sock" -uroot ping >/dev/null 2>&1; then break; fi
+    sleep 0.5
+  done
+  mariadb --no-defaults --socket="$sock" -uroot -e "CREATE DATABASE IF NOT EXISTS settle"
+  echo "mariadb up: socket=$sock"
+  ;;
+stop)
+  if [ -S "$sock" ]; then
+    mariadb-admin --no-defaults --socket="$sock" -uroot shutdown >/dev/null 2>&1 || true
+  fi
+  if [ -f "$dir/mysqld.pid" ]; then kill "$(cat "$dir/mysqld.pid")" 2>/dev/null || true; fi
+  ;;
+*) echo "usage: $0 start|stop DIR" >&2; exit 2 ;;
+esac

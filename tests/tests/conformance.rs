@@ -1,0 +1,342 @@
+//! One body of scenarios, run unchanged against every backend × claim form that
+//! SPEC §5 lists. A backend that cannot run a form says why (capability); a
+//! missing server is a failure, never a silent skip.
+
+use settle::{Client, Dialect, Error, Form, Queue, Settled, WorkerOptions};
+use sqlx::Row;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+static SEQ: AtomicUsize = AtomicUsize::new(0);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Backend {
+    PgExtension,
+    PgPortable,
+    MariaDb,
+    Sqlite,
+}
+
+const BACKENDS: [Backend; 4] = [Backend::PgExtension, Backend::PgPortable, Backend::MariaDb, Backend::Sqlite];
+
+fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: run scripts/test.sh, which starts the servers"))
+}
+
+impl Backend {
+    fn dialect(self) -> Dialect {
+        match self {
+            Backend::PgExtension | Backend::PgPortable => Dialect::Postgres,
+            Backend::MariaDb => Dialect::MySql,
+            Backend::Sqlite => Dialect::Sqlite,
+        }
+    }
+
+    /// The forms this backend runs, and why it refuses the others (SPEC §5).
+    fn forms(self) -> Vec<(Form, Option<&'static str>)> {
+        let lease = Form::Lease { ttl: Duration::from_secs(30) };
+        vec![
+            (Form::RowLock, None),
+            (lease, None),
+            (
+                Form::Advisory,
+                (self == Backend::Sqlite).then_some("SQLite has no advisory locks: refused at registration"),
+            ),
+        ]
+    }
+
+    /// Where setup SQL runs (sqlx, any dialect).
+    fn admin_url(self) -> String {
+        match self {
+            Backend::PgExtension => env("SETTLE_TEST_PG_EXT_URL"),
+            Backend::PgPortable => env("SETTLE_TEST_PG_URL"),
+            Backend::MariaDb => env("SETTLE_TEST_MYSQL_URL"),
+            Backend::Sqlite => sqlite_url(),
+        }
+    }
+
+    async fn client(self, queue: Queue) -> settle::Result<Client> {
+        match self {
+            Backend::PgExtension => Client::connect(env("SETTLE_TEST_PG").parse().unwrap(), 8, queue).await,
+            _ => Client::portable(&self.admin_url(), 8, queue).await,
+        }
+    }
+}
+
+fn sqlite_url() -> String {
+    let dir = std::env::temp_dir().join(format!("settle-conformance-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    format!("sqlite://{}?mode=rwc", dir.join("queue.db").display())
+}
+
+async fn admin(b: Backend) -> sqlx::AnyPool {
+    sqlx::any::install_default_drivers();
+    let url = b.admin_url();
+    let pool = sqlx::any::AnyPoolOptions::new().max_connections(2).connect(&url).await.expect("admin connection");
+    if b == Backend::Sqlite {
+        sqlx::query("PRAGMA busy_timeout = 10000").execute(&pool).await.unwrap();
+    }
+    pool
+}
+
+/// A fresh canonical queue table (and `<t>_dead`) with `n` rows, ids 1..=n.
+async fn table(b: Backend, pool: &sqlx::AnyPool, prefix: &str, n: usize) -> String {
+    let t = format!("{prefix}_{}_{}", std::process::id(), SEQ.fetch_add(1, Ordering::Relaxed));
+    for stmt in b.dialect().create_queue_sql(&t) {
+        sqlx::query(&stmt).execute(pool).await.unwrap_or_else(|e| panic!("{b:?}: {stmt}: {e}"));
+    }
+    for i in 1..=n {
+        sqlx::query(&format!("INSERT INTO {} (payload) VALUES ('{{\"n\": {i}}}')", b.dialect().ident(&t)))
+            .execute(pool)
+            .await
+            .unwrap();
+    }
+    t
+}
+
+/// (id, attempt, delayed, held) of every row in the queue, and (id, attempt) of the dead letter.
+async fn final_rows(b: Backend, pool: &sqlx::AnyPool, t: &str) -> (Vec<(i64, i64, bool, bool)>, Vec<(i64, i64)>) {
+    let d = b.dialect();
+    let now = d.now();
+    let sql = format!(
+        "SELECT {}, {}, CASE WHEN retry_after > {now} THEN 1 ELSE 0 END, \
+                CASE WHEN locked_until IS NOT NULL AND locked_until >= {now} THEN 1 ELSE 0 END \
+         FROM {} ORDER BY id",
+        d.int("id"),
+        d.int("attempt"),
+        d.ident(t)
+    );
+    let rows = sqlx::query(&sql)
+        .fetch_all(pool)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get::<i64, _>(0), r.get::<i64, _>(1), r.get::<i64, _>(2) == 1, r.get::<i64, _>(3) == 1))
+        .collect();
+    let dead = sqlx::query(&format!("SELECT {}, {} FROM {} ORDER BY id", d.int("id"), d.int("attempt"), d.ident(&format!("{t}_dead"))))
+        .fetch_all(pool)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get::<i64, _>(0), r.get::<i64, _>(1)))
+        .collect();
+    (rows, dead)
+}
+
+/// What one run of the scripted scenario observed.
+#[derive(Debug, PartialEq, Eq)]
+struct Observed {
+    steps: Vec<(String, u32, Settled)>,
+    rows: Vec<(i64, i64, bool, bool)>,
+    dead: Vec<(i64, i64)>,
+}
+
+/// The scripted scenario: every outcome, a dead-letter move, a delay and a give-back.
+async fn scenario(b: Backend, form: Form) -> Result<Observed, String> {
+    let pool = admin(b).await;
+    let t = table(b, &pool, "conf", 7).await;
+    let c = b
+        .client(Queue::new(&t, &t).form(form).dead_letter(2, format!("{t}_dead")))
+        .await
+        .map_err(|e| format!("{b:?} {form:?}: connect: {e}"))?;
+    let mut steps = Vec::new();
+    macro_rules! one {
+        () => {
+            c.claim(1).await.map_err(|e| format!("{b:?} {form:?}: claim: {e}"))?.pop().ok_or(format!("{b:?} {form:?}: no row"))?
+        };
+    }
+    macro_rules! step {
+        ($d:expr, $settle:ident $(, $arg:expr)?) => {{
+            let d = $d;
+            let (id, attempt) = (d.id().to_owned(), d.attempt());
+            let s = d.$settle($($arg)?).await.map_err(|e| format!("{b:?} {form:?}: {} {id}: {e}", stringify!($settle)))?;
+            steps.push((id, attempt, s));
+        }};
+    }
+    step!(one!(), ack); // 1
+    step!(one!(), drop_it); // 2
+    step!(one!(), retry); // 3 -> back
+    step!(one!(), retry); // 3 again, attempt 2 = max: dead letter
+    step!(one!(), retry_after, Duration::from_secs(3600)); // 4 waits
+    let mut two = c.claim(2).await.map_err(|e| format!("{b:?} {form:?}: claim 2: {e}"))?;
+    let six = two.pop().ok_or("no row 6")?;
+    let five = two.pop().ok_or("no row 5")?;
+    step!(five, ack); // 5
+    step!(six, release); // 6 given back: row_lock rolls back, others keep the attempt
+    step!(one!(), ack); // 6 again
+    let (rows, dead) = final_rows(b, &pool, &t).await;
+    Ok(Observed { steps, rows, dead })
+}
+
+fn expected(form: Form) -> Observed {
+    let lease_or_adv = form != Form::RowLock;
+    let s = |id: &str, a: u32, st: Settled| (id.to_owned(), a, st);
+    Observed {
+        steps: vec![
+            s("1", 1, Settled::Deleted),
+            s("2", 1, Settled::Deleted),
+            s("3", 1, Settled::Retried),
+            s("3", 2, Settled::DeadLettered),
+            s("4", 1, Settled::Delayed),
+            s("5", 1, Settled::Deleted),
+            s("6", 1, Settled::Released),
+            s("6", if lease_or_adv { 2 } else { 1 }, Settled::Deleted),
+        ],
+        // row 4 delayed (attempt counted: row_lock in the settling statement, the
+        // others at claim); row 7 untouched
+        rows: vec![(4, 1, true, false), (7, 0, false, false)],
+        dead: vec![(3, 2)],
+    }
+}
+
+/// The differential check: the same script ends in the same rows on every
+/// backend, and in the rows SPEC §3 says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn same_final_rows_on_every_backend() {
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for b in BACKENDS {
+        for (form, refused) in b.forms() {
+            if let Some(why) = refused {
+                // capability: registration must refuse it, clearly
+                let pool = admin(b).await;
+                let t = table(b, &pool, "refuse", 1).await;
+                match b.client(Queue::new(&t, &t).form(form)).await {
+                    Err(Error::InvalidDescriptor(e)) => println!("{b:?} {form:?}: skipped by capability ({why}); refused: {e}"),
+                    other => failures.push(format!("{b:?} {form:?}: expected a refusal, got {other:?}")),
+                }
+                continue;
+            }
+            ran += 1;
+            match scenario(b, form).await {
+                Ok(obs) => {
+                    let want = expected(form);
+                    if obs != want {
+                        let mismatch: Vec<String> = obs
+                            .rows
+                            .iter()
+                            .zip(want.rows.iter())
+                            .filter(|(a, w)| a != w)
+                            .map(|(a, w)| format!("row {}: got {a:?}, want {w:?}", w.0))
+                            .collect();
+                        failures.push(format!(
+                            "{b:?} {form:?}: differs from the contract: {mismatch:?}\n got  {obs:?}\n want {want:?}"
+                        ));
+                    } else {
+                        println!("{b:?} {form:?}: ok");
+                    }
+                }
+                Err(e) => failures.push(e),
+            }
+        }
+    }
+    assert_eq!(ran, 11, "backend x form cells run");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Several workers on every backend × form: every job settled exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_workers_settle_every_job_once() {
+    const JOBS: usize = 120;
+    for b in BACKENDS {
+        for (form, refused) in b.forms() {
+            if refused.is_some() {
+                continue;
+            }
+            let pool = admin(b).await;
+            let t = table(b, &pool, "conc", JOBS).await;
+            let seen: Arc<Mutex<HashMap<String, u32>>> = Arc::default();
+            let mut workers = Vec::new();
+            let mut stops = Vec::new();
+            for _ in 0..3 {
+                let c = b.client(Queue::new(&t, &t).form(form)).await.unwrap();
+                let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+                stops.push(tx);
+                let seen = seen.clone();
+                workers.push(tokio::spawn(async move {
+                    c.run(
+                        WorkerOptions { concurrency: 4, batch: 3, poll_interval: Duration::from_millis(20), ..Default::default() },
+                        async { let _ = rx.await; },
+                        move |d| {
+                            let seen = seen.clone();
+                            async move {
+                                *seen.lock().unwrap().entry(d.id().to_owned()).or_default() += 1;
+                                d.ack().await
+                            }
+                        },
+                    )
+                    .await
+                }));
+            }
+            let mut left = i64::MAX;
+            for _ in 0..1500 {
+                let (rows, _) = final_rows(b, &pool, &t).await;
+                left = rows.len() as i64;
+                if left == 0 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            for s in stops {
+                let _ = s.send(());
+            }
+            let mut acked = 0;
+            for w in workers {
+                let r = w.await.unwrap().unwrap();
+                assert_eq!((r.errors, r.panicked), (0, 0), "{b:?} {form:?}: {r:?}");
+                acked += r.count(Settled::Deleted);
+            }
+            let seen = seen.lock().unwrap();
+            let twice: Vec<_> = seen.iter().filter(|(_, n)| **n != 1).collect();
+            assert!(twice.is_empty(), "{b:?} {form:?}: handled more than once: {twice:?}");
+            assert_eq!((left, seen.len(), acked as usize), (0, JOBS, JOBS), "{b:?} {form:?}");
+            println!("{b:?} {form:?}: {JOBS} jobs, 3 workers, each handled once");
+        }
+    }
+}
+
+/// Lease lost on every backend: an expired lease is claimed again with a later
+/// token; the old holder's settle fails with LeaseLost and changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lease_lost_on_every_backend() {
+    for b in BACKENDS {
+        let pool = admin(b).await;
+        let t = table(b, &pool, "lost", 1).await;
+        let c = b.client(Queue::new(&t, &t).form(Form::Lease { ttl: Duration::from_millis(100) })).await.unwrap();
+        let stale = c.claim(1).await.unwrap().pop().unwrap();
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let fresh = c.claim(1).await.unwrap().pop().expect("the expired lease is claimed again");
+        assert!(fresh.token().unwrap() > stale.token().unwrap(), "{b:?}: strictly later token");
+        assert_eq!(fresh.attempt(), 2, "{b:?}");
+        let mut stale = stale;
+        assert!(matches!(stale.extend(Duration::from_secs(60)).await, Err(Error::LeaseLost(_))), "{b:?}");
+        assert!(matches!(stale.ack().await, Err(Error::LeaseLost(_))), "{b:?}");
+        let (rows, _) = final_rows(b, &pool, &t).await;
+        assert_eq!(rows, vec![(1, 2, false, true)], "{b:?}: the later delivery still holds the row");
+        assert_eq!(fresh.ack().await.unwrap(), Settled::Deleted, "{b:?}");
+    }
+}
+
+/// Bad input: each a clear error naming the problem, nothing written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_descriptors_are_refused() {
+    for b in BACKENDS {
+        let pool = admin(b).await;
+        let t = table(b, &pool, "bad", 1).await;
+        let missing = b.client(Queue::new(&t, &t).column(settle::Role::Attempt, "no_such_column")).await;
+        assert!(matches!(&missing, Err(Error::InvalidDescriptor(e)) if e.message.contains("no_such_column")), "{b:?}: {missing:?}");
+        let wrong = b.client(Queue::new(&t, &t).column(settle::Role::RetryAfter, "payload")).await;
+        assert!(matches!(&wrong, Err(Error::InvalidDescriptor(e)) if e.message.contains("payload")), "{b:?}: {wrong:?}");
+        let no_table = b.client(Queue::new("q", "no_such_table_here")).await;
+        assert!(matches!(&no_table, Err(Error::InvalidDescriptor(_))), "{b:?}: {no_table:?}");
+        let no_dead = b.client(Queue::new(&t, &t).dead_letter(3, "no_such_dead_table")).await;
+        assert!(matches!(&no_dead, Err(Error::InvalidDescriptor(_))), "{b:?}: {no_dead:?}");
+        let (rows, dead) = final_rows(b, &pool, &t).await;
+        assert_eq!((rows, dead), (vec![(1, 0, false, false)], vec![]), "{b:?}: nothing written");
+    }
+    // an unreachable database is a clear connection error, quickly
+    let unreachable = Client::portable("mysql://root@127.0.0.1:1/settle", 1, Queue::new("q", "q")).await;
+    assert!(matches!(unreachable, Err(Error::Database(_))), "{unreachable:?}");
+}
