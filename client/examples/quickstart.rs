@@ -45,7 +45,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     let queue = Queue::new("jobs", "jobs")
-        .form(Form::Lease { ttl: Duration::from_secs(30) })
+        .form(Form::Lease {
+            ttl: Duration::from_secs(30),
+        })
         .dead_letter(3, "jobs_dead");
     let client = Client::portable(&url, 4, queue).await?;
 
@@ -65,25 +67,40 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
     };
 
-    let options = WorkerOptions { concurrency: 4, batch: 4, poll_interval: Duration::from_millis(20), ..Default::default() };
+    let options = WorkerOptions {
+        concurrency: 4,
+        batch: 4,
+        poll_interval: Duration::from_millis(20),
+        ..Default::default()
+    };
     let report = client
-        .run(options, async { let _ = stop_rx.await; }, |d| async move {
-            let (id, attempt) = (d.id().to_owned(), d.attempt());
-            let job: Job = d.payload()?;
-            let (what, settled) = match job.kind.as_str() {
-                "ok" => ("done", d.ack().await),
-                "poison" => ("poison: dropped", d.drop_it().await),
-                "flaky" if attempt < 3 => {
-                    // no backoff policy in settle: the handler computes its own
-                    let backoff = Duration::from_millis(10 * 2u64.pow(attempt));
-                    ("failed, retry later", d.retry_after(backoff).await)
-                }
-                "flaky" => ("done on a later attempt", d.ack().await),
-                _ => ("failed again", d.retry().await),
-            };
-            println!("job {id} ({}) attempt {attempt}: {what} -> {:?}", job.kind, settled.as_ref().ok());
-            settled
-        })
+        .run(
+            options,
+            async {
+                let _ = stop_rx.await;
+            },
+            |d| async move {
+                let (id, attempt) = (d.id().to_owned(), d.attempt());
+                let job: Job = d.payload()?;
+                let (what, settled) = match job.kind.as_str() {
+                    "ok" => ("done", d.ack().await),
+                    "poison" => ("poison: dropped", d.drop_it().await),
+                    "flaky" if attempt < 3 => {
+                        // no backoff policy in settle: the handler computes its own
+                        let backoff = Duration::from_millis(10 * 2u64.pow(attempt));
+                        ("failed, retry later", d.retry_after(backoff).await)
+                    }
+                    "flaky" => ("done on a later attempt", d.ack().await),
+                    _ => ("failed again", d.retry().await),
+                };
+                println!(
+                    "job {id} ({}) attempt {attempt}: {what} -> {:?}",
+                    job.kind,
+                    settled.as_ref().ok()
+                );
+                settled
+            },
+        )
         .await?;
     watcher.await?;
 
@@ -98,7 +115,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let pool = sqlx::AnyPool::connect(&url).await?;
     for table in ["jobs", "jobs_dead"] {
-        let rows = sqlx::query(&format!("SELECT id, attempt, payload FROM {table} ORDER BY id")).fetch_all(&pool).await?;
+        let rows = sqlx::query(&format!(
+            "SELECT id, attempt, payload FROM {table} ORDER BY id"
+        ))
+        .fetch_all(&pool)
+        .await?;
         println!("{table}: {} row(s)", rows.len());
         for r in rows {
             let (id, attempt, payload): (i64, i64, String) = (r.get(0), r.get(1), r.get(2));

@@ -119,7 +119,10 @@ impl Client {
         let c = pool.get().await?;
         // the same kind on every backend: a missing table is an invalid descriptor
         // (the SQL API's regclass argument would say 42P01)
-        let exists: bool = c.query_one("SELECT to_regclass($1) IS NOT NULL", &[&queue.table]).await?.get(0);
+        let exists: bool = c
+            .query_one("SELECT to_regclass($1) IS NOT NULL", &[&queue.table])
+            .await?
+            .get(0);
         if !exists {
             return Err(Error::InvalidDescriptor(crate::error::DbError {
                 code: None,

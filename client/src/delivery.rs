@@ -172,6 +172,9 @@ pub struct Delivery {
     /// portable path: the lease token (epoch microseconds) and the pinned session
     ptoken: Option<i64>,
     psession: Option<Arc<PSession>>,
+    /// portable row_lock transactional mode: the claim transaction, held between
+    /// `any_transaction()` and settling
+    ptx: Option<OwnedMutexGuard<Option<crate::portable::engine::Pinned>>>,
     done: bool,
 }
 
@@ -205,6 +208,7 @@ impl Delivery {
             tx: None,
             ptoken: None,
             psession: None,
+            ptx: None,
             done: false,
         }
     }
@@ -227,6 +231,7 @@ impl Delivery {
             tx: None,
             ptoken: c.token,
             psession,
+            ptx: None,
             done: false,
         }
     }
@@ -306,6 +311,42 @@ impl Delivery {
         (std::mem::take(&mut self.id), self.token)
     }
 
+    /// Portable row_lock form: the claim transaction as a sqlx connection, for
+    /// the handler's own writes (transactional mode, as [`Delivery::transaction`]
+    /// on the extension backend): `ack` commits them with the outcome, every
+    /// other outcome and a drop roll them back to a savepoint taken here.
+    pub async fn any_transaction(&mut self) -> Result<&mut sqlx::AnyConnection> {
+        let Some(s) = self.psession.clone() else {
+            return Err(Error::invalid(
+                "any_transaction() is for the row_lock form on the portable path",
+            ));
+        };
+        if self.ptx.is_none() {
+            let mut g = s.pinned.clone().lock_owned().await;
+            match g.as_mut() {
+                Some(crate::portable::engine::Pinned::Tx(tx)) => {
+                    let conn: &mut sqlx::AnyConnection = tx;
+                    sqlx::Executor::execute(
+                        &mut *conn,
+                        format!("SAVEPOINT {}", crate::portable::engine::HANDLER_SP).as_str(),
+                    )
+                    .await?;
+                    s.handler_sp.store(true, Ordering::Release);
+                }
+                _ => {
+                    return Err(Error::invalid(
+                        "any_transaction() is for the row_lock form on the portable path",
+                    ))
+                }
+            }
+            self.ptx = Some(g);
+        }
+        match self.ptx.as_mut().and_then(|g| g.as_mut()) {
+            Some(crate::portable::engine::Pinned::Tx(tx)) => Ok(&mut **tx),
+            _ => Err(Error::invalid("the claim transaction has ended")),
+        }
+    }
+
     /// Lease heartbeat: hold the row for `ttl` from now; the token changes.
     pub async fn extend(&mut self, ttl: Duration) -> Result<()> {
         let Some(token) = self.token else {
@@ -366,9 +407,9 @@ impl Delivery {
             self.session.take(),
             self.tx.take(),
         );
-        let (ptoken, psession) = (self.ptoken, self.psession.take());
+        let (ptoken, psession, ptx) = (self.ptoken, self.psession.take(), self.ptx.take());
         if matches!(inner.backend, Backend::Portable(_)) {
-            return release_portable(&inner, &id, ptoken, psession)
+            return release_portable(&inner, &id, ptoken, psession, ptx)
                 .await
                 .map(|_| Settled::Released);
         }
@@ -393,13 +434,16 @@ impl Delivery {
         let tx = self.tx.take();
         let id = std::mem::take(&mut self.id);
         let token = self.token;
-        let (ptoken, psession) = (self.ptoken, self.psession.take());
+        let (ptoken, psession, ptx) = (self.ptoken, self.psession.take(), self.ptx.take());
         async move {
             if let Backend::Portable(e) = &inner.backend {
                 return match psession {
                     None => e.settle_lease(&id, ptoken, &outcome).await,
                     Some(s) => {
-                        let mut g = s.pinned.lock().await;
+                        let mut g = match ptx {
+                            Some(g) => g,
+                            None => s.pinned.clone().lock_owned().await,
+                        };
                         let r = match g.as_mut() {
                             Some(p) => e.settle_pinned(p, &s, &id, &outcome).await,
                             None => Err(Error::invalid("the claim's connection is gone")),
@@ -571,6 +615,7 @@ async fn release_portable(
     id: &str,
     ptoken: Option<i64>,
     psession: Option<Arc<PSession>>,
+    ptx: Option<OwnedMutexGuard<Option<crate::portable::engine::Pinned>>>,
 ) -> Result<()> {
     let Backend::Portable(e) = &inner.backend else {
         unreachable!("portable only")
@@ -578,7 +623,10 @@ async fn release_portable(
     match psession {
         None => e.release(None, None, id, ptoken).await,
         Some(s) => {
-            let mut g = s.pinned.lock().await;
+            let mut g = match ptx {
+                Some(g) => g,
+                None => s.pinned.clone().lock_owned().await,
+            };
             let r = e.release(g.as_mut(), Some(&s), id, None).await;
             drop(g);
             let closed = e.finish_one(&s).await;
@@ -597,13 +645,13 @@ impl Drop for Delivery {
         let token = self.token;
         let session = self.session.take();
         let tx = self.tx.take();
-        let (ptoken, psession) = (self.ptoken, self.psession.take());
+        let (ptoken, psession, ptx) = (self.ptoken, self.psession.take(), self.ptx.take());
         tracing::debug!(queue = %inner.queue.name, id = %id, "delivery dropped unsettled: giving it back");
         match tokio::runtime::Handle::try_current() {
             Ok(h) => {
                 h.spawn(async move {
                     let r = if matches!(inner.backend, Backend::Portable(_)) {
-                        release_portable(&inner, &id, ptoken, psession).await
+                        release_portable(&inner, &id, ptoken, psession, ptx).await
                     } else {
                         release(&inner, &id, token, session, tx).await
                     };

@@ -100,9 +100,16 @@ fn version_plan(client: &SpiClient<'_>) -> Rc<OwnedPreparedStatement> {
 /// The descriptor of `name`, from the cache while its registry row is unchanged.
 pub fn queue(client: &SpiClient<'_>, name: &str) -> Result<Rc<Queue>> {
     let plan = version_plan(client);
-    let version: Option<String> = spi(client
-        .select(&*plan, Some(1), &[name.into()])
-        .and_then(|t| if t.is_empty() { Ok(None) } else { t.first().get_one::<String>() }));
+    let version: Option<String> =
+        spi(client
+            .select(&*plan, Some(1), &[name.into()])
+            .and_then(|t| {
+                if t.is_empty() {
+                    Ok(None)
+                } else {
+                    t.first().get_one::<String>()
+                }
+            }));
     let Some(version) = version else {
         QUEUES.with(|q| q.borrow_mut().remove(name));
         bail!(UnknownQueue, "queue \"{name}\" is not registered")
@@ -210,7 +217,9 @@ fn load(client: &SpiClient<'_>, name: &str, version: String) -> Result<Queue> {
             },
         }
     };
-    let id = role("id")?.ok_or_else(|| SettleError::InvalidDescriptor(format!("queue \"{name}\" has no id column")))?;
+    let id = role("id")?.ok_or_else(|| {
+        SettleError::InvalidDescriptor(format!("queue \"{name}\" has no id column"))
+    })?;
     let q = |c: Option<&Column>| c.map(|c| ident(&c.name));
     let dead = match (&row.dead_letter, row.dead_letter_table) {
         (_, Some(dlt)) => Some(Dead::Table(qualified_name(client, dlt).ok_or_else(|| {
@@ -221,8 +230,16 @@ fn load(client: &SpiClient<'_>, name: &str, version: String) -> Result<Queue> {
         (Some(g), None) => Some(Dead::Group(literal(g))),
         (None, None) => None,
     };
-    let (attempt, retry_after, locked_until) = (q(role("attempt")?), q(role("retry_after")?), q(role("locked_until")?));
-    let (processed_at, group, created_at) = (q(role("processed_at")?), q(role("group")?), q(role("created_at")?));
+    let (attempt, retry_after, locked_until) = (
+        q(role("attempt")?),
+        q(role("retry_after")?),
+        q(role("locked_until")?),
+    );
+    let (processed_at, group, created_at) = (
+        q(role("processed_at")?),
+        q(role("group")?),
+        q(role("created_at")?),
+    );
     let (id_name, id_type_oid) = (ident(&id.name), id.type_oid);
     let shape = Shape {
         queue: name.to_owned(),
@@ -239,7 +256,11 @@ fn load(client: &SpiClient<'_>, name: &str, version: String) -> Result<Queue> {
         group_value: literal(name),
         max_attempts: row.max_attempts,
         dead,
-        copy_cols: cols.iter().filter(|c| !c.generated).map(|c| ident(&c.name)).collect(),
+        copy_cols: cols
+            .iter()
+            .filter(|c| !c.generated)
+            .map(|c| ident(&c.name))
+            .collect(),
     };
     Ok(Queue {
         version,
@@ -256,7 +277,9 @@ impl Queue {
         if let Some(p) = self.plans.borrow().get(&key) {
             return p.clone();
         }
-        use pg_sys::{Oid, INT8OID, INTERVALOID, TEXTARRAYOID, TEXTOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZOID};
+        use pg_sys::{
+            Oid, INT8OID, INTERVALOID, TEXTARRAYOID, TEXTOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZOID,
+        };
         let s = &self.shape;
         let (sql, args): (String, Vec<Oid>) = match &key {
             PlanKey::ClaimRowLock => (s.claim_row_lock(), vec![INT8OID]),
@@ -265,12 +288,20 @@ impl Queue {
                 _ => (s.take(), vec![TEXTARRAYOID]),
             },
             PlanKey::Candidates { after: false } => (s.advisory_candidates(false), vec![INT8OID]),
-            PlanKey::Candidates { after: true } => (s.advisory_candidates(true), vec![INT8OID, TEXTOID]),
-            PlanKey::Settle(w) => (s.settle(*w), vec![TEXTARRAYOID, TIMESTAMPTZARRAYOID, INTERVALOID]),
+            PlanKey::Candidates { after: true } => {
+                (s.advisory_candidates(true), vec![INT8OID, TEXTOID])
+            }
+            PlanKey::Settle(w) => (
+                s.settle(*w),
+                vec![TEXTARRAYOID, TIMESTAMPTZARRAYOID, INTERVALOID],
+            ),
             PlanKey::Extend => (s.extend(), vec![TEXTOID, TIMESTAMPTZOID, INTERVALOID]),
             PlanKey::Stats => (s.stats(), vec![]),
             PlanKey::DeadCount => (s.dead_count().expect("queue has a dead letter"), vec![]),
-            PlanKey::Requeue => (s.requeue_dead().expect("queue has a dead letter"), vec![TEXTARRAYOID]),
+            PlanKey::Requeue => (
+                s.requeue_dead().expect("queue has a dead letter"),
+                vec![TEXTARRAYOID],
+            ),
             PlanKey::Custom(name) => (self.outcomes[name].clone(), vec![self.id_type_oid]),
         };
         let args: Vec<PgOid> = args.into_iter().map(oid).collect();
@@ -319,7 +350,10 @@ pub struct Registration<'a> {
 pub fn register(client: &mut SpiClient<'_>, r: Registration<'_>) -> Result<()> {
     let queue = r.queue;
     if queue.is_empty() || queue.chars().count() > 200 || queue.chars().any(|c| c.is_control()) {
-        bail!(InvalidDescriptor, "queue name must be 1 to 200 characters without control characters");
+        bail!(
+            InvalidDescriptor,
+            "queue name must be 1 to 200 characters without control characters"
+        );
     }
     let relid = r.rel.oid();
     let table = qualified_name(client, relid).unwrap();
@@ -328,14 +362,21 @@ pub fn register(client: &mut SpiClient<'_>, r: Registration<'_>) -> Result<()> {
         bail!(InvalidDescriptor, "{table} is not a table");
     }
     let Some(form) = Form::parse(r.form) else {
-        bail!(InvalidDescriptor, "unknown form \"{}\": use row_lock, lease or advisory", r.form)
+        bail!(
+            InvalidDescriptor,
+            "unknown form \"{}\": use row_lock, lease or advisory",
+            r.form
+        )
     };
     let cols = columns_of(client, relid);
     let empty = serde_json::Map::new();
     let given = match r.columns {
         None | Some(serde_json::Value::Null) => &empty,
         Some(serde_json::Value::Object(m)) => m,
-        Some(_) => bail!(InvalidDescriptor, "columns must be a JSON object such as '{{\"id\": \"job_id\"}}'"),
+        Some(_) => bail!(
+            InvalidDescriptor,
+            "columns must be a JSON object such as '{{\"id\": \"job_id\"}}'"
+        ),
     };
     for (k, v) in given {
         if !ROLES.iter().any(|(r, _)| r == k) {
@@ -345,7 +386,10 @@ pub fn register(client: &mut SpiClient<'_>, r: Registration<'_>) -> Result<()> {
             );
         }
         if !(v.is_string() || v.is_null()) {
-            bail!(InvalidDescriptor, "column role \"{k}\" must name a column (a string) or be null");
+            bail!(
+                InvalidDescriptor,
+                "column role \"{k}\" must name a column (a string) or be null"
+            );
         }
     }
     // resolve each role: explicit name, explicit null (role off), or the default name if present
@@ -361,12 +405,18 @@ pub fn register(client: &mut SpiClient<'_>, r: Registration<'_>) -> Result<()> {
                 Some(c) => {
                     resolved.insert(role, c);
                 }
-                None => bail!(InvalidDescriptor, "column \"{name}\" ({role}) does not exist in {table}"),
+                None => bail!(
+                    InvalidDescriptor,
+                    "column \"{name}\" ({role}) does not exist in {table}"
+                ),
             }
         }
     }
     let Some(id) = resolved.get("id") else {
-        bail!(InvalidDescriptor, "{table} has no id column: name it with columns => '{{\"id\": \"...\"}}'")
+        bail!(
+            InvalidDescriptor,
+            "{table} has no id column: name it with columns => '{{\"id\": \"...\"}}'"
+        )
     };
     for role in ["retry_after", "locked_until", "processed_at"] {
         if let Some(c) = resolved.get(role) {
@@ -382,7 +432,11 @@ pub fn register(client: &mut SpiClient<'_>, r: Registration<'_>) -> Result<()> {
     }
     if let Some(c) = resolved.get("created_at") {
         if c.type_oid != pg_sys::TIMESTAMPTZOID && c.type_oid != pg_sys::TIMESTAMPOID {
-            bail!(InvalidDescriptor, "column \"{}\" (created_at) of {table} must be timestamptz", c.name);
+            bail!(
+                InvalidDescriptor,
+                "column \"{}\" (created_at) of {table} must be timestamptz",
+                c.name
+            );
         }
     }
     if let Some(c) = resolved.get("attempt") {
@@ -397,11 +451,19 @@ pub fn register(client: &mut SpiClient<'_>, r: Registration<'_>) -> Result<()> {
     }
     if let Some(c) = resolved.get("group") {
         if c.type_oid != pg_sys::TEXTOID && c.type_oid != pg_sys::VARCHAROID {
-            bail!(InvalidDescriptor, "column \"{}\" (group) of {table} must be text or varchar", c.name);
+            bail!(
+                InvalidDescriptor,
+                "column \"{}\" (group) of {table} must be text or varchar",
+                c.name
+            );
         }
     }
     if id.generated {
-        bail!(InvalidDescriptor, "the id column \"{}\" of {table} must not be a generated column", id.name);
+        bail!(
+            InvalidDescriptor,
+            "the id column \"{}\" of {table} must not be a generated column",
+            id.name
+        );
     }
     let unique: bool = spi(client
         .select(
@@ -422,31 +484,50 @@ pub fn register(client: &mut SpiClient<'_>, r: Registration<'_>) -> Result<()> {
         );
     }
     if form == Form::Lease && !resolved.contains_key("locked_until") {
-        bail!(InvalidDescriptor, "the lease form needs a locked_until timestamptz column in {table}");
+        bail!(
+            InvalidDescriptor,
+            "the lease form needs a locked_until timestamptz column in {table}"
+        );
     }
     let mut dead_letter_table: Option<pg_sys::Oid> = None;
     match (r.max_attempts, r.dead_letter) {
         (None, None) => {}
         (Some(_), None) | (None, Some(_)) => {
-            bail!(InvalidDescriptor, "max_attempts and dead_letter are given together (both or neither)")
+            bail!(
+                InvalidDescriptor,
+                "max_attempts and dead_letter are given together (both or neither)"
+            )
         }
         (Some(n), Some(dl)) => {
             if n < 1 {
-                bail!(InvalidDescriptor, "max_attempts must be at least 1, got {n}");
+                bail!(
+                    InvalidDescriptor,
+                    "max_attempts must be at least 1, got {n}"
+                );
             }
             if !resolved.contains_key("attempt") {
-                bail!(InvalidDescriptor, "max_attempts needs an attempt column in {table}");
+                bail!(
+                    InvalidDescriptor,
+                    "max_attempts needs an attempt column in {table}"
+                );
             }
             if dl.is_empty() {
                 bail!(InvalidDescriptor, "dead_letter must not be empty");
             }
             if resolved.contains_key("group") {
                 if dl == queue {
-                    bail!(InvalidDescriptor, "the dead-letter group must differ from the queue's own group \"{queue}\"");
+                    bail!(
+                        InvalidDescriptor,
+                        "the dead-letter group must differ from the queue's own group \"{queue}\""
+                    );
                 }
             } else {
                 let dlt: Option<pg_sys::Oid> = spi(client
-                    .select("SELECT pg_catalog.to_regclass($1)::pg_catalog.oid", None, &[dl.into()])
+                    .select(
+                        "SELECT pg_catalog.to_regclass($1)::pg_catalog.oid",
+                        None,
+                        &[dl.into()],
+                    )
                     .and_then(|t| t.first().get_one::<pg_sys::Oid>()));
                 let Some(dlt) = dlt.filter(|o| *o != pg_sys::InvalidOid) else {
                     bail!(
@@ -455,7 +536,10 @@ pub fn register(client: &mut SpiClient<'_>, r: Registration<'_>) -> Result<()> {
                     )
                 };
                 if dlt == relid {
-                    bail!(InvalidDescriptor, "the dead-letter table must not be the queue table itself");
+                    bail!(
+                        InvalidDescriptor,
+                        "the dead-letter table must not be the queue table itself"
+                    );
                 }
                 let dlt_name = qualified_name(client, dlt).unwrap();
                 let dcols = columns_of(client, dlt);
@@ -490,7 +574,9 @@ pub fn register(client: &mut SpiClient<'_>, r: Registration<'_>) -> Result<()> {
     for (role, _) in ROLES {
         stored.insert(
             role.to_owned(),
-            resolved.get(role).map_or(serde_json::Value::Null, |c| c.name.clone().into()),
+            resolved
+                .get(role)
+                .map_or(serde_json::Value::Null, |c| c.name.clone().into()),
         );
     }
     let stored = serde_json::Value::Object(stored).to_string();
@@ -517,10 +603,23 @@ pub fn register(client: &mut SpiClient<'_>, r: Registration<'_>) -> Result<()> {
 }
 
 /// Add, replace (sql given) or remove (sql NULL) a custom outcome.
-pub fn register_outcome(client: &mut SpiClient<'_>, queue: &str, name: &str, sql: Option<&str>) -> Result<()> {
+pub fn register_outcome(
+    client: &mut SpiClient<'_>,
+    queue: &str,
+    name: &str,
+    sql: Option<&str>,
+) -> Result<()> {
     let q = self::queue(client, queue)?;
-    if name.is_empty() || name.len() > 63 || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-        bail!(InvalidArgument, "custom outcome names are 1 to 63 characters of letters, digits, _ and -");
+    if name.is_empty()
+        || name.len() > 63
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        bail!(
+            InvalidArgument,
+            "custom outcome names are 1 to 63 characters of letters, digits, _ and -"
+        );
     }
     let relid: pg_sys::Oid = spi(client
         .select(

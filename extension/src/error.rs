@@ -98,9 +98,9 @@ fn cstring(s: &str) -> CString {
 
 /// PostgreSQL's MAKE_SQLSTATE: five characters packed six bits each.
 fn make_sqlstate(code: &str) -> c_int {
-    code.bytes()
-        .enumerate()
-        .fold(0, |acc, (i, ch)| acc + ((((ch - b'0') & 0x3F) as c_int) << (6 * i)))
+    code.bytes().enumerate().fold(0, |acc, (i, ch)| {
+        acc + ((((ch - b'0') & 0x3F) as c_int) << (6 * i))
+    })
 }
 
 // Not in pgrx's bindings on purpose (pgrx keeps them private); declared here for

@@ -112,10 +112,16 @@ pub fn claim_keep(mark: usize, key: i64) {
 }
 
 #[pg_guard]
-unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: *mut std::ffi::c_void) {
+unsafe extern "C-unwind" fn xact_callback(
+    event: pg_sys::XactEvent::Type,
+    _arg: *mut std::ffi::c_void,
+) {
     use pg_sys::XactEvent::*;
     match event {
-        XACT_EVENT_COMMIT | XACT_EVENT_ABORT | XACT_EVENT_PARALLEL_COMMIT | XACT_EVENT_PARALLEL_ABORT => {
+        XACT_EVENT_COMMIT
+        | XACT_EVENT_ABORT
+        | XACT_EVENT_PARALLEL_COMMIT
+        | XACT_EVENT_PARALLEL_ABORT => {
             ROW_CLAIMS.with(|c| c.borrow_mut().clear());
             let keys = PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
             for key in keys {

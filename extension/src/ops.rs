@@ -47,7 +47,12 @@ fn warn_dead(q: &Queue, id: &str) {
 }
 
 /// Rows of a claim statement: (dead, id, attempt, token, payload).
-fn read_claimed(q: &Queue, t: pgrx::spi::SpiTupleTable<'_>, out: &mut Vec<Delivery>, dead: &mut Vec<String>) {
+fn read_claimed(
+    q: &Queue,
+    t: pgrx::spi::SpiTupleTable<'_>,
+    out: &mut Vec<Delivery>,
+    dead: &mut Vec<String>,
+) {
     for r in t {
         let is_dead = spi(r.get::<bool>(1)).unwrap_or(false);
         let id = spi(r.get::<String>(2)).unwrap_or_default();
@@ -68,12 +73,19 @@ fn read_claimed(q: &Queue, t: pgrx::spi::SpiTupleTable<'_>, out: &mut Vec<Delive
 pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result<Vec<Delivery>> {
     let batch = batch.unwrap_or(1);
     if !(1..=MAX_BATCH).contains(&batch) {
-        bail!(InvalidArgument, "batch must be between 1 and {MAX_BATCH}, got {batch}");
+        bail!(
+            InvalidArgument,
+            "batch must be between 1 and {MAX_BATCH}, got {batch}"
+        );
     }
     Spi::connect_mut(|client| {
         let q = desc::queue(client, queue)?;
         if q.shape.form != Form::Lease && lease.is_some() {
-            bail!(InvalidArgument, "lease applies to the lease form only; queue \"{queue}\" uses {}", q.shape.form.name());
+            bail!(
+                InvalidArgument,
+                "lease applies to the lease form only; queue \"{queue}\" uses {}",
+                q.shape.form.name()
+            );
         }
         let mut out = Vec::new();
         let mut dead = Vec::new();
@@ -109,7 +121,13 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
 /// them between our read and our lock) and count the attempt. Every key locked
 /// for a row not returned is unlocked again; until the claim hands a key over,
 /// it sits in the transaction-end unlock list, so an error half-way leaks none.
-fn advisory_claim(client: &SpiClient<'_>, q: &Queue, batch: usize, out: &mut Vec<Delivery>, dead: &mut Vec<String>) {
+fn advisory_claim(
+    client: &SpiClient<'_>,
+    q: &Queue,
+    batch: usize,
+    out: &mut Vec<Delivery>,
+    dead: &mut Vec<String>,
+) {
     let page = (batch as i64) * 2 + 16;
     let mark = held::claim_mark();
     let mut after: Option<String> = None;
@@ -119,15 +137,25 @@ fn advisory_claim(client: &SpiClient<'_>, q: &Queue, batch: usize, out: &mut Vec
             break;
         }
         let t = match &after {
-            None => spi(client.select(&*q.plan(client, PlanKey::Candidates { after: false }), None, &[page.into()])),
+            None => spi(client.select(
+                &*q.plan(client, PlanKey::Candidates { after: false }),
+                None,
+                &[page.into()],
+            )),
             Some(a) => spi(client.select(
                 &*q.plan(client, PlanKey::Candidates { after: true }),
                 None,
                 &[page.into(), a.as_str().into()],
             )),
         };
-        let cands: Vec<(String, i64)> =
-            t.map(|r| (spi(r.get::<String>(1)).unwrap(), spi(r.get::<i64>(2)).unwrap())).collect();
+        let cands: Vec<(String, i64)> = t
+            .map(|r| {
+                (
+                    spi(r.get::<String>(1)).unwrap(),
+                    spi(r.get::<i64>(2)).unwrap(),
+                )
+            })
+            .collect();
         let full_page = cands.len() as i64 == page;
         let mut locked: Vec<(String, i64)> = Vec::new();
         let mut examined = 0;
@@ -220,7 +248,9 @@ pub fn settle(
     let mut seen = HashSet::new();
     let mut ids_ok = Vec::with_capacity(ids.len());
     for id in ids {
-        let Some(id) = id else { bail!(InvalidArgument, "ids must not be NULL") };
+        let Some(id) = id else {
+            bail!(InvalidArgument, "ids must not be NULL")
+        };
         if !seen.insert(id.clone()) {
             bail!(InvalidArgument, "id {id} is given twice");
         }
@@ -230,8 +260,13 @@ pub fn settle(
     let retry_after = action == Action::Outcome(Outcome::RetryAfter);
     match (&delay, retry_after) {
         (None, true) => bail!(InvalidArgument, "retry_after needs a delay"),
-        (Some(d), true) if d.as_micros() < 0 => bail!(InvalidArgument, "delay must not be negative"),
-        (Some(_), false) => bail!(InvalidArgument, "a delay applies to the retry_after outcome only"),
+        (Some(d), true) if d.as_micros() < 0 => {
+            bail!(InvalidArgument, "delay must not be negative")
+        }
+        (Some(_), false) => bail!(
+            InvalidArgument,
+            "a delay applies to the retry_after outcome only"
+        ),
         _ => {}
     }
     Spi::connect_mut(|client| {
@@ -240,7 +275,9 @@ pub fn settle(
         let form = s.form;
         // token checks
         let tokens: Vec<TimestampWithTimeZone> = match (form, tokens) {
-            (Form::Lease, None) => bail!(InvalidArgument, "the lease form needs the delivery's token"),
+            (Form::Lease, None) => {
+                bail!(InvalidArgument, "the lease form needs the delivery's token")
+            }
             (Form::Lease, Some(t)) => {
                 if t.len() != ids.len() {
                     bail!(InvalidArgument, "{} ids but {} tokens", ids.len(), t.len());
@@ -249,16 +286,27 @@ pub fn settle(
                 for tok in t {
                     match tok {
                         Some(tok) => v.push(tok),
-                        None => bail!(InvalidArgument, "the lease form needs the delivery's token (got NULL)"),
+                        None => bail!(
+                            InvalidArgument,
+                            "the lease form needs the delivery's token (got NULL)"
+                        ),
                     }
                 }
                 v
             }
-            (_, Some(_)) => bail!(InvalidArgument, "a token applies to the lease form only; queue \"{queue}\" uses {}", form.name()),
+            (_, Some(_)) => bail!(
+                InvalidArgument,
+                "a token applies to the lease form only; queue \"{queue}\" uses {}",
+                form.name()
+            ),
             (_, None) => Vec::new(),
         };
         if form == Form::RowLock && !in_transaction_block() {
-            let what = if action == Action::Release { "release" } else { "completion" };
+            let what = if action == Action::Release {
+                "release"
+            } else {
+                "completion"
+            };
             bail!(
                 NoTransaction,
                 "row_lock {what} on queue \"{queue}\" outside a transaction block: the claim's transaction has ended, so this session holds no row"
@@ -286,7 +334,10 @@ pub fn settle(
             }
             Action::Outcome(Outcome::Custom(name)) => {
                 if !q.outcomes.contains_key(name) {
-                    bail!(InvalidArgument, "queue \"{queue}\" has no custom outcome \"{name}\"");
+                    bail!(
+                        InvalidArgument,
+                        "queue \"{queue}\" has no custom outcome \"{name}\""
+                    );
                 }
                 Write::HeldOnly
             }
@@ -316,7 +367,11 @@ pub fn settle(
             let plan = q.plan(client, PlanKey::Settle(write));
             let args: [DatumWithOid; 3] = [
                 run_ids.clone().into(),
-                if form == Form::Lease { run_tokens.into() } else { DatumWithOid::null::<Vec<TimestampWithTimeZone>>() },
+                if form == Form::Lease {
+                    run_tokens.into()
+                } else {
+                    DatumWithOid::null::<Vec<TimestampWithTimeZone>>()
+                },
                 delay.into(),
             ];
             let t = spi(client.update(&*plan, None, &args));
@@ -355,10 +410,13 @@ pub fn settle(
                 held::unlock_at_end(*key);
             }
         }
-        Ok(ids.into_iter().map(|id| {
-            let r = results.remove(&id);
-            (id, r)
-        }).collect())
+        Ok(ids
+            .into_iter()
+            .map(|id| {
+                let r = results.remove(&id);
+                (id, r)
+            })
+            .collect())
     })
 }
 
@@ -373,7 +431,10 @@ fn canonical_results(
     for g in given {
         let canon: Option<String> = spi(client
             .select(
-                &*format!("SELECT (($1::pg_catalog.text)::{})::pg_catalog.text", q.shape.id_type),
+                &*format!(
+                    "SELECT (($1::pg_catalog.text)::{})::pg_catalog.text",
+                    q.shape.id_type
+                ),
                 None,
                 &[(*g).into()],
             )
@@ -407,7 +468,13 @@ pub fn complete_one(
 ) -> Result<String> {
     let outcome = Outcome::parse(outcome)?;
     let tokens = token.map(|t| vec![Some(t)]);
-    let r = settle(queue, vec![Some(id.to_owned())], Action::Outcome(outcome), delay, tokens)?;
+    let r = settle(
+        queue,
+        vec![Some(id.to_owned())],
+        Action::Outcome(outcome),
+        delay,
+        tokens,
+    )?;
     one_result(queue, id, r, token.is_some())
 }
 
@@ -425,21 +492,42 @@ fn one_result(queue: &str, id: &str, mut r: Settled, lease: bool) -> Result<Stri
 
 pub fn release_one(queue: &str, id: &str, token: Option<TimestampWithTimeZone>) -> Result<String> {
     let tokens = token.map(|t| vec![Some(t)]);
-    let r = settle(queue, vec![Some(id.to_owned())], Action::Release, None, tokens)?;
+    let r = settle(
+        queue,
+        vec![Some(id.to_owned())],
+        Action::Release,
+        None,
+        tokens,
+    )?;
     one_result(queue, id, r, token.is_some())
 }
 
-pub fn extend(queue: &str, id: &str, token: Option<TimestampWithTimeZone>, lease: Option<Interval>) -> Result<TimestampWithTimeZone> {
+pub fn extend(
+    queue: &str,
+    id: &str,
+    token: Option<TimestampWithTimeZone>,
+    lease: Option<Interval>,
+) -> Result<TimestampWithTimeZone> {
     let lease = lease_interval(lease)?;
-    let Some(token) = token else { bail!(InvalidArgument, "queue_extend needs the delivery's token") };
+    let Some(token) = token else {
+        bail!(InvalidArgument, "queue_extend needs the delivery's token")
+    };
     Spi::connect_mut(|client| {
         let q = desc::queue(client, queue)?;
         if q.shape.form != Form::Lease {
-            bail!(InvalidArgument, "queue_extend applies to the lease form only; queue \"{queue}\" uses {}", q.shape.form.name());
+            bail!(
+                InvalidArgument,
+                "queue_extend applies to the lease form only; queue \"{queue}\" uses {}",
+                q.shape.form.name()
+            );
         }
         let plan = q.plan(client, PlanKey::Extend);
         let t = spi(client.update(&*plan, None, &[id.into(), token.into(), lease.into()]));
-        match t.into_iter().next().and_then(|r| spi(r.get::<TimestampWithTimeZone>(1))) {
+        match t
+            .into_iter()
+            .next()
+            .and_then(|r| spi(r.get::<TimestampWithTimeZone>(1)))
+        {
             Some(tok) => Ok(tok),
             None => Err(SettleError::LeaseLost(format!(
                 "lease lost: row {id} of queue \"{queue}\" no longer holds this delivery's token"
@@ -463,7 +551,10 @@ pub fn stats(queue: Option<&str>) -> Result<Vec<Stats>> {
         let names: Vec<String> = match queue {
             Some(q) => vec![q.to_owned()],
             None => spi(client.select(
-                &*format!("SELECT queue FROM {}.settle_queues ORDER BY queue", desc::ext_schema(client)),
+                &*format!(
+                    "SELECT queue FROM {}.settle_queues ORDER BY queue",
+                    desc::ext_schema(client)
+                ),
                 None,
                 &[],
             ))

@@ -123,7 +123,12 @@ impl Shape {
             p.push(format!("({c} IS NULL OR {c} {LE} {NOW})"));
         }
         if self.form == Form::Lease {
-            let c = self.col(a, self.locked_until.as_ref().expect("lease form has locked_until"));
+            let c = self.col(
+                a,
+                self.locked_until
+                    .as_ref()
+                    .expect("lease form has locked_until"),
+            );
             p.push(format!("({c} IS NULL OR {c} {LT} {NOW})"));
         }
         join_and(p)
@@ -176,13 +181,18 @@ impl Shape {
     /// CTEs moving the rows of `src` (a CTE with `_s_id`, `_s_dead`) flagged dead
     /// into the dead letter. They end in a CTE `_s_d(_s_id)` of the moved ids.
     fn dead_ctes(&self, src: &str) -> Vec<String> {
-        let Some(dead) = &self.dead else { return vec![] };
+        let Some(dead) = &self.dead else {
+            return vec![];
+        };
         let id = &self.id;
         let mut sets = Vec::new();
         let lease_clear = self.locked_until.as_ref().map(|c| format!("{c} = NULL"));
         match dead {
             Dead::Group(dl) => {
-                sets.push(format!("{} = {dl}", self.group.as_ref().expect("group dead letter needs group")));
+                sets.push(format!(
+                    "{} = {dl}",
+                    self.group.as_ref().expect("group dead letter needs group")
+                ));
                 sets.extend(lease_clear);
                 if self.form == Form::RowLock {
                     sets.extend(self.attempt_plus_one("_s_t"));
@@ -239,7 +249,10 @@ impl Shape {
     /// Columns: dead bool, id text, attempt int4, token timestamptz, payload jsonb.
     pub fn claim_row_lock(&self) -> String {
         let att = match &self.attempt {
-            Some(c) => format!("(COALESCE({}, 0) {PLUS} 1)::pg_catalog.int4", self.col("_s_t", c)),
+            Some(c) => format!(
+                "(COALESCE({}, 0) {PLUS} 1)::pg_catalog.int4",
+                self.col("_s_t", c)
+            ),
             None => "NULL::pg_catalog.int4".into(),
         };
         format!(
@@ -278,7 +291,10 @@ impl Shape {
         };
         let mut ctes = vec![
             format!("_s_c AS ({cand})"),
-            format!("_s_x AS (SELECT _s_id, {} AS _s_dead FROM _s_c)", self.dead_flag("_s_att")),
+            format!(
+                "_s_x AS (SELECT _s_id, {} AS _s_dead FROM _s_c)",
+                self.dead_flag("_s_att")
+            ),
         ];
         ctes.extend(self.dead_ctes("_s_x"));
         let mut sets = Vec::new();
@@ -360,7 +376,11 @@ impl Shape {
                     "{id} {EQ} ANY (($1::pg_catalog.text[])::{}[])",
                     self.id_type
                 ));
-                let skip = if self.form == Form::RowLock { " SKIP LOCKED" } else { "" };
+                let skip = if self.form == Form::RowLock {
+                    " SKIP LOCKED"
+                } else {
+                    ""
+                };
                 format!(
                     "_s_h AS (SELECT {id} AS _s_id, {att} AS _s_att FROM {t} _s_t WHERE {cond} FOR UPDATE OF _s_t{skip})",
                     cond = join_and(cond)
@@ -383,18 +403,22 @@ impl Shape {
         let on_held = |src: &str, filter: &str| {
             format!("_s_t.{id} {EQ} ANY (ARRAY(SELECT {src}._s_id FROM {src}{filter}))")
         };
-        let write_cte = |ctes: &mut Vec<String>, name: &str, src: &str, sets: Vec<String>, filter: &str| {
-            ctes.push(format!(
+        let write_cte =
+            |ctes: &mut Vec<String>, name: &str, src: &str, sets: Vec<String>, filter: &str| {
+                ctes.push(format!(
                 "{name} AS (UPDATE {t} _s_t SET {sets} WHERE {on} RETURNING _s_t.{id} AS _s_id)",
                 sets = sets.join(", "),
                 on = on_held(src, filter)
             ));
-        };
+            };
         match w {
             Write::Ack => {
                 if let Some(p) = &self.processed_at {
                     write_cte(&mut ctes, "_s_o", "_s_h", vec![format!("{p} = {NOW}")], "");
-                    outs.push("SELECT (_s_o._s_id)::pg_catalog.text, 'marked'::pg_catalog.text FROM _s_o".into());
+                    outs.push(
+                        "SELECT (_s_o._s_id)::pg_catalog.text, 'marked'::pg_catalog.text FROM _s_o"
+                            .into(),
+                    );
                 } else {
                     ctes.push(format!(
                         "_s_o AS (DELETE FROM {t} _s_t WHERE {on} RETURNING _s_t.{id} AS _s_id)",
@@ -404,7 +428,10 @@ impl Shape {
                 }
             }
             Write::HeldOnly => {
-                outs.push("SELECT (_s_h._s_id)::pg_catalog.text, 'held'::pg_catalog.text FROM _s_h".into());
+                outs.push(
+                    "SELECT (_s_h._s_id)::pg_catalog.text, 'held'::pg_catalog.text FROM _s_h"
+                        .into(),
+                );
             }
             Write::Release => {
                 if let (Form::Lease, Some(lu)) = (self.form, &self.locked_until) {
@@ -465,7 +492,11 @@ impl Shape {
     pub fn extend(&self) -> String {
         let lu = self.locked_until.as_ref().unwrap();
         let mut cond = self.mine("_s_t");
-        cond.push(format!("{} {EQ} {}", self.id_of("_s_t"), self.cast_id("$1")));
+        cond.push(format!(
+            "{} {EQ} {}",
+            self.id_of("_s_t"),
+            self.cast_id("$1")
+        ));
         cond.push(format!("_s_t.{lu} {EQ} $2"));
         format!(
             "UPDATE {t} _s_t SET {lu} = {tok} WHERE {cond} RETURNING _s_t.{lu}",
@@ -496,7 +527,9 @@ impl Shape {
             Form::RowLock => "NULL::pg_catalog.int8".into(),
         };
         let oldest = match &self.created_at {
-            Some(c) => format!("{NOW} OPERATOR(pg_catalog.-) pg_catalog.min(_s_t.{c}) FILTER (WHERE {ready})"),
+            Some(c) => format!(
+                "{NOW} OPERATOR(pg_catalog.-) pg_catalog.min(_s_t.{c}) FILTER (WHERE {ready})"
+            ),
             None => "NULL::pg_catalog.interval".into(),
         };
         format!(
@@ -528,7 +561,10 @@ impl Shape {
         if let Some(c) = &self.attempt {
             resets.push((c.clone(), "0"));
         }
-        for c in [&self.retry_after, &self.locked_until, &self.processed_at].into_iter().flatten() {
+        for c in [&self.retry_after, &self.locked_until, &self.processed_at]
+            .into_iter()
+            .flatten()
+        {
             resets.push((c.clone(), "NULL"));
         }
         match self.dead.as_ref()? {

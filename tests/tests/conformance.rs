@@ -19,10 +19,17 @@ enum Backend {
     Sqlite,
 }
 
-const BACKENDS: [Backend; 4] = [Backend::PgExtension, Backend::PgPortable, Backend::MariaDb, Backend::Sqlite];
+const BACKENDS: [Backend; 4] = [
+    Backend::PgExtension,
+    Backend::PgPortable,
+    Backend::MariaDb,
+    Backend::Sqlite,
+];
 
 fn env(name: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: run scripts/test.sh, which starts the servers"))
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!("{name} is not set: run scripts/test.sh, which starts the servers")
+    })
 }
 
 impl Backend {
@@ -36,13 +43,16 @@ impl Backend {
 
     /// The forms this backend runs, and why it refuses the others (SPEC §5).
     fn forms(self) -> Vec<(Form, Option<&'static str>)> {
-        let lease = Form::Lease { ttl: Duration::from_secs(30) };
+        let lease = Form::Lease {
+            ttl: Duration::from_secs(30),
+        };
         vec![
             (Form::RowLock, None),
             (lease, None),
             (
                 Form::Advisory,
-                (self == Backend::Sqlite).then_some("SQLite has no advisory locks: refused at registration"),
+                (self == Backend::Sqlite)
+                    .then_some("SQLite has no advisory locks: refused at registration"),
             ),
         ]
     }
@@ -59,7 +69,9 @@ impl Backend {
 
     async fn client(self, queue: Queue) -> settle::Result<Client> {
         match self {
-            Backend::PgExtension => Client::connect(env("SETTLE_TEST_PG").parse().unwrap(), 8, queue).await,
+            Backend::PgExtension => {
+                Client::connect(env("SETTLE_TEST_PG").parse().unwrap(), 8, queue).await
+            }
             _ => Client::portable(&self.admin_url(), 8, queue).await,
         }
     }
@@ -74,30 +86,51 @@ fn sqlite_url() -> String {
 async fn admin(b: Backend) -> sqlx::AnyPool {
     sqlx::any::install_default_drivers();
     let url = b.admin_url();
-    let pool = sqlx::any::AnyPoolOptions::new().max_connections(2).connect(&url).await.expect("admin connection");
+    let pool = sqlx::any::AnyPoolOptions::new()
+        .max_connections(2)
+        .connect(&url)
+        .await
+        .expect("admin connection");
     if b == Backend::Sqlite {
-        sqlx::query("PRAGMA busy_timeout = 10000").execute(&pool).await.unwrap();
+        sqlx::query("PRAGMA busy_timeout = 10000")
+            .execute(&pool)
+            .await
+            .unwrap();
     }
     pool
 }
 
 /// A fresh canonical queue table (and `<t>_dead`) with `n` rows, ids 1..=n.
 async fn table(b: Backend, pool: &sqlx::AnyPool, prefix: &str, n: usize) -> String {
-    let t = format!("{prefix}_{}_{}", std::process::id(), SEQ.fetch_add(1, Ordering::Relaxed));
+    let t = format!(
+        "{prefix}_{}_{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    );
     for stmt in b.dialect().create_queue_sql(&t) {
-        sqlx::query(&stmt).execute(pool).await.unwrap_or_else(|e| panic!("{b:?}: {stmt}: {e}"));
-    }
-    for i in 1..=n {
-        sqlx::query(&format!("INSERT INTO {} (payload) VALUES ('{{\"n\": {i}}}')", b.dialect().ident(&t)))
+        sqlx::query(&stmt)
             .execute(pool)
             .await
-            .unwrap();
+            .unwrap_or_else(|e| panic!("{b:?}: {stmt}: {e}"));
+    }
+    for i in 1..=n {
+        sqlx::query(&format!(
+            "INSERT INTO {} (payload) VALUES ('{{\"n\": {i}}}')",
+            b.dialect().ident(&t)
+        ))
+        .execute(pool)
+        .await
+        .unwrap();
     }
     t
 }
 
 /// (id, attempt, delayed, held) of every row in the queue, and (id, attempt) of the dead letter.
-async fn final_rows(b: Backend, pool: &sqlx::AnyPool, t: &str) -> (Vec<(i64, i64, bool, bool)>, Vec<(i64, i64)>) {
+async fn final_rows(
+    b: Backend,
+    pool: &sqlx::AnyPool,
+    t: &str,
+) -> (Vec<(i64, i64, bool, bool)>, Vec<(i64, i64)>) {
     let d = b.dialect();
     let now = d.now();
     let sql = format!(
@@ -113,15 +146,27 @@ async fn final_rows(b: Backend, pool: &sqlx::AnyPool, t: &str) -> (Vec<(i64, i64
         .await
         .unwrap()
         .iter()
-        .map(|r| (r.get::<i64, _>(0), r.get::<i64, _>(1), r.get::<i64, _>(2) == 1, r.get::<i64, _>(3) == 1))
+        .map(|r| {
+            (
+                r.get::<i64, _>(0),
+                r.get::<i64, _>(1),
+                r.get::<i64, _>(2) == 1,
+                r.get::<i64, _>(3) == 1,
+            )
+        })
         .collect();
-    let dead = sqlx::query(&format!("SELECT {}, {} FROM {} ORDER BY id", d.int("id"), d.int("attempt"), d.ident(&format!("{t}_dead"))))
-        .fetch_all(pool)
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| (r.get::<i64, _>(0), r.get::<i64, _>(1)))
-        .collect();
+    let dead = sqlx::query(&format!(
+        "SELECT {}, {} FROM {} ORDER BY id",
+        d.int("id"),
+        d.int("attempt"),
+        d.ident(&format!("{t}_dead"))
+    ))
+    .fetch_all(pool)
+    .await
+    .unwrap()
+    .iter()
+    .map(|r| (r.get::<i64, _>(0), r.get::<i64, _>(1)))
+    .collect();
     (rows, dead)
 }
 
@@ -138,13 +183,21 @@ async fn scenario(b: Backend, form: Form) -> Result<Observed, String> {
     let pool = admin(b).await;
     let t = table(b, &pool, "conf", 7).await;
     let c = b
-        .client(Queue::new(&t, &t).form(form).dead_letter(2, format!("{t}_dead")))
+        .client(
+            Queue::new(&t, &t)
+                .form(form)
+                .dead_letter(2, format!("{t}_dead")),
+        )
         .await
         .map_err(|e| format!("{b:?} {form:?}: connect: {e}"))?;
     let mut steps = Vec::new();
     macro_rules! one {
         () => {
-            c.claim(1).await.map_err(|e| format!("{b:?} {form:?}: claim: {e}"))?.pop().ok_or(format!("{b:?} {form:?}: no row"))?
+            c.claim(1)
+                .await
+                .map_err(|e| format!("{b:?} {form:?}: claim: {e}"))?
+                .pop()
+                .ok_or(format!("{b:?} {form:?}: no row"))?
         };
     }
     macro_rules! step {
@@ -160,7 +213,10 @@ async fn scenario(b: Backend, form: Form) -> Result<Observed, String> {
     step!(one!(), retry); // 3 -> back
     step!(one!(), retry); // 3 again, attempt 2 = max: dead letter
     step!(one!(), retry_after, Duration::from_secs(3600)); // 4 waits
-    let mut two = c.claim(2).await.map_err(|e| format!("{b:?} {form:?}: claim 2: {e}"))?;
+    let mut two = c
+        .claim(2)
+        .await
+        .map_err(|e| format!("{b:?} {form:?}: claim 2: {e}"))?;
     let six = two.pop().ok_or("no row 6")?;
     let five = two.pop().ok_or("no row 5")?;
     step!(five, ack); // 5
@@ -204,8 +260,12 @@ async fn same_final_rows_on_every_backend() {
                 let pool = admin(b).await;
                 let t = table(b, &pool, "refuse", 1).await;
                 match b.client(Queue::new(&t, &t).form(form)).await {
-                    Err(Error::InvalidDescriptor(e)) => println!("{b:?} {form:?}: skipped by capability ({why}); refused: {e}"),
-                    other => failures.push(format!("{b:?} {form:?}: expected a refusal, got {other:?}")),
+                    Err(Error::InvalidDescriptor(e)) => {
+                        println!("{b:?} {form:?}: skipped by capability ({why}); refused: {e}")
+                    }
+                    other => {
+                        failures.push(format!("{b:?} {form:?}: expected a refusal, got {other:?}"))
+                    }
                 }
                 continue;
             }
@@ -257,8 +317,15 @@ async fn concurrent_workers_settle_every_job_once() {
                 let seen = seen.clone();
                 workers.push(tokio::spawn(async move {
                     c.run(
-                        WorkerOptions { concurrency: 4, batch: 3, poll_interval: Duration::from_millis(20), ..Default::default() },
-                        async { let _ = rx.await; },
+                        WorkerOptions {
+                            concurrency: 4,
+                            batch: 3,
+                            poll_interval: Duration::from_millis(20),
+                            ..Default::default()
+                        },
+                        async {
+                            let _ = rx.await;
+                        },
                         move |d| {
                             let seen = seen.clone();
                             async move {
@@ -290,8 +357,15 @@ async fn concurrent_workers_settle_every_job_once() {
             }
             let seen = seen.lock().unwrap();
             let twice: Vec<_> = seen.iter().filter(|(_, n)| **n != 1).collect();
-            assert!(twice.is_empty(), "{b:?} {form:?}: handled more than once: {twice:?}");
-            assert_eq!((left, seen.len(), acked as usize), (0, JOBS, JOBS), "{b:?} {form:?}");
+            assert!(
+                twice.is_empty(),
+                "{b:?} {form:?}: handled more than once: {twice:?}"
+            );
+            assert_eq!(
+                (left, seen.len(), acked as usize),
+                (0, JOBS, JOBS),
+                "{b:?} {form:?}"
+            );
             println!("{b:?} {form:?}: {JOBS} jobs, 3 workers, each handled once");
         }
     }
@@ -304,17 +378,43 @@ async fn lease_lost_on_every_backend() {
     for b in BACKENDS {
         let pool = admin(b).await;
         let t = table(b, &pool, "lost", 1).await;
-        let c = b.client(Queue::new(&t, &t).form(Form::Lease { ttl: Duration::from_millis(100) })).await.unwrap();
+        let c = b
+            .client(Queue::new(&t, &t).form(Form::Lease {
+                ttl: Duration::from_millis(100),
+            }))
+            .await
+            .unwrap();
         let stale = c.claim(1).await.unwrap().pop().unwrap();
         tokio::time::sleep(Duration::from_millis(250)).await;
-        let fresh = c.claim(1).await.unwrap().pop().expect("the expired lease is claimed again");
-        assert!(fresh.token().unwrap() > stale.token().unwrap(), "{b:?}: strictly later token");
+        let fresh = c
+            .claim(1)
+            .await
+            .unwrap()
+            .pop()
+            .expect("the expired lease is claimed again");
+        assert!(
+            fresh.token().unwrap() > stale.token().unwrap(),
+            "{b:?}: strictly later token"
+        );
         assert_eq!(fresh.attempt(), 2, "{b:?}");
         let mut stale = stale;
-        assert!(matches!(stale.extend(Duration::from_secs(60)).await, Err(Error::LeaseLost(_))), "{b:?}");
-        assert!(matches!(stale.ack().await, Err(Error::LeaseLost(_))), "{b:?}");
+        assert!(
+            matches!(
+                stale.extend(Duration::from_secs(60)).await,
+                Err(Error::LeaseLost(_))
+            ),
+            "{b:?}"
+        );
+        assert!(
+            matches!(stale.ack().await, Err(Error::LeaseLost(_))),
+            "{b:?}"
+        );
         let (rows, _) = final_rows(b, &pool, &t).await;
-        assert_eq!(rows, vec![(1, 2, false, true)], "{b:?}: the later delivery still holds the row");
+        assert_eq!(
+            rows,
+            vec![(1, 2, false, true)],
+            "{b:?}: the later delivery still holds the row"
+        );
         assert_eq!(fresh.ack().await.unwrap(), Settled::Deleted, "{b:?}");
     }
 }
@@ -325,18 +425,123 @@ async fn bad_descriptors_are_refused() {
     for b in BACKENDS {
         let pool = admin(b).await;
         let t = table(b, &pool, "bad", 1).await;
-        let missing = b.client(Queue::new(&t, &t).column(settle::Role::Attempt, "no_such_column")).await;
-        assert!(matches!(&missing, Err(Error::InvalidDescriptor(e)) if e.message.contains("no_such_column")), "{b:?}: {missing:?}");
-        let wrong = b.client(Queue::new(&t, &t).column(settle::Role::RetryAfter, "payload")).await;
-        assert!(matches!(&wrong, Err(Error::InvalidDescriptor(e)) if e.message.contains("payload")), "{b:?}: {wrong:?}");
+        let missing = b
+            .client(Queue::new(&t, &t).column(settle::Role::Attempt, "no_such_column"))
+            .await;
+        assert!(
+            matches!(&missing, Err(Error::InvalidDescriptor(e)) if e.message.contains("no_such_column")),
+            "{b:?}: {missing:?}"
+        );
+        let wrong = b
+            .client(Queue::new(&t, &t).column(settle::Role::RetryAfter, "payload"))
+            .await;
+        assert!(
+            matches!(&wrong, Err(Error::InvalidDescriptor(e)) if e.message.contains("payload")),
+            "{b:?}: {wrong:?}"
+        );
         let no_table = b.client(Queue::new("q", "no_such_table_here")).await;
-        assert!(matches!(&no_table, Err(Error::InvalidDescriptor(_))), "{b:?}: {no_table:?}");
-        let no_dead = b.client(Queue::new(&t, &t).dead_letter(3, "no_such_dead_table")).await;
-        assert!(matches!(&no_dead, Err(Error::InvalidDescriptor(_))), "{b:?}: {no_dead:?}");
+        assert!(
+            matches!(&no_table, Err(Error::InvalidDescriptor(_))),
+            "{b:?}: {no_table:?}"
+        );
+        let no_dead = b
+            .client(Queue::new(&t, &t).dead_letter(3, "no_such_dead_table"))
+            .await;
+        assert!(
+            matches!(&no_dead, Err(Error::InvalidDescriptor(_))),
+            "{b:?}: {no_dead:?}"
+        );
         let (rows, dead) = final_rows(b, &pool, &t).await;
-        assert_eq!((rows, dead), (vec![(1, 0, false, false)], vec![]), "{b:?}: nothing written");
+        assert_eq!(
+            (rows, dead),
+            (vec![(1, 0, false, false)], vec![]),
+            "{b:?}: nothing written"
+        );
     }
     // an unreachable database is a clear connection error, quickly
-    let unreachable = Client::portable("mysql://root@127.0.0.1:1/settle", 1, Queue::new("q", "q")).await;
-    assert!(matches!(unreachable, Err(Error::Database(_))), "{unreachable:?}");
+    let unreachable =
+        Client::portable("mysql://root@127.0.0.1:1/settle", 1, Queue::new("q", "q")).await;
+    assert!(
+        matches!(unreachable, Err(Error::Database(_))),
+        "{unreachable:?}"
+    );
+}
+
+/// Transactional mode (row_lock) on every backend: the handlers' writes in the
+/// claim transaction survive ack and vanish for retry, retry_after, drop, the
+/// dead-letter move and a delivery dropped unsettled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transactional_mode_on_every_backend() {
+    for b in BACKENDS {
+        let pool = admin(b).await;
+        let t = table(b, &pool, "txm", 5).await;
+        let d = b.dialect();
+        let side = d.ident(&format!("{t}_side"));
+        sqlx::query(&format!("CREATE TABLE {side} (id BIGINT)"))
+            .execute(&pool)
+            .await
+            .unwrap();
+        let c = b
+            .client(
+                Queue::new(&t, &t)
+                    .form(Form::RowLock)
+                    .dead_letter(1, format!("{t}_dead")),
+            )
+            .await
+            .unwrap();
+        let batch = c.claim(5).await.unwrap();
+        assert_eq!(batch.len(), 5, "{b:?}");
+        let mut got = Vec::new();
+        for (i, mut dl) in batch.into_iter().enumerate() {
+            let id: i64 = dl.id().parse().unwrap();
+            if b == Backend::PgExtension {
+                let tx = dl.transaction().await.unwrap();
+                tx.execute(&format!("INSERT INTO {side} VALUES ($1)"), &[&id])
+                    .await
+                    .unwrap();
+            } else {
+                let conn = dl.any_transaction().await.unwrap();
+                sqlx::query(&format!("INSERT INTO {side} VALUES ({})", d.p(1)))
+                    .bind(id)
+                    .execute(conn)
+                    .await
+                    .unwrap();
+            }
+            got.push(match i {
+                0 => dl.ack().await.unwrap(),
+                1 => dl.retry_after(Duration::from_secs(60)).await.unwrap(),
+                2 => dl.drop_it().await.unwrap(),
+                3 => dl.retry().await.unwrap(),
+                _ => dl.release().await.unwrap(),
+            });
+        }
+        assert_eq!(
+            got,
+            vec![
+                Settled::Deleted,
+                Settled::DeadLettered,
+                Settled::Deleted,
+                Settled::DeadLettered,
+                Settled::Released
+            ],
+            "{b:?}"
+        );
+        let kept: Vec<i64> =
+            sqlx::query(&format!("SELECT {} FROM {side} ORDER BY id", d.int("id")))
+                .fetch_all(&pool)
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+        assert_eq!(
+            kept,
+            vec![1],
+            "{b:?}: only the acked handler's write survives"
+        );
+        let (rows, dead) = final_rows(b, &pool, &t).await;
+        assert_eq!(rows, vec![(5, 0, false, false)], "{b:?}");
+        assert_eq!(dead, vec![(2, 1), (4, 1)], "{b:?}");
+        println!("{b:?}: transactional mode ok");
+    }
 }

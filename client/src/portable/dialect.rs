@@ -158,7 +158,10 @@ impl Dialect {
                     .map(|c| format!("{}, {alias}.{}", self.literal(c), self.ident(c)))
                     .collect();
                 if self == Dialect::MySql {
-                    format!("CAST({f}({}) AS CHAR CHARACTER SET utf8mb4)", args.join(", "))
+                    format!(
+                        "CAST({f}({}) AS CHAR CHARACTER SET utf8mb4)",
+                        args.join(", ")
+                    )
                 } else {
                     format!("{f}({})", args.join(", "))
                 }

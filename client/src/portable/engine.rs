@@ -81,7 +81,9 @@ pub(crate) enum Pinned {
 
 /// Deliveries of one row_lock / advisory claim share this.
 pub(crate) struct PSession {
-    pub(crate) pinned: tokio::sync::Mutex<Option<Pinned>>,
+    pub(crate) pinned: std::sync::Arc<tokio::sync::Mutex<Option<Pinned>>>,
+    /// row_lock transactional mode: the handler's savepoint is open
+    pub(crate) handler_sp: std::sync::atomic::AtomicBool,
     open: AtomicUsize,
     /// ids this claim holds and has not settled (row_lock: claimed by the
     /// transaction; advisory: key → lock held on the connection)
@@ -92,7 +94,8 @@ impl PSession {
     fn new(p: Pinned, held: HashMap<String, i64>) -> PSession {
         PSession {
             open: AtomicUsize::new(held.len()),
-            pinned: tokio::sync::Mutex::new(Some(p)),
+            pinned: std::sync::Arc::new(tokio::sync::Mutex::new(Some(p))),
+            handler_sp: std::sync::atomic::AtomicBool::new(false),
             held: StdMutex::new(held),
         }
     }
@@ -103,7 +106,7 @@ impl Drop for PSession {
         // not finished cleanly: close the connection rather than return it with a
         // transaction or locks (sqlx rolls a dropped transaction back; a detached
         // connection closes, and the server drops its locks)
-        if let Some(p) = self.pinned.get_mut().take() {
+        if let Some(p) = self.pinned.try_lock().ok().and_then(|mut g| g.take()) {
             match p {
                 Pinned::Tx(tx) => drop(tx),
                 Pinned::Conn(c) => drop(c.detach()),
@@ -1057,6 +1060,11 @@ impl Engine {
         }
         match p {
             Pinned::Tx(tx) => {
+                if session.handler_sp.swap(false, Ordering::AcqRel) {
+                    // transactional mode: ack keeps the handler's writes, anything else undoes them
+                    let ack = matches!(outcome, Outcome::Ack);
+                    end_handler_savepoint(tx, ack).await?;
+                }
                 let mut sp = tx.begin().await?; // SAVEPOINT
                 match self.write(&mut sp, id, None, outcome).await {
                     Ok(v) => {
@@ -1106,17 +1114,17 @@ impl Engine {
                 let mut cond = s.mine("x");
                 cond.push(format!(
                     "{} = {}",
-                    d.ident(&s.id),
+                    format!("x.{}", d.ident(&s.id)),
                     d.id_param(&d.p(1), s.id_kind)
                 ));
                 cond.push(format!(
                     "{} = {}",
-                    d.micros(&d.ident(s.locked_until.as_ref().unwrap())),
+                    d.micros(&format!("x.{}", d.ident(s.locked_until.as_ref().unwrap()))),
                     d.p(2)
                 ));
-                let cond = cond.join(" AND ").replace("x.", "");
+                let cond = cond.join(" AND ");
                 let sql = format!(
-                    "UPDATE {} SET {} = NULL WHERE {cond}",
+                    "UPDATE {} AS x SET {} = NULL WHERE {cond}",
                     s.table,
                     d.ident(s.locked_until.as_ref().unwrap())
                 );
@@ -1140,7 +1148,16 @@ impl Engine {
                 }
                 self.unlock(conn, id).await
             }
-            (Some(Pinned::Tx(_)), _) | (None, _) => {
+            (Some(Pinned::Tx(tx)), _) => {
+                if let Some(s) = session {
+                    s.held.lock().unwrap().remove(id);
+                    if s.handler_sp.swap(false, Ordering::AcqRel) {
+                        end_handler_savepoint(tx, false).await?;
+                    }
+                }
+                Ok(())
+            }
+            (None, _) => {
                 if let Some(s) = session {
                     s.held.lock().unwrap().remove(id);
                 }
@@ -1288,6 +1305,26 @@ impl Engine {
     }
 }
 
+pub(crate) const HANDLER_SP: &str = "settle_handler";
+
+/// Close the handler's savepoint: keep its writes (ack) or roll them back.
+async fn end_handler_savepoint(tx: &mut Transaction<'static, Any>, keep: bool) -> Result<()> {
+    let conn: &mut sqlx::AnyConnection = tx;
+    if !keep {
+        sqlx::Executor::execute(
+            &mut *conn,
+            format!("ROLLBACK TO SAVEPOINT {HANDLER_SP}").as_str(),
+        )
+        .await?;
+    }
+    sqlx::Executor::execute(
+        &mut *conn,
+        format!("RELEASE SAVEPOINT {HANDLER_SP}").as_str(),
+    )
+    .await?;
+    Ok(())
+}
+
 /// A text column; MariaDB sends long text (JSON, LONGTEXT) with a BLOB wire
 /// type, which sqlx's Any driver hands over as bytes.
 fn text(r: &sqlx::any::AnyRow, i: usize) -> Result<String> {
@@ -1295,7 +1332,8 @@ fn text(r: &sqlx::any::AnyRow, i: usize) -> Result<String> {
         Ok(s) => Ok(s),
         Err(_) => {
             let b: Vec<u8> = r.try_get(i)?;
-            String::from_utf8(b).map_err(|e| Error::invalid(format!("column {i} is not UTF-8: {e}")))
+            String::from_utf8(b)
+                .map_err(|e| Error::invalid(format!("column {i} is not UTF-8: {e}")))
         }
     }
 }
@@ -1312,4 +1350,3 @@ fn claimed(r: &sqlx::any::AnyRow, plus: i64) -> Result<Claimed> {
         payload: serde_json::from_str(&json).map_err(Error::Payload)?,
     })
 }
-

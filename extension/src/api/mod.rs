@@ -64,7 +64,10 @@ fn queue_claim(
 > {
     let r = (|| ops::claim(need(queue, "queue")?, batch, lease))();
     let rows = ok_or_raise(r);
-    TableIterator::new(rows.into_iter().map(|d| (d.id, d.attempt, d.token, d.payload)))
+    TableIterator::new(
+        rows.into_iter()
+            .map(|d| (d.id, d.attempt, d.token, d.payload)),
+    )
 }
 
 /// Settle one delivery with an outcome.
@@ -77,7 +80,13 @@ fn queue_complete(
     token: default!(Option<TimestampWithTimeZone>, "NULL"),
 ) -> String {
     let r = (|| {
-        ops::complete_one(need(queue, "queue")?, need(id, "id")?, need(outcome, "outcome")?, delay, token)
+        ops::complete_one(
+            need(queue, "queue")?,
+            need(id, "id")?,
+            need(outcome, "outcome")?,
+            delay,
+            token,
+        )
     })();
     ok_or_raise(r)
 }
@@ -97,11 +106,23 @@ fn queue_complete_many(
         let queue = need(queue, "queue")?;
         let outcome = Outcome::parse(need(outcome, "outcome")?)?;
         let lease = tokens.is_some();
-        let out = ops::settle(queue, need(ids, "ids")?, Action::Outcome(outcome), delay, tokens)?;
+        let out = ops::settle(
+            queue,
+            need(ids, "ids")?,
+            Action::Outcome(outcome),
+            delay,
+            tokens,
+        )?;
         Ok(out
             .into_iter()
             .map(|(id, r)| {
-                let r = r.unwrap_or_else(|| if lease { "lease_lost".into() } else { "not_held".into() });
+                let r = r.unwrap_or_else(|| {
+                    if lease {
+                        "lease_lost".into()
+                    } else {
+                        "not_held".into()
+                    }
+                });
                 (id, r)
             })
             .collect::<Vec<_>>())
@@ -112,7 +133,11 @@ fn queue_complete_many(
 /// Give a delivery back without settling it: lease cleared at once, advisory
 /// key unlocked at transaction end. The attempt stays counted.
 #[pg_extern(security_invoker)]
-fn queue_release(queue: Option<&str>, id: Option<&str>, token: default!(Option<TimestampWithTimeZone>, "NULL")) -> String {
+fn queue_release(
+    queue: Option<&str>,
+    id: Option<&str>,
+    token: default!(Option<TimestampWithTimeZone>, "NULL"),
+) -> String {
     let r = (|| ops::release_one(need(queue, "queue")?, need(id, "id")?, token))();
     ok_or_raise(r)
 }
@@ -147,16 +172,26 @@ fn queue_stats(
 > {
     let r = ops::stats(queue);
     let rows = ok_or_raise(r);
-    TableIterator::new(
-        rows.into_iter()
-            .map(|s| (s.queue, s.form, s.ready, s.delayed, s.in_flight, s.dead, s.oldest_ready_age)),
-    )
+    TableIterator::new(rows.into_iter().map(|s| {
+        (
+            s.queue,
+            s.form,
+            s.ready,
+            s.delayed,
+            s.in_flight,
+            s.dead,
+            s.oldest_ready_age,
+        )
+    }))
 }
 
 /// Move dead-lettered rows (all, or the given ids) back into the queue with
 /// attempt 0 and no delay; returns how many moved.
 #[pg_extern(security_invoker)]
-fn queue_requeue_dead(queue: Option<&str>, ids: default!(Option<Vec<Option<String>>>, "NULL")) -> i64 {
+fn queue_requeue_dead(
+    queue: Option<&str>,
+    ids: default!(Option<Vec<Option<String>>>, "NULL"),
+) -> i64 {
     let r = (|| ops::requeue_dead(need(queue, "queue")?, ids))();
     ok_or_raise(r)
 }
@@ -202,9 +237,17 @@ fn queue_create(
         };
         Spi::connect_mut(|client| {
             let schema: String = spi(client
-                .select("SELECT pg_catalog.current_schema()::pg_catalog.text", None, &[])
+                .select(
+                    "SELECT pg_catalog.current_schema()::pg_catalog.text",
+                    None,
+                    &[],
+                )
                 .and_then(|t| t.first().get_one::<String>()))
-            .ok_or_else(|| SettleError::InvalidDescriptor("no schema to create the table in (search_path is empty)".into()))?;
+            .ok_or_else(|| {
+                SettleError::InvalidDescriptor(
+                    "no schema to create the table in (search_path is empty)".into(),
+                )
+            })?;
             let table = format!("{}.{}", ident(&schema), ident(queue));
             spi(client.update(
                 &*format!(
@@ -232,7 +275,11 @@ fn queue_create(
             let dl_table = match &dead_letter {
                 Some(dl) => {
                     let exists: bool = spi(client
-                        .select("SELECT pg_catalog.to_regclass($1) IS NOT NULL", None, &[dl.as_str().into()])
+                        .select(
+                            "SELECT pg_catalog.to_regclass($1) IS NOT NULL",
+                            None,
+                            &[dl.as_str().into()],
+                        )
                         .and_then(|t| t.first().get_one::<bool>()))
                     .unwrap_or(false);
                     if !exists {
@@ -270,7 +317,9 @@ fn queue_create(
 /// The statements settle runs for a queue, as built from its descriptor (for
 /// reading, EXPLAIN and audits): claim, take/candidates, each settle write.
 #[pg_extern(security_invoker)]
-fn queue_sql(queue: Option<&str>) -> TableIterator<'static, (name!(statement, String), name!(sql, String))> {
+fn queue_sql(
+    queue: Option<&str>,
+) -> TableIterator<'static, (name!(statement, String), name!(sql, String))> {
     let r = (|| {
         let queue = need(queue, "queue")?;
         Spi::connect(|client| {
