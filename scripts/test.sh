@@ -12,6 +12,7 @@
 #   3. Rust tests             cargo test --workspace        (client against PostgreSQL + extension;
 #                                                           conformance suite on every backend x form)
 #   4. the quickstart (SQLite) and the PostgreSQL example run
+#   5. reliability: load, mixed outcomes and faults on every backend x form (reduced size)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -137,6 +138,19 @@ c_fail=$(grep -Eo '[0-9]+ failed' "$WORK/cargo-test.log" | awk '{s+=$1} END {pri
 passed=$((passed + c_pass))
 failed=$((failed + c_fail))
 if [ "$cargo_rc" != 0 ] && [ "$c_fail" = 0 ]; then failed=$((failed + 1)); fi
+
+step "tier 5: reliability (load, mixed outcomes, killed connections, server restarts; reduced size)"
+# the full size is: cargo run --release -p settle-conformance --bin settle-reliability -- --jobs 100000
+if [ "$(id -u)" = 0 ]; then pgctl="runuser -u postgres -- $PG_BIN/pg_ctl"; else pgctl="$PG_BIN/pg_ctl"; fi
+export SETTLE_TEST_PGCTL="$pgctl -D $WORK/pg/data -l $WORK/pg/server.log -w restart -m"
+set +e
+cargo run -q -p settle-conformance --bin settle-reliability -- --jobs "${SETTLE_RELIABILITY_JOBS:-600}" 2>&1 \
+  | grep -v '^waiting for server\|^server st\|^ *$' | tee "$WORK/reliability.log"
+set -e
+r_pass=$(sed -n 's/^reliability: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$WORK/reliability.log")
+r_fail=$(sed -n 's/^reliability: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$WORK/reliability.log")
+passed=$((passed + ${r_pass:-0}))
+failed=$((failed + ${r_fail:-1}))
 
 step "the quickstart runs (embedded SQLite, no server)"
 if cargo run -q --example quickstart; then

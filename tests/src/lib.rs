@@ -7,3 +7,170 @@
 //! - `SETTLE_TEST_PG_EXT_URL`: the same database as a `postgres://` URL (setup)
 //! - `SETTLE_TEST_PG_URL`: a database *without* the extension (portable path)
 //! - `SETTLE_TEST_MYSQL_URL`: a MariaDB database
+
+use settle::{Client, Dialect, Form, Queue};
+use sqlx::Row;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+pub static SEQ: AtomicUsize = AtomicUsize::new(0);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    PgExtension,
+    PgPortable,
+    MariaDb,
+    Sqlite,
+}
+
+pub const BACKENDS: [Backend; 4] = [
+    Backend::PgExtension,
+    Backend::PgPortable,
+    Backend::MariaDb,
+    Backend::Sqlite,
+];
+
+pub fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!("{name} is not set: run scripts/test.sh, which starts the servers")
+    })
+}
+
+impl Backend {
+    pub fn dialect(self) -> Dialect {
+        match self {
+            Backend::PgExtension | Backend::PgPortable => Dialect::Postgres,
+            Backend::MariaDb => Dialect::MySql,
+            Backend::Sqlite => Dialect::Sqlite,
+        }
+    }
+
+    /// The forms this backend runs, and why it refuses the others (SPEC §5).
+    pub fn forms(self) -> Vec<(Form, Option<&'static str>)> {
+        let lease = Form::Lease {
+            ttl: Duration::from_secs(30),
+        };
+        vec![
+            (Form::RowLock, None),
+            (lease, None),
+            (
+                Form::Advisory,
+                (self == Backend::Sqlite)
+                    .then_some("SQLite has no advisory locks: refused at registration"),
+            ),
+        ]
+    }
+
+    /// Where setup SQL runs (sqlx, any dialect).
+    pub fn admin_url(self) -> String {
+        match self {
+            Backend::PgExtension => env("SETTLE_TEST_PG_EXT_URL"),
+            Backend::PgPortable => env("SETTLE_TEST_PG_URL"),
+            Backend::MariaDb => env("SETTLE_TEST_MYSQL_URL"),
+            Backend::Sqlite => sqlite_url(),
+        }
+    }
+
+    pub async fn client(self, queue: Queue) -> settle::Result<Client> {
+        match self {
+            Backend::PgExtension => {
+                Client::connect(env("SETTLE_TEST_PG").parse().unwrap(), 8, queue).await
+            }
+            _ => Client::portable(&self.admin_url(), 8, queue).await,
+        }
+    }
+}
+
+pub fn sqlite_url() -> String {
+    let dir = std::env::temp_dir().join(format!("settle-conformance-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    format!("sqlite://{}?mode=rwc", dir.join("queue.db").display())
+}
+
+pub async fn admin(b: Backend) -> sqlx::AnyPool {
+    sqlx::any::install_default_drivers();
+    let url = b.admin_url();
+    let pool = sqlx::any::AnyPoolOptions::new()
+        .max_connections(2)
+        .connect(&url)
+        .await
+        .expect("admin connection");
+    if b == Backend::Sqlite {
+        sqlx::query("PRAGMA busy_timeout = 10000")
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    pool
+}
+
+/// A fresh canonical queue table (and `<t>_dead`) with `n` rows, ids 1..=n.
+pub async fn table(b: Backend, pool: &sqlx::AnyPool, prefix: &str, n: usize) -> String {
+    let t = format!(
+        "{prefix}_{}_{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    );
+    for stmt in b.dialect().create_queue_sql(&t) {
+        sqlx::query(&stmt)
+            .execute(pool)
+            .await
+            .unwrap_or_else(|e| panic!("{b:?}: {stmt}: {e}"));
+    }
+    for i in 1..=n {
+        sqlx::query(&format!(
+            "INSERT INTO {} (payload) VALUES ('{{\"n\": {i}}}')",
+            b.dialect().ident(&t)
+        ))
+        .execute(pool)
+        .await
+        .unwrap();
+    }
+    t
+}
+
+/// (id, attempt, delayed, held) of every row in the queue, and (id, attempt) of the dead letter.
+pub async fn final_rows(
+    b: Backend,
+    pool: &sqlx::AnyPool,
+    t: &str,
+) -> (Vec<(i64, i64, bool, bool)>, Vec<(i64, i64)>) {
+    let d = b.dialect();
+    let now = d.now();
+    let sql = format!(
+        "SELECT {}, {}, CASE WHEN retry_after > {now} THEN 1 ELSE 0 END, \
+                CASE WHEN locked_until IS NOT NULL AND locked_until >= {now} THEN 1 ELSE 0 END \
+         FROM {} ORDER BY id",
+        d.int("id"),
+        d.int("attempt"),
+        d.ident(t)
+    );
+    let rows = sqlx::query(&sql)
+        .fetch_all(pool)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r.get::<i64, _>(0),
+                r.get::<i64, _>(1),
+                r.get::<i64, _>(2) == 1,
+                r.get::<i64, _>(3) == 1,
+            )
+        })
+        .collect();
+    let dead = sqlx::query(&format!(
+        "SELECT {}, {} FROM {} ORDER BY id",
+        d.int("id"),
+        d.int("attempt"),
+        d.ident(&format!("{t}_dead"))
+    ))
+    .fetch_all(pool)
+    .await
+    .unwrap()
+    .iter()
+    .map(|r| (r.get::<i64, _>(0), r.get::<i64, _>(1)))
+    .collect();
+    (rows, dead)
+}
+

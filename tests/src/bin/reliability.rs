@@ -1,0 +1,350 @@
+//! settle-reliability: load, mixed outcomes and faults on every backend × form.
+//!
+//!     cargo run --release -p settle-conformance --bin settle-reliability -- --jobs 100000
+//!
+//! Needs the same servers and environment as the conformance suite
+//! (`scripts/test.sh` runs a reduced version: `--jobs 1500`). Restarting the
+//! PostgreSQL server additionally needs SETTLE_TEST_PGCTL (a command that
+//! restarts it, given `fast` or `immediate`); without it that fault is skipped.
+//!
+//! For every case it prints: scenario, backend, form, jobs, lost, settled twice,
+//! concurrent runs of one row, settle errors, seconds — and closes with
+//! `reliability: N passed, M failed`. A case passes with 0 lost, 0 settled twice,
+//! nothing left in the queue, and (without faults) no two handlers running the
+//! same row at once.
+
+use settle::{Error, Form, Outcome, Queue, Settled, WorkerOptions};
+use settle_conformance::{admin, final_rows, table, Backend, BACKENDS};
+use sqlx::Row;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scenario {
+    /// every job acked
+    Load,
+    /// random ack / drop / retry / retry_after / dead letter
+    Mixed,
+    /// every worker connection terminated twice mid-run
+    KillConnections,
+    /// the PostgreSQL server restarted (fast, then immediate) mid-run
+    Restart,
+}
+
+#[derive(Default)]
+struct Tally {
+    /// rows whose handler is running now (until it calls settle)
+    running: HashSet<String>,
+    /// rows whose handler finished its work at least once
+    handled_ids: HashSet<String>,
+    overlaps: u64,
+    settled: HashMap<String, u32>,
+    dead: HashMap<String, u32>,
+    lease_lost: u64,
+    errors: u64,
+    handled: u64,
+}
+
+struct Args {
+    jobs: usize,
+    workers: usize,
+    faults: bool,
+}
+
+fn args() -> Args {
+    let mut a = Args { jobs: 1500, workers: 16, faults: true };
+    let v: Vec<String> = std::env::args().skip(1).collect();
+    let mut i = 0;
+    while i < v.len() {
+        match v[i].as_str() {
+            "--jobs" => {
+                a.jobs = v[i + 1].parse().expect("--jobs N");
+                i += 1;
+            }
+            "--workers" => {
+                a.workers = v[i + 1].parse().expect("--workers N");
+                i += 1;
+            }
+            "--no-faults" => a.faults = false,
+            other => panic!("unknown argument {other}: use --jobs N, --workers N, --no-faults"),
+        }
+        i += 1;
+    }
+    a
+}
+
+/// The outcome a mixed-run handler picks for a job (deterministic per id and attempt).
+fn mixed_outcome(id: &str, attempt: u32) -> Outcome {
+    let n: u64 = id.parse().unwrap_or(0);
+    match n % 10 {
+        6 => Outcome::Drop,
+        7 if attempt < 2 => Outcome::Retry,
+        8 if attempt < 2 => Outcome::RetryAfter(Duration::from_millis(5)),
+        9 => Outcome::Retry, // until max_attempts (3): dead letter
+        _ => Outcome::Ack,
+    }
+}
+
+async fn inject(b: Backend, scenario: Scenario, pool: &sqlx::AnyPool) -> Result<(), String> {
+    match (scenario, b) {
+        (Scenario::KillConnections, Backend::PgExtension | Backend::PgPortable) => {
+            sqlx::query(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                 WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'",
+            )
+            .fetch_one(pool)
+            .await
+            .map_err(|e| e.to_string())?;
+        }
+        (Scenario::KillConnections, Backend::MariaDb) => {
+            let ids: Vec<i64> = sqlx::query(
+                "SELECT CAST(id AS SIGNED) FROM information_schema.processlist WHERE db = DATABASE() AND id <> CONNECTION_ID()",
+            )
+            .fetch_all(pool)
+            .await
+            .map_err(|e| e.to_string())?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+            for id in ids {
+                let _ = sqlx::query(&format!("KILL CONNECTION {id}")).execute(pool).await;
+            }
+        }
+        (Scenario::Restart, Backend::PgExtension | Backend::PgPortable) => {
+            let cmd = std::env::var("SETTLE_TEST_PGCTL").map_err(|_| "SETTLE_TEST_PGCTL not set".to_string())?;
+            for mode in ["fast", "immediate"] {
+                let st = std::process::Command::new("sh").arg("-c").arg(format!("{cmd} {mode}")).status();
+                if !st.map(|s| s.success()).unwrap_or(false) {
+                    return Err(format!("restart ({mode}) failed"));
+                }
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+struct Line {
+    scenario: Scenario,
+    backend: Backend,
+    form: Form,
+    jobs: usize,
+    lost: i64,
+    twice: u64,
+    overlaps: u64,
+    errors: u64,
+    lease_lost: u64,
+    left: usize,
+    secs: f64,
+    pass: bool,
+    note: String,
+}
+
+async fn case(b: Backend, form: Form, scenario: Scenario, a: &Args) -> Line {
+    let started = Instant::now();
+    let faulty = matches!(scenario, Scenario::KillConnections | Scenario::Restart);
+    let pool = admin(b).await;
+    let t = table(b, &pool, "rel", a.jobs).await;
+    let form = match form {
+        Form::Lease { .. } if faulty => Form::Lease { ttl: Duration::from_secs(2) },
+        f => f,
+    };
+    let tally: Arc<Mutex<Tally>> = Arc::default();
+    let clients = 4.min(a.workers.max(1));
+    let per = (a.workers / clients).max(1);
+    let mut workers = Vec::new();
+    let mut stops = Vec::new();
+    for _ in 0..clients {
+        let q = Queue::new(&t, &t).form(form).dead_letter(3, format!("{t}_dead"));
+        let c = match b.client(q).await {
+            Ok(c) => c,
+            Err(e) => {
+                return Line {
+                    scenario, backend: b, form, jobs: a.jobs, lost: a.jobs as i64, twice: 0, overlaps: 0, errors: 1,
+                    lease_lost: 0, left: a.jobs, secs: 0.0, pass: false, note: format!("connect: {e}"),
+                }
+            }
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        stops.push(tx);
+        let tally = tally.clone();
+        let opts = WorkerOptions {
+            concurrency: per,
+            // row_lock: one row per transaction, so each settle is its own commit
+            batch: if form == Form::RowLock { 1 } else { 8 },
+            poll_interval: Duration::from_millis(20),
+            ..Default::default()
+        };
+        workers.push(tokio::spawn(async move {
+            c.run(opts, async { let _ = rx.await; }, move |d| {
+                let tally = tally.clone();
+                async move {
+                    let id = d.id().to_owned();
+                    {
+                        let mut t = tally.lock().unwrap();
+                        t.handled += 1;
+                        if !t.running.insert(id.clone()) {
+                            t.overlaps += 1;
+                        }
+                    }
+                    tokio::time::sleep(Duration::from_micros(200)).await;
+                    let outcome = match scenario {
+                        Scenario::Mixed => mixed_outcome(&id, d.attempt()),
+                        _ => Outcome::Ack,
+                    };
+                    {
+                        // the handler's work is done; its hold lasts until the outcome commits
+                        let mut t = tally.lock().unwrap();
+                        t.running.remove(&id);
+                        t.handled_ids.insert(id.clone());
+                    }
+                    let r = d.settle(outcome).await;
+                    let mut t = tally.lock().unwrap();
+                    match &r {
+                        Ok(Settled::Deleted | Settled::Marked) => *t.settled.entry(id).or_default() += 1,
+                        Ok(Settled::DeadLettered) => *t.dead.entry(id).or_default() += 1,
+                        Ok(_) => {}
+                        Err(Error::LeaseLost(_)) => t.lease_lost += 1,
+                        Err(_) => t.errors += 1,
+                    }
+                    r
+                }
+            })
+            .await
+        }));
+    }
+    let mut note = String::new();
+    let mut injected = 0;
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let done = {
+            let t = tally.lock().unwrap();
+            t.settled.len() + t.dead.len()
+        };
+        if faulty && injected < 2 && done * 10 >= a.jobs * (3 + 3 * injected) {
+            if scenario == Scenario::Restart && injected == 1 {
+                injected = 2;
+                continue;
+            }
+            match inject(b, scenario, &pool).await {
+                Ok(()) => injected += 1,
+                Err(e) => {
+                    note = format!("fault not injected: {e}");
+                    injected = 2;
+                }
+            }
+            continue;
+        }
+        match sqlx::query(&format!("SELECT count(*) FROM {}", b.dialect().ident(&t))).fetch_one(&pool).await {
+            Ok(r) => {
+                if r.get::<i64, _>(0) == 0 {
+                    break;
+                }
+            }
+            Err(_) => continue, // the server is restarting
+        }
+    }
+    for s in stops {
+        let _ = s.send(());
+    }
+    for w in workers {
+        let _ = w.await;
+    }
+    let pool = admin(b).await;
+    let (rows, dead_rows) = final_rows(b, &pool, &t).await;
+    let t = tally.lock().unwrap();
+    let dead_ids: HashSet<String> = dead_rows.iter().map(|(id, _)| id.to_string()).collect();
+    let settled_ids: HashSet<&String> = t.settled.keys().collect();
+    // lost: gone from the queue without its handler ever finishing (and not dead-lettered)
+    let left_ids: HashSet<String> = rows.iter().map(|(id, ..)| id.to_string()).collect();
+    let lost = (1..=a.jobs)
+        .map(|i| i.to_string())
+        .filter(|id| !t.handled_ids.contains(id) && !dead_ids.contains(id) && !left_ids.contains(id))
+        .count() as i64;
+    let twice = t.settled.values().filter(|n| **n > 1).count() as u64
+        + t.dead.values().filter(|n| **n > 1).count() as u64
+        + dead_ids.iter().filter(|d| settled_ids.contains(d)).count() as u64;
+    let pass = lost == 0 && twice == 0 && rows.is_empty() && (faulty || t.overlaps == 0) && note.is_empty();
+    if faulty && t.overlaps > 0 {
+        note = format!("{} concurrent runs after a connection loss (the handler did not know its hold was gone)", t.overlaps);
+    }
+    Line {
+        scenario,
+        backend: b,
+        form,
+        jobs: a.jobs,
+        lost,
+        twice,
+        overlaps: t.overlaps,
+        errors: t.errors,
+        lease_lost: t.lease_lost,
+        left: rows.len(),
+        secs: started.elapsed().as_secs_f64(),
+        pass,
+        note,
+    }
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 4)]
+async fn main() {
+    let a = args();
+    let mut lines = Vec::new();
+    let mut scenarios = vec![Scenario::Load, Scenario::Mixed];
+    if a.faults {
+        scenarios.push(Scenario::KillConnections);
+        if std::env::var("SETTLE_TEST_PGCTL").is_ok() {
+            scenarios.push(Scenario::Restart);
+        }
+    }
+    println!(
+        "{:<16} {:<12} {:<9} {:>7} {:>5} {:>6} {:>8} {:>7} {:>10} {:>5} {:>7}  result",
+        "scenario", "backend", "form", "jobs", "lost", "twice", "overlaps", "errors", "lease_lost", "left", "secs"
+    );
+    for scenario in scenarios {
+        for b in BACKENDS {
+            let faults_apply = match scenario {
+                Scenario::KillConnections => b != Backend::Sqlite, // no connections to kill
+                Scenario::Restart => matches!(b, Backend::PgExtension | Backend::PgPortable),
+                _ => true,
+            };
+            if !faults_apply {
+                continue;
+            }
+            for (form, refused) in b.forms() {
+                if refused.is_some() {
+                    continue;
+                }
+                let l = case(b, form, scenario, &a).await;
+                let form_name = match l.form {
+                    Form::RowLock => "row_lock",
+                    Form::Lease { .. } => "lease",
+                    Form::Advisory => "advisory",
+                };
+                println!(
+                    "{:<16} {:<12} {:<9} {:>7} {:>5} {:>6} {:>8} {:>7} {:>10} {:>5} {:>7.1}  {}{}",
+                    format!("{:?}", l.scenario),
+                    format!("{:?}", l.backend),
+                    form_name,
+                    l.jobs,
+                    l.lost,
+                    l.twice,
+                    l.overlaps,
+                    l.errors,
+                    l.lease_lost,
+                    l.left,
+                    l.secs,
+                    if l.pass { "ok" } else { "FAILED" },
+                    if l.note.is_empty() { String::new() } else { format!(" ({})", l.note) }
+                );
+                lines.push(l);
+            }
+        }
+    }
+    let passed = lines.iter().filter(|l| l.pass).count();
+    let failed = lines.len() - passed;
+    println!("reliability: {passed} passed, {failed} failed");
+    std::process::exit(if failed == 0 { 0 } else { 1 });
+}
