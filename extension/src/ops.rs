@@ -16,6 +16,8 @@ use std::collections::{HashMap, HashSet};
 pub const MAX_BATCH: i32 = 10_000;
 /// Lease when none is given.
 pub const DEFAULT_LEASE_MICROS: i64 = 30_000_000;
+/// Longest delay or lease (100 years): beyond it timestamps overflow.
+pub const MAX_INTERVAL_MICROS: i128 = 100 * 366 * 86_400 * 1_000_000;
 
 pub struct Delivery {
     pub id: String,
@@ -32,6 +34,9 @@ fn lease_interval(lease: Option<Interval>) -> Result<Interval> {
     let lease = lease.unwrap_or_else(|| Interval::from_micros(DEFAULT_LEASE_MICROS));
     if lease.as_micros() < 1_000 {
         bail!(InvalidArgument, "a lease must be at least 1 millisecond");
+    }
+    if lease.as_micros() > MAX_INTERVAL_MICROS {
+        bail!(InvalidArgument, "a lease must be at most 100 years");
     }
     Ok(lease)
 }
@@ -262,6 +267,9 @@ pub fn settle(
         (None, true) => bail!(InvalidArgument, "retry_after needs a delay"),
         (Some(d), true) if d.as_micros() < 0 => {
             bail!(InvalidArgument, "delay must not be negative")
+        }
+        (Some(d), true) if d.as_micros() > MAX_INTERVAL_MICROS => {
+            bail!(InvalidArgument, "delay must be at most 100 years")
         }
         (Some(_), false) => bail!(
             InvalidArgument,

@@ -173,4 +173,3 @@ pub async fn final_rows(
     .collect();
     (rows, dead)
 }
-

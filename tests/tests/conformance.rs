@@ -384,3 +384,26 @@ async fn transactional_mode_on_every_backend() {
         println!("{b:?}: transactional mode ok");
     }
 }
+
+/// A payload that is not valid for the handler's type is a Payload error on every
+/// backend, and the delivery is still there to settle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn payload_of_the_wrong_shape() {
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Email {
+        to: String,
+    }
+    for b in BACKENDS {
+        let pool = admin(b).await;
+        let t = table(b, &pool, "shape", 1).await; // payload is {"n": 1}
+        let c = b.client(Queue::new(&t, &t)).await.unwrap();
+        let d = c.claim(1).await.unwrap().pop().unwrap();
+        assert!(
+            matches!(d.payload::<Email>(), Err(Error::Payload(_))),
+            "{b:?}"
+        );
+        assert_eq!(d.payload::<serde_json::Value>().unwrap()["n"], 1, "{b:?}");
+        assert_eq!(d.drop_it().await.unwrap(), Settled::Deleted, "{b:?}");
+    }
+}

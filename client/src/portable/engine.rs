@@ -120,10 +120,63 @@ pub(crate) struct Engine {
     s: Shape,
 }
 
-fn split_table(t: &str) -> (Option<&str>, &str) {
-    match t.split_once('.') {
-        Some((s, n)) => (Some(s), n),
-        None => (None, t),
+/// Split a table name as SQL would read it — `name`, `schema.name`, with
+/// `"quoted"` (or MySQL `` `quoted` ``) parts whose doubled quotes stand for one
+/// — into its raw parts. PostgreSQL folds unquoted parts to lower case.
+fn split_table(d: Dialect, t: &str) -> Result<(Option<String>, String)> {
+    let mut parts: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    let mut chars = t.trim().chars().peekable();
+    let mut quoted_part = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '"' | '`' if cur.is_empty() && !quoted_part => {
+                quoted_part = true;
+                loop {
+                    match chars.next() {
+                        Some(q) if q == c => {
+                            if chars.peek() == Some(&c) {
+                                chars.next();
+                                cur.push(c);
+                            } else {
+                                break;
+                            }
+                        }
+                        Some(x) => cur.push(x),
+                        None => {
+                            return Err(Error::invalid(format!(
+                                "unterminated quoted name in {t:?}"
+                            )))
+                        }
+                    }
+                }
+            }
+            '.' => {
+                parts.push(std::mem::take(&mut cur));
+                quoted_part = false;
+            }
+            c if quoted_part => {
+                return Err(Error::invalid(format!(
+                    "unexpected {c:?} after a quoted name in {t:?}"
+                )));
+            }
+            c => cur.push(if d == Dialect::Postgres {
+                c.to_ascii_lowercase()
+            } else {
+                c
+            }),
+        }
+    }
+    parts.push(cur);
+    match parts.len() {
+        1 => Ok((None, parts.pop().unwrap())),
+        2 => {
+            let name = parts.pop().unwrap();
+            Ok((parts.pop(), name))
+        }
+        _ => Err(Error::invalid(format!(
+            "{t:?} is not a table name (name or schema.name)"
+        ))),
     }
 }
 
@@ -190,7 +243,8 @@ impl Engine {
 
 /// Read the table's columns and check the descriptor: InvalidDescriptor names the problem.
 async fn introspect(pool: &AnyPool, d: Dialect, q: &Queue) -> Result<Shape> {
-    let (schema, name) = split_table(&q.table);
+    let (schema, name) = split_table(d, &q.table)?;
+    let (schema, name) = (schema.as_deref(), name.as_str());
     let bad = |m: String| db_err(Error::InvalidDescriptor, m);
     // (column name, lower-case type name)
     let cols: Vec<(String, String)> = match d {
@@ -375,7 +429,8 @@ async fn introspect(pool: &AnyPool, d: Dialect, q: &Queue) -> Result<Shape> {
         }
         Some((_, target)) => {
             let probe = Queue::new("_", target.clone());
-            let (ts, tn) = split_table(target);
+            let (ts, tn) = split_table(d, target)?;
+            let (ts, tn) = (ts.as_deref(), tn.as_str());
             let dcols: Vec<String> = match d {
                 Dialect::Postgres => sqlx::query(
                     "SELECT CAST(column_name AS TEXT) FROM information_schema.columns \

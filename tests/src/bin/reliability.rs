@@ -53,7 +53,11 @@ struct Args {
 }
 
 fn args() -> Args {
-    let mut a = Args { jobs: 1500, workers: 16, faults: true };
+    let mut a = Args {
+        jobs: 1500,
+        workers: 16,
+        faults: true,
+    };
     let v: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
     while i < v.len() {
@@ -108,13 +112,19 @@ async fn inject(b: Backend, scenario: Scenario, pool: &sqlx::AnyPool) -> Result<
             .map(|r| r.get(0))
             .collect();
             for id in ids {
-                let _ = sqlx::query(&format!("KILL CONNECTION {id}")).execute(pool).await;
+                let _ = sqlx::query(&format!("KILL CONNECTION {id}"))
+                    .execute(pool)
+                    .await;
             }
         }
         (Scenario::Restart, Backend::PgExtension | Backend::PgPortable) => {
-            let cmd = std::env::var("SETTLE_TEST_PGCTL").map_err(|_| "SETTLE_TEST_PGCTL not set".to_string())?;
+            let cmd = std::env::var("SETTLE_TEST_PGCTL")
+                .map_err(|_| "SETTLE_TEST_PGCTL not set".to_string())?;
             for mode in ["fast", "immediate"] {
-                let st = std::process::Command::new("sh").arg("-c").arg(format!("{cmd} {mode}")).status();
+                let st = std::process::Command::new("sh")
+                    .arg("-c")
+                    .arg(format!("{cmd} {mode}"))
+                    .status();
                 if !st.map(|s| s.success()).unwrap_or(false) {
                     return Err(format!("restart ({mode}) failed"));
                 }
@@ -148,7 +158,9 @@ async fn case(b: Backend, form: Form, scenario: Scenario, a: &Args) -> Line {
     let pool = admin(b).await;
     let t = table(b, &pool, "rel", a.jobs).await;
     let form = match form {
-        Form::Lease { .. } if faulty => Form::Lease { ttl: Duration::from_secs(2) },
+        Form::Lease { .. } if faulty => Form::Lease {
+            ttl: Duration::from_secs(2),
+        },
         f => f,
     };
     let tally: Arc<Mutex<Tally>> = Arc::default();
@@ -157,13 +169,26 @@ async fn case(b: Backend, form: Form, scenario: Scenario, a: &Args) -> Line {
     let mut workers = Vec::new();
     let mut stops = Vec::new();
     for _ in 0..clients {
-        let q = Queue::new(&t, &t).form(form).dead_letter(3, format!("{t}_dead"));
+        let q = Queue::new(&t, &t)
+            .form(form)
+            .dead_letter(3, format!("{t}_dead"));
         let c = match b.client(q).await {
             Ok(c) => c,
             Err(e) => {
                 return Line {
-                    scenario, backend: b, form, jobs: a.jobs, lost: a.jobs as i64, twice: 0, overlaps: 0, errors: 1,
-                    lease_lost: 0, left: a.jobs, secs: 0.0, pass: false, note: format!("connect: {e}"),
+                    scenario,
+                    backend: b,
+                    form,
+                    jobs: a.jobs,
+                    lost: a.jobs as i64,
+                    twice: 0,
+                    overlaps: 0,
+                    errors: 1,
+                    lease_lost: 0,
+                    left: a.jobs,
+                    secs: 0.0,
+                    pass: false,
+                    note: format!("connect: {e}"),
                 }
             }
         };
@@ -178,40 +203,48 @@ async fn case(b: Backend, form: Form, scenario: Scenario, a: &Args) -> Line {
             ..Default::default()
         };
         workers.push(tokio::spawn(async move {
-            c.run(opts, async { let _ = rx.await; }, move |d| {
-                let tally = tally.clone();
-                async move {
-                    let id = d.id().to_owned();
-                    {
-                        let mut t = tally.lock().unwrap();
-                        t.handled += 1;
-                        if !t.running.insert(id.clone()) {
-                            t.overlaps += 1;
+            c.run(
+                opts,
+                async {
+                    let _ = rx.await;
+                },
+                move |d| {
+                    let tally = tally.clone();
+                    async move {
+                        let id = d.id().to_owned();
+                        {
+                            let mut t = tally.lock().unwrap();
+                            t.handled += 1;
+                            if !t.running.insert(id.clone()) {
+                                t.overlaps += 1;
+                            }
                         }
-                    }
-                    tokio::time::sleep(Duration::from_micros(200)).await;
-                    let outcome = match scenario {
-                        Scenario::Mixed => mixed_outcome(&id, d.attempt()),
-                        _ => Outcome::Ack,
-                    };
-                    {
-                        // the handler's work is done; its hold lasts until the outcome commits
+                        tokio::time::sleep(Duration::from_micros(200)).await;
+                        let outcome = match scenario {
+                            Scenario::Mixed => mixed_outcome(&id, d.attempt()),
+                            _ => Outcome::Ack,
+                        };
+                        {
+                            // the handler's work is done; its hold lasts until the outcome commits
+                            let mut t = tally.lock().unwrap();
+                            t.running.remove(&id);
+                            t.handled_ids.insert(id.clone());
+                        }
+                        let r = d.settle(outcome).await;
                         let mut t = tally.lock().unwrap();
-                        t.running.remove(&id);
-                        t.handled_ids.insert(id.clone());
+                        match &r {
+                            Ok(Settled::Deleted | Settled::Marked) => {
+                                *t.settled.entry(id).or_default() += 1
+                            }
+                            Ok(Settled::DeadLettered) => *t.dead.entry(id).or_default() += 1,
+                            Ok(_) => {}
+                            Err(Error::LeaseLost(_)) => t.lease_lost += 1,
+                            Err(_) => t.errors += 1,
+                        }
+                        r
                     }
-                    let r = d.settle(outcome).await;
-                    let mut t = tally.lock().unwrap();
-                    match &r {
-                        Ok(Settled::Deleted | Settled::Marked) => *t.settled.entry(id).or_default() += 1,
-                        Ok(Settled::DeadLettered) => *t.dead.entry(id).or_default() += 1,
-                        Ok(_) => {}
-                        Err(Error::LeaseLost(_)) => t.lease_lost += 1,
-                        Err(_) => t.errors += 1,
-                    }
-                    r
-                }
-            })
+                },
+            )
             .await
         }));
     }
@@ -238,7 +271,10 @@ async fn case(b: Backend, form: Form, scenario: Scenario, a: &Args) -> Line {
             }
             continue;
         }
-        match sqlx::query(&format!("SELECT count(*) FROM {}", b.dialect().ident(&t))).fetch_one(&pool).await {
+        match sqlx::query(&format!("SELECT count(*) FROM {}", b.dialect().ident(&t)))
+            .fetch_one(&pool)
+            .await
+        {
             Ok(r) => {
                 if r.get::<i64, _>(0) == 0 {
                     break;
@@ -262,12 +298,18 @@ async fn case(b: Backend, form: Form, scenario: Scenario, a: &Args) -> Line {
     let left_ids: HashSet<String> = rows.iter().map(|(id, ..)| id.to_string()).collect();
     let lost = (1..=a.jobs)
         .map(|i| i.to_string())
-        .filter(|id| !t.handled_ids.contains(id) && !dead_ids.contains(id) && !left_ids.contains(id))
+        .filter(|id| {
+            !t.handled_ids.contains(id) && !dead_ids.contains(id) && !left_ids.contains(id)
+        })
         .count() as i64;
     let twice = t.settled.values().filter(|n| **n > 1).count() as u64
         + t.dead.values().filter(|n| **n > 1).count() as u64
         + dead_ids.iter().filter(|d| settled_ids.contains(d)).count() as u64;
-    let pass = lost == 0 && twice == 0 && rows.is_empty() && (faulty || t.overlaps == 0) && note.is_empty();
+    let pass = lost == 0
+        && twice == 0
+        && rows.is_empty()
+        && (faulty || t.overlaps == 0)
+        && note.is_empty();
     if faulty && t.overlaps > 0 {
         note = format!("{} concurrent runs after a connection loss (the handler did not know its hold was gone)", t.overlaps);
     }
@@ -301,7 +343,17 @@ async fn main() {
     }
     println!(
         "{:<16} {:<12} {:<9} {:>7} {:>5} {:>6} {:>8} {:>7} {:>10} {:>5} {:>7}  result",
-        "scenario", "backend", "form", "jobs", "lost", "twice", "overlaps", "errors", "lease_lost", "left", "secs"
+        "scenario",
+        "backend",
+        "form",
+        "jobs",
+        "lost",
+        "twice",
+        "overlaps",
+        "errors",
+        "lease_lost",
+        "left",
+        "secs"
     );
     for scenario in scenarios {
         for b in BACKENDS {
@@ -337,7 +389,11 @@ async fn main() {
                     l.left,
                     l.secs,
                     if l.pass { "ok" } else { "FAILED" },
-                    if l.note.is_empty() { String::new() } else { format!(" ({})", l.note) }
+                    if l.note.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", l.note)
+                    }
                 );
                 lines.push(l);
             }
