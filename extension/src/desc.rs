@@ -1,9 +1,10 @@
 //! Queue descriptors: registration (validated, SQ003), loading from the
 //! registry table, and the per-backend cache of descriptors and kept plans.
 //!
-//! Every call looks up the registry row's version (`xmin`/`ctid`, one indexed
-//! lookup on a kept plan); the cached descriptor and its prepared statements
-//! serve until the row changes. Plans are prepared once per backend and queue
+//! A backend loads a queue's descriptor once; it and its prepared statements
+//! serve until the registry or the queue's tables change: a trigger on the
+//! registry sends a relcache invalidation for it (every backend receives it at
+//! commit), and a relcache callback marks this backend's cache stale. Plans are prepared once per backend and queue
 //! and kept with `SPI_keepplan`, so claim and complete are never re-parsed.
 
 use crate::error::{bail, Result, SettleError};
@@ -34,6 +35,7 @@ pub enum PlanKey {
     Take,
     Candidates { after: bool },
     Settle(Write),
+    AckOne,
     Extend,
     Stats,
     DeadCount,
@@ -42,7 +44,6 @@ pub enum PlanKey {
 }
 
 pub struct Queue {
-    version: String,
     pub shape: Shape,
     pub id_type_oid: pg_sys::Oid,
     pub outcomes: HashMap<String, String>,
@@ -52,7 +53,10 @@ pub struct Queue {
 thread_local! {
     static EXT_SCHEMA: RefCell<Option<String>> = const { RefCell::new(None) };
     static QUEUES: RefCell<HashMap<String, Rc<Queue>>> = RefCell::new(HashMap::new());
-    static VERSION_PLAN: RefCell<Option<Rc<OwnedPreparedStatement>>> = const { RefCell::new(None) };
+    /// Set by the relcache callback: the registry or a queue's table changed.
+    static STALE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The registry's oid and the oids of every cached queue's tables.
+    static WATCHED: RefCell<std::collections::HashSet<pg_sys::Oid>> = RefCell::new(std::collections::HashSet::new());
 }
 
 pub fn spi<T>(r: SpiResult<T>) -> T {
@@ -83,43 +87,34 @@ pub fn ext_schema(client: &SpiClient<'_>) -> String {
     s
 }
 
-fn version_plan(client: &SpiClient<'_>) -> Rc<OwnedPreparedStatement> {
-    if let Some(p) = VERSION_PLAN.with(|p| p.borrow().clone()) {
-        return p;
+/// Relcache callback: an invalidation of the registry (its trigger sends one on
+/// every change, delivered to every backend at commit) or of a cached queue's
+/// tables (DDL) makes this backend's descriptor cache stale. No SPI here: the
+/// cache is dropped at the next call.
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn relcache_changed(_arg: pg_sys::Datum, relid: pg_sys::Oid) {
+    if relid == pg_sys::InvalidOid || WATCHED.with(|w| w.borrow().contains(&relid)) {
+        STALE.with(|s| s.set(true));
     }
-    let sql = format!(
-        "SELECT q.xmin::pg_catalog.text OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) q.ctid::pg_catalog.text \
-         FROM {}.settle_queues q WHERE q.queue OPERATOR(pg_catalog.=) $1",
-        ext_schema(client)
-    );
-    let p = Rc::new(spi(client.prepare(sql.as_str(), &[oid(pg_sys::TEXTOID)])).keep());
-    VERSION_PLAN.with(|c| *c.borrow_mut() = Some(p.clone()));
-    p
 }
 
-/// The descriptor of `name`, from the cache while its registry row is unchanged.
-pub fn queue(client: &SpiClient<'_>, name: &str) -> Result<Rc<Queue>> {
-    let plan = version_plan(client);
-    let version: Option<String> =
-        spi(client
-            .select(&*plan, Some(1), &[name.into()])
-            .and_then(|t| {
-                if t.is_empty() {
-                    Ok(None)
-                } else {
-                    t.first().get_one::<String>()
-                }
-            }));
-    let Some(version) = version else {
-        QUEUES.with(|q| q.borrow_mut().remove(name));
-        bail!(UnknownQueue, "queue \"{name}\" is not registered")
+pub fn init() {
+    unsafe {
+        pg_sys::CacheRegisterRelcacheCallback(Some(relcache_changed), pg_sys::Datum::from(0))
     };
-    if let Some(q) = QUEUES.with(|q| q.borrow().get(name).cloned()) {
-        if q.version == version {
-            return Ok(q);
-        }
+}
+
+/// The descriptor of `name`, cached until the registry or its tables change.
+pub fn queue(client: &SpiClient<'_>, name: &str) -> Result<Rc<Queue>> {
+    if STALE.with(|s| s.replace(false)) {
+        QUEUES.with(|q| q.borrow_mut().clear());
     }
-    let q = Rc::new(load(client, name, version)?);
+    if let Some(q) = QUEUES.with(|q| q.borrow().get(name).cloned()) {
+        return Ok(q);
+    }
+    let (q, watch) = load(client, name)?;
+    let q = Rc::new(q);
+    WATCHED.with(|w| w.borrow_mut().extend(watch));
     QUEUES.with(|c| c.borrow_mut().insert(name.to_owned(), q.clone()));
     Ok(q)
 }
@@ -178,10 +173,11 @@ struct Row {
     outcomes: HashMap<String, String>,
 }
 
-fn load(client: &SpiClient<'_>, name: &str, version: String) -> Result<Queue> {
+/// Load a descriptor; also returns the oids whose invalidation makes it stale.
+fn load(client: &SpiClient<'_>, name: &str) -> Result<(Queue, Vec<pg_sys::Oid>)> {
     let sql = format!(
         "SELECT q.tbl::pg_catalog.oid, q.form, q.max_attempts, q.dead_letter, q.dead_letter_table::pg_catalog.oid, \
-         q.columns::pg_catalog.text, q.outcomes::pg_catalog.text FROM {}.settle_queues q WHERE q.queue OPERATOR(pg_catalog.=) $1",
+         q.columns::pg_catalog.text, q.outcomes::pg_catalog.text, q.tableoid FROM {}.settle_queues q WHERE q.queue OPERATOR(pg_catalog.=) $1",
         ext_schema(client)
     );
     let t = spi(client.select(sql.as_str(), Some(1), &[name.into()]));
@@ -189,6 +185,7 @@ fn load(client: &SpiClient<'_>, name: &str, version: String) -> Result<Queue> {
         bail!(UnknownQueue, "queue \"{name}\" is not registered");
     }
     let r = t.first();
+    let registry_oid: pg_sys::Oid = spi(r.get::<pg_sys::Oid>(8)).unwrap();
     let row = Row {
         tbl: spi(r.get::<pg_sys::Oid>(1)).unwrap(),
         form: spi(r.get::<String>(2)).unwrap(),
@@ -262,13 +259,17 @@ fn load(client: &SpiClient<'_>, name: &str, version: String) -> Result<Queue> {
             .map(|c| ident(&c.name))
             .collect(),
     };
-    Ok(Queue {
-        version,
-        shape,
-        id_type_oid,
-        outcomes: row.outcomes,
-        plans: RefCell::new(HashMap::new()),
-    })
+    let mut watch = vec![registry_oid, row.tbl];
+    watch.extend(row.dead_letter_table);
+    Ok((
+        Queue {
+            shape,
+            id_type_oid,
+            outcomes: row.outcomes,
+            plans: RefCell::new(HashMap::new()),
+        },
+        watch,
+    ))
 }
 
 impl Queue {
@@ -291,6 +292,7 @@ impl Queue {
             PlanKey::Candidates { after: true } => {
                 (s.advisory_candidates(true), vec![INT8OID, TEXTOID])
             }
+            PlanKey::AckOne => (s.ack_one(), vec![TEXTOID, TIMESTAMPTZOID]),
             PlanKey::Settle(w) => (
                 s.settle(*w),
                 vec![TEXTARRAYOID, TIMESTAMPTZARRAYOID, INTERVALOID],

@@ -13,6 +13,7 @@ mod desc;
 mod error;
 mod held;
 mod ops;
+mod rawjsonb;
 mod sql;
 
 ::pgrx::pg_module_magic!();
@@ -20,6 +21,17 @@ mod sql;
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     held::init();
+    desc::init();
+}
+
+/// Trigger on the registry: tell every backend (at commit) to drop its cached
+/// descriptors, by invalidating the registry's relcache entry.
+#[pg_trigger]
+fn settle_registry_changed<'a>(
+    trigger: &'a pgrx::PgTrigger<'a>,
+) -> Result<Option<PgHeapTuple<'a, pgrx::AllocatedByPostgres>>, pgrx::PgTriggerError> {
+    unsafe { pgrx::pg_sys::CacheInvalidateRelcacheByRelid(trigger.relid()?) };
+    Ok(None)
 }
 
 extension_sql!(
@@ -82,4 +94,13 @@ CREATE FUNCTION queue_unregister(queue text) RETURNS boolean
 "#,
     name = "sql_helpers",
     requires = ["bootstrap"]
+);
+
+extension_sql!(
+    r#"
+CREATE TRIGGER settle_registry_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON settle_queues
+    FOR EACH STATEMENT EXECUTE FUNCTION settle_registry_changed();
+"#,
+    name = "registry_trigger",
+    requires = ["bootstrap", settle_registry_changed]
 );

@@ -5,11 +5,12 @@
 use crate::desc::{self, spi, PlanKey, Queue};
 use crate::error::{bail, Result, SettleError};
 use crate::held;
+use crate::rawjsonb::RawJsonb;
 use crate::sql::{Form, Write};
 use pgrx::datum::{DatumWithOid, Interval, TimestampWithTimeZone};
+use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
-use pgrx::{pg_sys, JsonB};
 use std::collections::{HashMap, HashSet};
 
 /// Largest batch one claim takes.
@@ -23,7 +24,7 @@ pub struct Delivery {
     pub id: String,
     pub attempt: Option<i32>,
     pub token: Option<TimestampWithTimeZone>,
-    pub payload: Option<JsonB>,
+    pub payload: Option<RawJsonb>,
 }
 
 fn in_transaction_block() -> bool {
@@ -70,7 +71,7 @@ fn read_claimed(
             id,
             attempt: spi(r.get::<i32>(3)),
             token: spi(r.get::<TimestampWithTimeZone>(4)),
-            payload: spi(r.get::<JsonB>(5)),
+            payload: spi(r.get::<RawJsonb>(5)),
         });
     }
 }
@@ -371,7 +372,17 @@ pub fn settle(
             }
         }
         let mut results: HashMap<String, String> = HashMap::new();
-        if !run_ids.is_empty() {
+        if run_ids.len() == 1 && write == Write::Ack {
+            // the hot path: one delivery acked or dropped, one plain statement
+            let plan = q.plan(client, PlanKey::AckOne);
+            let token: Option<TimestampWithTimeZone> = run_tokens.first().copied();
+            let t = spi(client.update(&*plan, None, &[run_ids[0].into(), token.into()]));
+            for r in t {
+                let id = spi(r.get::<String>(1)).unwrap();
+                let res = spi(r.get::<String>(2)).unwrap();
+                results.insert(id, res);
+            }
+        } else if !run_ids.is_empty() {
             let plan = q.plan(client, PlanKey::Settle(write));
             let args: [DatumWithOid; 3] = [
                 run_ids.clone().into(),
@@ -632,6 +643,7 @@ pub fn statements(s: &crate::sql::Shape) -> Vec<(String, String)> {
             v.push(("claim_take".into(), s.take()));
         }
     }
+    v.push(("ack_one".into(), s.ack_one()));
     v.push(("ack".into(), s.settle(Write::Ack)));
     v.push(("retry".into(), s.settle(Write::Retry)));
     if s.retry_after.is_some() {

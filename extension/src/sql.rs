@@ -488,6 +488,49 @@ impl Shape {
         format!("WITH {}\n{}", ctes.join(",\n "), outs.join("\nUNION ALL "))
     }
 
+    /// The hot path: ack / drop of one delivery, one plain statement.
+    /// Params: $1 text id, $2 timestamptz token (lease; unused otherwise).
+    /// Returns (id text, result) when the row was held and is now settled.
+    pub fn ack_one(&self) -> String {
+        let t = &self.table;
+        let id = self.id_of("_s_t");
+        let mut cond = self.mine("_s_t");
+        match self.form {
+            Form::Lease => {
+                cond.push(format!("{id} {EQ} {}", self.cast_id("$1")));
+                cond.push(format!(
+                    "{} {EQ} $2",
+                    self.col("_s_t", self.locked_until.as_ref().unwrap())
+                ));
+            }
+            // row_lock: held by this transaction (SKIP LOCKED drops a row another holds);
+            // advisory: the caller checked the key
+            Form::RowLock => {
+                let mut inner = self.mine("_s_l");
+                inner.push(format!(
+                    "{} {EQ} {}",
+                    self.id_of("_s_l"),
+                    self.cast_id("$1")
+                ));
+                cond.push(format!(
+                    "{id} {EQ} (SELECT {} FROM {t} _s_l WHERE {} FOR UPDATE OF _s_l SKIP LOCKED)",
+                    self.id_of("_s_l"),
+                    join_and(inner)
+                ));
+            }
+            Form::Advisory => cond.push(format!("{id} {EQ} {}", self.cast_id("$1"))),
+        }
+        let cond = join_and(cond);
+        match &self.processed_at {
+            Some(p) => format!(
+                "UPDATE {t} _s_t SET {p} = {NOW} WHERE {cond} RETURNING ({id})::pg_catalog.text, 'marked'::pg_catalog.text"
+            ),
+            None => format!(
+                "DELETE FROM {t} _s_t WHERE {cond} RETURNING ({id})::pg_catalog.text, 'deleted'::pg_catalog.text"
+            ),
+        }
+    }
+
     /// Lease heartbeat. Params: $1 text id, $2 timestamptz token, $3 interval.
     pub fn extend(&self) -> String {
         let lu = self.locked_until.as_ref().unwrap();

@@ -59,7 +59,7 @@ fn queue_claim(
         name!(id, String),
         name!(attempt, Option<i32>),
         name!(token, Option<TimestampWithTimeZone>),
-        name!(payload, Option<JsonB>),
+        name!(payload, Option<crate::rawjsonb::RawJsonb>),
     ),
 > {
     let r = (|| ops::claim(need(queue, "queue")?, batch, lease))();

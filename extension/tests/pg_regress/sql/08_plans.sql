@@ -8,6 +8,7 @@ BEGIN
     types := CASE
       WHEN r.statement IN ('ack', 'retry', 'retry_after', 'release', 'custom_check') THEN 'text[], timestamptz[], interval'
       WHEN r.statement = 'extend' THEN 'text, timestamptz, interval'
+      WHEN r.statement = 'ack_one' THEN 'text, timestamptz'
       WHEN r.statement = 'claim_take' THEN 'text[]'
       WHEN r.statement = 'claim_candidates_after' THEN 'bigint, text'
       WHEN r.statement = 'claim' AND form = 'lease' THEN 'bigint, interval'

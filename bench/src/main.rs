@@ -1,0 +1,665 @@
+//! settle-bench: each claim form through the extension beside the best
+//! hand-written SQL for the same work ("floor"), on the same server in the same
+//! run, plus a run through the Rust client for its CPU overhead.
+//!
+//!     cargo run --release -p settle-bench -- --conn "host=/run/postgresql dbname=bench user=postgres"
+//!     cargo run --release -p settle-bench -- --quick      # seconds; the test command runs this
+//!
+//! The database needs the extension (`CREATE EXTENSION settle`). Each case
+//! enqueues a backlog, runs W connections claiming B rows at a time and acking
+//! them, and reports jobs/s, p50/p99 claim→settled latency, and CPU seconds per
+//! 1000 jobs of the server (its processes in /proc) and of this process. Results
+//! go to stdout, `results/bench.csv` and `results/bench.svg`.
+
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+use tokio_postgres::{Client, NoTls};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Form {
+    RowLock,
+    Lease,
+    Advisory,
+}
+
+impl Form {
+    fn name(self) -> &'static str {
+        match self {
+            Form::RowLock => "row_lock",
+            Form::Lease => "lease",
+            Form::Advisory => "advisory",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Impl {
+    /// the extension's SQL functions
+    Settle,
+    /// hand-written SQL for the same work
+    Floor,
+    /// the Rust client (lease form) over the extension
+    Client,
+}
+
+struct Args {
+    conn: String,
+    jobs: usize,
+    workers: Vec<usize>,
+    batches: Vec<usize>,
+}
+
+fn args() -> Args {
+    let v: Vec<String> = std::env::args().skip(1).collect();
+    let mut a = Args {
+        conn: std::env::var("SETTLE_BENCH_PG")
+            .or_else(|_| std::env::var("SETTLE_TEST_PG"))
+            .unwrap_or_default(),
+        jobs: 20_000,
+        workers: vec![1, 4, 16],
+        batches: vec![1, 10, 100],
+    };
+    let mut i = 0;
+    while i < v.len() {
+        match v[i].as_str() {
+            "--conn" => {
+                a.conn = v[i + 1].clone();
+                i += 1;
+            }
+            "--jobs" => {
+                a.jobs = v[i + 1].parse().expect("--jobs N");
+                i += 1;
+            }
+            "--quick" => {
+                a.jobs = 2_000;
+                a.workers = vec![1, 4];
+                a.batches = vec![1, 100];
+            }
+            other => panic!("unknown argument {other}: use --conn, --jobs N, --quick"),
+        }
+        i += 1;
+    }
+    assert!(
+        !a.conn.is_empty(),
+        "give --conn or SETTLE_BENCH_PG / SETTLE_TEST_PG"
+    );
+    a
+}
+
+async fn connect(conn: &str) -> Client {
+    let (c, connection) = tokio_postgres::connect(conn, NoTls).await.expect("connect");
+    tokio::spawn(connection);
+    c
+}
+
+/// CPU seconds (user + system) of processes named `postgres` (the server).
+fn server_cpu() -> f64 {
+    let tick = 100.0; // USER_HZ on Linux
+    let mut total = 0.0;
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for e in dir.flatten() {
+            let p = e.path();
+            let Ok(stat) = std::fs::read_to_string(p.join("stat")) else {
+                continue;
+            };
+            let Some(open) = stat.find('(') else { continue };
+            let Some(close) = stat.rfind(')') else {
+                continue;
+            };
+            if &stat[open + 1..close] != "postgres" {
+                continue;
+            }
+            let f: Vec<&str> = stat[close + 2..].split(' ').collect();
+            let (u, s): (f64, f64) = (f[11].parse().unwrap_or(0.0), f[12].parse().unwrap_or(0.0));
+            total += (u + s) / tick;
+        }
+    }
+    total
+}
+
+/// CPU seconds of this process.
+fn own_cpu() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let close = stat.rfind(')').unwrap_or(0);
+    let f: Vec<&str> = stat.get(close + 2..).unwrap_or("").split(' ').collect();
+    (f.get(11).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0)
+        + f.get(12).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0))
+        / 100.0
+}
+
+struct Result_ {
+    imp: Impl,
+    form: Form,
+    workers: usize,
+    batch: usize,
+    jobs: usize,
+    secs: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    server_cpu_per_k: f64,
+    client_cpu_per_k: f64,
+}
+
+impl Result_ {
+    fn rate(&self) -> f64 {
+        self.jobs as f64 / self.secs
+    }
+}
+
+async fn prepare_table(admin: &Client, name: &str, form: Form, jobs: usize) {
+    admin
+        .batch_execute(&format!(
+            "DROP TABLE IF EXISTS {name}, {name}_dead; SELECT queue_unregister('{name}');
+             SELECT queue_create('{name}', '{}');
+             DROP TRIGGER IF EXISTS settle_notify ON {name};
+             INSERT INTO {name} (payload) SELECT jsonb_build_object('n', g) FROM generate_series(1, {jobs}) g;",
+            form.name()
+        ))
+        .await
+        .expect("prepare table");
+    admin
+        .batch_execute(&format!("VACUUM ANALYZE {name}"))
+        .await
+        .expect("vacuum");
+}
+
+/// One worker's loop: claim up to `batch`, ack them, until the queue is empty.
+/// Prepared statements per connection, so neither side pays a Parse per call.
+struct Prep {
+    c: Client,
+    cache: std::collections::HashMap<String, tokio_postgres::Statement>,
+}
+
+impl Prep {
+    async fn st(&mut self, sql: &str) -> tokio_postgres::Statement {
+        if let Some(s) = self.cache.get(sql) {
+            return s.clone();
+        }
+        let s = self.c.prepare(sql).await.expect("prepare");
+        self.cache.insert(sql.to_owned(), s.clone());
+        s
+    }
+    async fn query(
+        &mut self,
+        sql: &str,
+        p: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<tokio_postgres::Row>, tokio_postgres::Error> {
+        let st = self.st(sql).await;
+        self.c.query(&st, p).await
+    }
+    async fn query_one(
+        &mut self,
+        sql: &str,
+        p: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<tokio_postgres::Row, tokio_postgres::Error> {
+        let st = self.st(sql).await;
+        self.c.query_one(&st, p).await
+    }
+    async fn execute(
+        &mut self,
+        sql: &str,
+        p: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<u64, tokio_postgres::Error> {
+        let st = self.st(sql).await;
+        self.c.execute(&st, p).await
+    }
+    async fn batch_execute(&mut self, sql: &str) -> Result<(), tokio_postgres::Error> {
+        self.c.batch_execute(sql).await
+    }
+}
+
+async fn worker(
+    imp: Impl,
+    form: Form,
+    q: String,
+    c: Client,
+    batch: usize,
+    lat: Arc<Mutex<Vec<f64>>>,
+) -> usize {
+    let b = batch as i32;
+    let mut c = Prep {
+        c,
+        cache: Default::default(),
+    };
+    let mut done = 0;
+    let mut mine = Vec::new();
+    loop {
+        let t0 = Instant::now();
+        let n = match (imp, form) {
+            (Impl::Settle, Form::Lease) => {
+                let rows = c
+                    .query(
+                        "SELECT id, token FROM queue_claim($1, $2, interval '30 seconds')",
+                        &[&q, &b],
+                    )
+                    .await
+                    .unwrap();
+                if rows.len() == 1 {
+                    let (id, tok): (String, SystemTime) = (rows[0].get(0), rows[0].get(1));
+                    c.query_one(
+                        "SELECT queue_complete($1, $2, 'ack', NULL, $3)",
+                        &[&q, &id, &tok],
+                    )
+                    .await
+                    .unwrap();
+                } else if !rows.is_empty() {
+                    let ids: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+                    let toks: Vec<SystemTime> = rows.iter().map(|r| r.get(1)).collect();
+                    c.query_one(
+                        "SELECT count(*) FROM queue_complete_many($1, $2, 'ack', NULL, $3)",
+                        &[&q, &ids, &toks],
+                    )
+                    .await
+                    .unwrap();
+                }
+                rows.len()
+            }
+            (Impl::Floor, Form::Lease) => {
+                let rows = c
+                    .query(
+                        &format!(
+                            "UPDATE {q} SET locked_until = now() + interval '30 seconds', attempt = attempt + 1 \
+                             WHERE id IN (SELECT id FROM {q} WHERE locked_until IS NULL OR locked_until < now() \
+                                          ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED) \
+                             RETURNING id, locked_until, payload"
+                        ),
+                        &[&(b as i64)],
+                    )
+                    .await
+                    .unwrap();
+                if rows.len() == 1 {
+                    let (id, tok): (i64, SystemTime) = (rows[0].get(0), rows[0].get(1));
+                    c.execute(
+                        &format!("DELETE FROM {q} WHERE id = $1 AND locked_until = $2"),
+                        &[&id, &tok],
+                    )
+                    .await
+                    .unwrap();
+                } else if !rows.is_empty() {
+                    let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+                    let toks: Vec<SystemTime> = rows.iter().map(|r| r.get(1)).collect();
+                    c.execute(
+                        &format!("DELETE FROM {q} WHERE (id, locked_until) IN (SELECT * FROM unnest($1::bigint[], $2::timestamptz[]))"),
+                        &[&ids, &toks],
+                    )
+                    .await
+                    .unwrap();
+                }
+                rows.len()
+            }
+            (Impl::Settle, Form::RowLock) => {
+                c.batch_execute("BEGIN").await.unwrap();
+                let rows = c
+                    .query("SELECT id FROM queue_claim($1, $2)", &[&q, &b])
+                    .await
+                    .unwrap();
+                if rows.len() == 1 {
+                    let id: String = rows[0].get(0);
+                    c.query_one("SELECT queue_complete($1, $2, 'ack')", &[&q, &id])
+                        .await
+                        .unwrap();
+                } else if !rows.is_empty() {
+                    let ids: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+                    c.query_one(
+                        "SELECT count(*) FROM queue_complete_many($1, $2, 'ack')",
+                        &[&q, &ids],
+                    )
+                    .await
+                    .unwrap();
+                }
+                c.batch_execute("COMMIT").await.unwrap();
+                rows.len()
+            }
+            (Impl::Floor, Form::RowLock) => {
+                c.batch_execute("BEGIN").await.unwrap();
+                let rows = c
+                    .query(
+                        &format!(
+                            "SELECT id, payload FROM {q} WHERE retry_after IS NULL OR retry_after <= now() \
+                             ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED"
+                        ),
+                        &[&(b as i64)],
+                    )
+                    .await
+                    .unwrap();
+                let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+                if ids.len() == 1 {
+                    c.execute(&format!("DELETE FROM {q} WHERE id = $1"), &[&ids[0]])
+                        .await
+                        .unwrap();
+                } else if !ids.is_empty() {
+                    c.execute(&format!("DELETE FROM {q} WHERE id = ANY($1)"), &[&ids])
+                        .await
+                        .unwrap();
+                }
+                c.batch_execute("COMMIT").await.unwrap();
+                rows.len()
+            }
+            (Impl::Settle, Form::Advisory) => {
+                let rows = c
+                    .query("SELECT id FROM queue_claim($1, $2)", &[&q, &b])
+                    .await
+                    .unwrap();
+                if rows.len() == 1 {
+                    let id: String = rows[0].get(0);
+                    c.query_one("SELECT queue_complete($1, $2, 'ack')", &[&q, &id])
+                        .await
+                        .unwrap();
+                } else if !rows.is_empty() {
+                    let ids: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+                    c.query_one(
+                        "SELECT count(*) FROM queue_complete_many($1, $2, 'ack')",
+                        &[&q, &ids],
+                    )
+                    .await
+                    .unwrap();
+                }
+                rows.len()
+            }
+            (Impl::Floor, Form::Advisory) => {
+                // the candidates' keys, locked in one statement; every locked row is
+                // returned (no leak), then re-checked by the DELETE
+                let rows = c
+                    .query(
+                        &format!(
+                            "SELECT id, payload FROM (SELECT id, payload FROM {q} WHERE retry_after IS NULL OR retry_after <= now() \
+                             ORDER BY id LIMIT $1) c WHERE pg_try_advisory_lock(id)"
+                        ),
+                        &[&(b as i64)],
+                    )
+                    .await
+                    .unwrap();
+                let locked: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+                // re-check with a fresh snapshot now that the keys are ours: a row
+                // settled (and unlocked) by another worker since the read is gone
+                let rows = if locked.is_empty() {
+                    rows
+                } else {
+                    c.query(
+                        &format!("SELECT id, payload FROM {q} WHERE id = ANY($1)"),
+                        &[&locked],
+                    )
+                    .await
+                    .unwrap()
+                };
+                let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+                if !ids.is_empty() {
+                    c.execute(&format!("DELETE FROM {q} WHERE id = ANY($1)"), &[&ids])
+                        .await
+                        .unwrap();
+                }
+                if !locked.is_empty() {
+                    c.query(
+                        "SELECT pg_advisory_unlock(id) FROM unnest($1::bigint[]) id",
+                        &[&locked],
+                    )
+                    .await
+                    .unwrap();
+                }
+                if ids.is_empty() {
+                    // all candidates were held by others: is anything left at all?
+                    let left: i64 = c
+                        .query_one(&format!("SELECT count(*) FROM {q}"), &[])
+                        .await
+                        .unwrap()
+                        .get(0);
+                    if left > 0 {
+                        tokio::task::yield_now().await;
+                        continue;
+                    }
+                }
+                rows.len()
+            }
+            (Impl::Client, _) => unreachable!("client runs in client_case"),
+        };
+        if n == 0 {
+            break;
+        }
+        let ms = t0.elapsed().as_secs_f64() * 1000.0;
+        mine.extend(std::iter::repeat_n(ms, n));
+        done += n;
+    }
+    lat.lock().unwrap().extend(mine);
+    done
+}
+
+fn pct(v: &mut [f64], p: f64) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[((v.len() - 1) as f64 * p).round() as usize]
+}
+
+async fn case(
+    a: &Args,
+    admin: &Client,
+    imp: Impl,
+    form: Form,
+    workers: usize,
+    batch: usize,
+) -> Result_ {
+    let q = format!(
+        "bench_{}_{}",
+        form.name(),
+        match imp {
+            Impl::Settle => "settle",
+            Impl::Floor => "floor",
+            Impl::Client => "client",
+        }
+    );
+    prepare_table(admin, &q, form, a.jobs).await;
+    let mut conns = Vec::new();
+    for _ in 0..workers {
+        conns.push(connect(&a.conn).await);
+    }
+    let lat = Arc::new(Mutex::new(Vec::with_capacity(a.jobs)));
+    let (s0, c0, t0) = (server_cpu(), own_cpu(), Instant::now());
+    let done: usize = if imp == Impl::Client {
+        drop(conns);
+        client_run(a, &q, workers, batch, lat.clone()).await
+    } else {
+        let hs: Vec<_> = conns
+            .into_iter()
+            .map(|c| tokio::spawn(worker(imp, form, q.clone(), c, batch, lat.clone())))
+            .collect();
+        let mut n = 0;
+        for h in hs {
+            n += h.await.unwrap();
+        }
+        n
+    };
+    let secs = t0.elapsed().as_secs_f64();
+    let (s1, c1) = (server_cpu(), own_cpu());
+    assert_eq!(done, a.jobs, "{imp:?} {form:?}: every job settled once");
+    let mut l = lat.lock().unwrap();
+    let k = a.jobs as f64 / 1000.0;
+    Result_ {
+        imp,
+        form,
+        workers,
+        batch,
+        jobs: done,
+        secs,
+        p50_ms: pct(&mut l, 0.5),
+        p99_ms: pct(&mut l, 0.99),
+        server_cpu_per_k: (s1 - s0) / k,
+        client_cpu_per_k: (c1 - c0) / k,
+    }
+}
+
+/// The Rust client (lease form): claims of `batch`, acks batched with settle_many.
+async fn client_run(
+    a: &Args,
+    q: &str,
+    workers: usize,
+    batch: usize,
+    lat: Arc<Mutex<Vec<f64>>>,
+) -> usize {
+    let queue = settle::Queue::new(q, q).form(settle::Form::Lease {
+        ttl: Duration::from_secs(30),
+    });
+    let client = settle::Client::connect(a.conn.parse().unwrap(), workers, queue)
+        .await
+        .unwrap();
+    let hs: Vec<_> = (0..workers)
+        .map(|_| {
+            let client = client.clone();
+            let lat = lat.clone();
+            tokio::spawn(async move {
+                let mut done = 0;
+                loop {
+                    let t0 = Instant::now();
+                    let ds = client.claim(batch).await.unwrap();
+                    if ds.is_empty() {
+                        return done;
+                    }
+                    let n = ds.len();
+                    if n == 1 {
+                        ds.into_iter().next().unwrap().ack().await.unwrap();
+                    } else {
+                        for r in client.settle_many(ds, settle::Outcome::Ack).await {
+                            r.unwrap();
+                        }
+                    }
+                    let ms = t0.elapsed().as_secs_f64() * 1000.0;
+                    lat.lock().unwrap().extend(std::iter::repeat_n(ms, n));
+                    done += n;
+                }
+            })
+        })
+        .collect();
+    let mut n = 0;
+    for h in hs {
+        n += h.await.unwrap();
+    }
+    n
+}
+
+fn svg(results: &[Result_]) -> String {
+    let w = 60 + results.len() * 28;
+    let max = results.iter().map(|r| r.rate()).fold(1.0, f64::max);
+    let mut s = format!("<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='420' font-family='sans-serif' font-size='10'>\n");
+    let _ = writeln!(s, "<text x='10' y='16' font-size='13'>jobs/s: settle (blue), hand-written floor (grey), Rust client (green)</text>");
+    for (i, r) in results.iter().enumerate() {
+        let h = (r.rate() / max * 300.0).max(1.0);
+        let x = 40 + i * 28;
+        let color = match r.imp {
+            Impl::Settle => "#3b6fd6",
+            Impl::Floor => "#999999",
+            Impl::Client => "#3a9a4a",
+        };
+        let _ = writeln!(
+            s,
+            "<rect x='{x}' y='{:.0}' width='20' height='{h:.0}' fill='{color}'/>",
+            340.0 - h
+        );
+        let _ = writeln!(
+            s,
+            "<text x='{}' y='350' transform='rotate(60 {} 350)'>{} w{} b{}</text>",
+            x + 4,
+            x + 4,
+            r.form.name(),
+            r.workers,
+            r.batch
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let a = args();
+    let admin = connect(&a.conn).await;
+    let version: String = admin
+        .query_one("SELECT version()", &[])
+        .await
+        .unwrap()
+        .get(0);
+    println!("server: {version}");
+    println!(
+        "cores: {}, jobs per case: {}",
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(0),
+        a.jobs
+    );
+    let mut results = Vec::new();
+    println!(
+        "{:<8} {:<9} {:>3} {:>4} {:>9} {:>8} {:>8} {:>13} {:>13} {:>12}",
+        "impl",
+        "form",
+        "W",
+        "B",
+        "jobs/s",
+        "p50 ms",
+        "p99 ms",
+        "srv cpu s/1k",
+        "cli cpu s/1k",
+        "settle/floor"
+    );
+    for form in [Form::Lease, Form::RowLock, Form::Advisory] {
+        for &w in &a.workers {
+            for &b in &a.batches {
+                let floor = case(&a, &admin, Impl::Floor, form, w, b).await;
+                let settle = case(&a, &admin, Impl::Settle, form, w, b).await;
+                for r in [&floor, &settle] {
+                    println!(
+                        "{:<8} {:<9} {:>3} {:>4} {:>9.0} {:>8.2} {:>8.2} {:>13.3} {:>13.3} {:>12}",
+                        format!("{:?}", r.imp).to_lowercase(),
+                        r.form.name(),
+                        r.workers,
+                        r.batch,
+                        r.rate(),
+                        r.p50_ms,
+                        r.p99_ms,
+                        r.server_cpu_per_k,
+                        r.client_cpu_per_k,
+                        if r.imp == Impl::Settle {
+                            format!("{:.2}", settle.rate() / floor.rate())
+                        } else {
+                            String::new()
+                        }
+                    );
+                }
+                results.push(floor);
+                results.push(settle);
+            }
+        }
+    }
+    // the Rust client (lease) for its CPU overhead
+    for &b in &a.batches {
+        let w = *a.workers.last().unwrap();
+        let r = case(&a, &admin, Impl::Client, Form::Lease, w, b).await;
+        println!(
+            "{:<8} {:<9} {:>3} {:>4} {:>9.0} {:>8.2} {:>8.2} {:>13.3} {:>13.3}   client/server cpu {:.0}%",
+            "client", "lease", w, b, r.rate(), r.p50_ms, r.p99_ms, r.server_cpu_per_k, r.client_cpu_per_k,
+            100.0 * r.client_cpu_per_k / r.server_cpu_per_k.max(1e-9)
+        );
+        results.push(r);
+    }
+    let _ = std::fs::create_dir_all("results");
+    let mut csv = String::from("impl,form,workers,batch,jobs,seconds,jobs_per_s,p50_ms,p99_ms,server_cpu_s_per_1k,client_cpu_s_per_1k\n");
+    for r in &results {
+        let _ = writeln!(
+            csv,
+            "{:?},{},{},{},{},{:.3},{:.0},{:.3},{:.3},{:.4},{:.4}",
+            r.imp,
+            r.form.name(),
+            r.workers,
+            r.batch,
+            r.jobs,
+            r.secs,
+            r.rate(),
+            r.p50_ms,
+            r.p99_ms,
+            r.server_cpu_per_k,
+            r.client_cpu_per_k
+        );
+    }
+    std::fs::write("results/bench.csv", csv).unwrap();
+    std::fs::write("results/bench.svg", svg(&results)).unwrap();
+    println!("wrote results/bench.csv and results/bench.svg");
+}
