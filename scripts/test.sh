@@ -152,6 +152,16 @@ r_fail=$(sed -n 's/^reliability: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$W
 passed=$((passed + ${r_pass:-0}))
 failed=$((failed + ${r_fail:-1}))
 
+step "the benchmark harness runs (a few seconds; the numbers of a debug build mean nothing)"
+if cargo run -q -p settle-bench -- --quick --jobs 300 --conn "$SETTLE_TEST_PG" >"$WORK/bench.log" 2>&1; then
+  tail -3 "$WORK/bench.log"
+  passed=$((passed + 1))
+else
+  cat "$WORK/bench.log"
+  echo "FAILED: settle-bench --quick"
+  failed=$((failed + 1))
+fi
+
 step "the quickstart runs (embedded SQLite, no server)"
 if cargo run -q --example quickstart; then
   passed=$((passed + 1))

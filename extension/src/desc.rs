@@ -36,6 +36,7 @@ pub enum PlanKey {
     Candidates { after: bool },
     Settle(Write),
     AckOne,
+    AckMany,
     Extend,
     Stats,
     DeadCount,
@@ -292,6 +293,7 @@ impl Queue {
             PlanKey::Candidates { after: true } => {
                 (s.advisory_candidates(true), vec![INT8OID, TEXTOID])
             }
+            PlanKey::AckMany => (s.ack_many(), vec![TEXTARRAYOID, TIMESTAMPTZARRAYOID]),
             PlanKey::AckOne => (s.ack_one(), vec![TEXTOID, TIMESTAMPTZOID]),
             PlanKey::Settle(w) => (
                 s.settle(*w),

@@ -382,6 +382,19 @@ pub fn settle(
                 let res = spi(r.get::<String>(2)).unwrap();
                 results.insert(id, res);
             }
+        } else if write == Write::Ack && !run_ids.is_empty() {
+            let plan = q.plan(client, PlanKey::AckMany);
+            let tokens = if form == Form::Lease {
+                run_tokens.clone().into()
+            } else {
+                DatumWithOid::null::<Vec<TimestampWithTimeZone>>()
+            };
+            let t = spi(client.update(&*plan, None, &[run_ids.clone().into(), tokens]));
+            for r in t {
+                let id = spi(r.get::<String>(1)).unwrap();
+                let res = spi(r.get::<String>(2)).unwrap();
+                results.insert(id, res);
+            }
         } else if !run_ids.is_empty() {
             let plan = q.plan(client, PlanKey::Settle(write));
             let args: [DatumWithOid; 3] = [
@@ -644,6 +657,7 @@ pub fn statements(s: &crate::sql::Shape) -> Vec<(String, String)> {
         }
     }
     v.push(("ack_one".into(), s.ack_one()));
+    v.push(("ack_many".into(), s.ack_many()));
     v.push(("ack".into(), s.settle(Write::Ack)));
     v.push(("retry".into(), s.settle(Write::Retry)));
     if s.retry_after.is_some() {

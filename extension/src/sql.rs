@@ -275,6 +275,24 @@ impl Shape {
     pub fn take(&self) -> String {
         let t = &self.table;
         let id = &self.id_of("_s_t");
+        if self.form == Form::Lease && self.dead.is_none() {
+            // no crash-loop branch to take: one UPDATE over SKIP LOCKED candidates
+            let mut sets = vec![format!(
+                "{} = {}",
+                self.locked_until.as_ref().unwrap(),
+                self.token_expr("$2")
+            )];
+            sets.extend(self.attempt_plus_one("_s_t"));
+            return format!(
+                "UPDATE {t} _s_t SET {sets} WHERE {id} {EQ} ANY (ARRAY(SELECT {cid} FROM {t} _s_c WHERE {ready} ORDER BY {cid} LIMIT $1 FOR UPDATE OF _s_c SKIP LOCKED)) \
+                 RETURNING false, ({id})::pg_catalog.text, {att}, _s_t.{lu}, pg_catalog.to_jsonb(_s_t.*)",
+                sets = sets.join(", "),
+                cid = self.id_of("_s_c"),
+                ready = self.ready("_s_c"),
+                att = self.attempt_out("_s_t"),
+                lu = self.locked_until.as_ref().unwrap(),
+            );
+        }
         let cand = match self.form {
             Form::Lease => format!(
                 "SELECT {id} AS _s_id, {att} AS _s_att FROM {t} _s_t WHERE {ready} ORDER BY {id} LIMIT $1 FOR UPDATE OF _s_t SKIP LOCKED",
@@ -486,6 +504,52 @@ impl Shape {
             }
         }
         format!("WITH {}\n{}", ctes.join(",\n "), outs.join("\nUNION ALL "))
+    }
+
+    /// Ack / drop of many deliveries in one pass (no held-check CTE): the held
+    /// condition is part of the write. Params: $1 text[] ids, $2 timestamptz[] tokens.
+    pub fn ack_many(&self) -> String {
+        let t = &self.table;
+        let id = self.id_of("_s_t");
+        let mut cond = self.mine("_s_t");
+        let mut from = String::new();
+        match self.form {
+            Form::Lease => {
+                from = " FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.timestamptz[])) AS _s_in(_s_id, _s_tok)".into();
+                cond.push(format!("{id} {EQ} {}", self.cast_id("_s_in._s_id")));
+                cond.push(format!(
+                    "{} {EQ} _s_in._s_tok",
+                    self.col("_s_t", self.locked_until.as_ref().unwrap())
+                ));
+            }
+            Form::RowLock => {
+                let mut inner = self.mine("_s_l");
+                inner.push(format!(
+                    "{} {EQ} ANY (($1::pg_catalog.text[])::{}[])",
+                    self.id_of("_s_l"),
+                    self.id_type
+                ));
+                cond.push(format!(
+                    "{id} {EQ} ANY (ARRAY(SELECT {} FROM {t} _s_l WHERE {} FOR UPDATE OF _s_l SKIP LOCKED))",
+                    self.id_of("_s_l"),
+                    join_and(inner)
+                ));
+            }
+            Form::Advisory => cond.push(format!(
+                "{id} {EQ} ANY (($1::pg_catalog.text[])::{}[])",
+                self.id_type
+            )),
+        }
+        let cond = join_and(cond);
+        match &self.processed_at {
+            Some(p) => format!(
+                "UPDATE {t} _s_t SET {p} = {NOW}{from} WHERE {cond} RETURNING ({id})::pg_catalog.text, 'marked'::pg_catalog.text"
+            ),
+            None => {
+                let using = from.replacen(" FROM ", " USING ", 1);
+                format!("DELETE FROM {t} _s_t{using} WHERE {cond} RETURNING ({id})::pg_catalog.text, 'deleted'::pg_catalog.text")
+            }
+        }
     }
 
     /// The hot path: ack / drop of one delivery, one plain statement.

@@ -7,6 +7,7 @@ BEGIN
   FOR r IN SELECT s.statement, s.sql FROM queue_sql(q) s WHERE s.statement NOT IN ('stats', 'requeue_dead') LOOP
     types := CASE
       WHEN r.statement IN ('ack', 'retry', 'retry_after', 'release', 'custom_check') THEN 'text[], timestamptz[], interval'
+      WHEN r.statement = 'ack_many' THEN 'text[], timestamptz[]'
       WHEN r.statement = 'extend' THEN 'text, timestamptz, interval'
       WHEN r.statement = 'ack_one' THEN 'text, timestamptz'
       WHEN r.statement = 'claim_take' THEN 'text[]'
@@ -28,9 +29,11 @@ SET plan_cache_mode = force_generic_plan;
 SELECT queue_create('big_lease', 'lease', 5);
 SELECT queue_create('big_rowlock', 'row_lock', 5);
 SELECT queue_create('big_advisory', 'advisory');
+SELECT queue_create('big_lease_nodl', 'lease');
 INSERT INTO big_lease (payload) SELECT '{}' FROM generate_series(1, 20000);
 INSERT INTO big_rowlock (payload) SELECT '{}' FROM generate_series(1, 20000);
 INSERT INTO big_advisory (payload) SELECT '{}' FROM generate_series(1, 20000);
+INSERT INTO big_lease_nodl (payload) SELECT '{}' FROM generate_series(1, 20000);
 -- many queues in one table, processed_at mode, group dead letter: index on (queue, id)
 CREATE TABLE big_shared (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, queue text NOT NULL,
                          attempt int NOT NULL DEFAULT 0, locked_until timestamptz, processed_at timestamptz);
@@ -38,11 +41,12 @@ CREATE INDEX big_shared_ready ON big_shared (queue, id) WHERE processed_at IS NU
 SELECT queue_register('big_shared', 'big_shared', 'lease', 3, 'big_shared_dead');
 INSERT INTO big_shared (queue, processed_at) SELECT 'done', now() FROM generate_series(1, 20000);
 INSERT INTO big_shared (queue) SELECT 'big_shared' FROM generate_series(1, 20000);
-ANALYZE big_lease, big_rowlock, big_advisory, big_shared;
+ANALYZE big_lease, big_rowlock, big_advisory, big_shared, big_lease_nodl;
 SELECT 'big_lease' AS queue, * FROM seq_scans('big_lease')
 UNION ALL SELECT 'big_rowlock', * FROM seq_scans('big_rowlock')
 UNION ALL SELECT 'big_advisory', * FROM seq_scans('big_advisory')
-UNION ALL SELECT 'big_shared', * FROM seq_scans('big_shared');
+UNION ALL SELECT 'big_shared', * FROM seq_scans('big_shared')
+UNION ALL SELECT 'big_lease_nodl', * FROM seq_scans('big_lease_nodl');
 RESET plan_cache_mode;
 -- the generated SQL of one queue, verbatim (quoted identifiers, qualified operators)
 SELECT statement, sql FROM queue_sql('big_advisory') WHERE statement LIKE 'claim%';
