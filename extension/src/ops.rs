@@ -377,11 +377,7 @@ pub fn settle(
             let plan = q.plan(client, PlanKey::AckOne);
             let token: Option<TimestampWithTimeZone> = run_tokens.first().copied();
             let t = spi(client.update(&*plan, None, &[run_ids[0].into(), token.into()]));
-            for r in t {
-                let id = spi(r.get::<String>(1)).unwrap();
-                let res = spi(r.get::<String>(2)).unwrap();
-                results.insert(id, res);
-            }
+            read_results(t, &mut results);
         } else if write == Write::Ack && !run_ids.is_empty() {
             let plan = q.plan(client, PlanKey::AckMany);
             let tokens = if form == Form::Lease {
@@ -390,11 +386,7 @@ pub fn settle(
                 DatumWithOid::null::<Vec<TimestampWithTimeZone>>()
             };
             let t = spi(client.update(&*plan, None, &[run_ids.clone().into(), tokens]));
-            for r in t {
-                let id = spi(r.get::<String>(1)).unwrap();
-                let res = spi(r.get::<String>(2)).unwrap();
-                results.insert(id, res);
-            }
+            read_results(t, &mut results);
         } else if !run_ids.is_empty() {
             let plan = q.plan(client, PlanKey::Settle(write));
             let args: [DatumWithOid; 3] = [
@@ -407,11 +399,7 @@ pub fn settle(
                 delay.into(),
             ];
             let t = spi(client.update(&*plan, None, &args));
-            for r in t {
-                let id = spi(r.get::<String>(1)).unwrap();
-                let res = spi(r.get::<String>(2)).unwrap();
-                results.insert(id, res);
-            }
+            read_results(t, &mut results);
         }
         // a text id that is not in canonical form ('007' for a bigint) comes back canonical
         if results.len() < run_ids.len() || results.keys().any(|k| !seen.contains(k)) {
@@ -450,6 +438,16 @@ pub fn settle(
             })
             .collect())
     })
+}
+
+/// Rows (id text, result text) of a settle statement.
+fn read_results(t: pgrx::spi::SpiTupleTable<'_>, into: &mut HashMap<String, String>) {
+    for r in t {
+        into.insert(
+            spi(r.get::<String>(1)).unwrap(),
+            spi(r.get::<String>(2)).unwrap(),
+        );
+    }
 }
 
 /// Map results keyed by canonical id text back to the ids as the caller wrote them.

@@ -241,43 +241,44 @@ impl Engine {
     }
 }
 
+/// The columns of a table, in order: (name, lower-case type name). Empty when
+/// the table does not exist.
+async fn table_columns(
+    pool: &AnyPool,
+    d: Dialect,
+    schema: Option<&str>,
+    name: &str,
+) -> Result<Vec<(String, String)>> {
+    let sql = match d {
+        Dialect::Postgres => {
+            "SELECT CAST(column_name AS TEXT), CAST(data_type AS TEXT) FROM information_schema.columns \
+             WHERE table_schema = COALESCE($1, current_schema()) AND table_name = $2 ORDER BY ordinal_position"
+        }
+        Dialect::MySql => {
+            "SELECT CAST(column_name AS CHAR), CAST(data_type AS CHAR) FROM information_schema.columns \
+             WHERE table_schema = COALESCE(?, DATABASE()) AND table_name = ? ORDER BY ordinal_position"
+        }
+        Dialect::Sqlite => "SELECT name, type FROM pragma_table_info(?) ORDER BY cid",
+    };
+    let mut q = sqlx::query(sql);
+    if d != Dialect::Sqlite {
+        q = q.bind(schema);
+    }
+    Ok(q.bind(name)
+        .fetch_all(pool)
+        .await?
+        .iter()
+        .map(|r| (r.get::<String, _>(0), r.get::<String, _>(1).to_lowercase()))
+        .collect())
+}
+
 /// Read the table's columns and check the descriptor: InvalidDescriptor names the problem.
 async fn introspect(pool: &AnyPool, d: Dialect, q: &Queue) -> Result<Shape> {
     let (schema, name) = split_table(d, &q.table)?;
     let (schema, name) = (schema.as_deref(), name.as_str());
     let bad = |m: String| db_err(Error::InvalidDescriptor, m);
     // (column name, lower-case type name)
-    let cols: Vec<(String, String)> = match d {
-        Dialect::Postgres => sqlx::query(
-            "SELECT CAST(column_name AS TEXT), CAST(data_type AS TEXT) FROM information_schema.columns \
-             WHERE table_schema = COALESCE($1, current_schema()) AND table_name = $2 ORDER BY ordinal_position",
-        )
-        .bind(schema)
-        .bind(name)
-        .fetch_all(pool)
-        .await?
-        .iter()
-        .map(|r| (r.get::<String, _>(0), r.get::<String, _>(1).to_lowercase()))
-        .collect(),
-        Dialect::MySql => sqlx::query(
-            "SELECT CAST(column_name AS CHAR), CAST(data_type AS CHAR) FROM information_schema.columns \
-             WHERE table_schema = COALESCE(?, DATABASE()) AND table_name = ? ORDER BY ordinal_position",
-        )
-        .bind(schema)
-        .bind(name)
-        .fetch_all(pool)
-        .await?
-        .iter()
-        .map(|r| (r.get::<String, _>(0), r.get::<String, _>(1).to_lowercase()))
-        .collect(),
-        Dialect::Sqlite => sqlx::query("SELECT name, type FROM pragma_table_info(?) ORDER BY cid")
-            .bind(name)
-            .fetch_all(pool)
-            .await?
-            .iter()
-            .map(|r| (r.get::<String, _>(0), r.get::<String, _>(1).to_lowercase()))
-            .collect(),
-    };
+    let cols = table_columns(pool, d, schema, name).await?;
     if cols.is_empty() {
         return Err(bad(format!("table {} does not exist", q.table)));
     }
@@ -428,41 +429,13 @@ async fn introspect(pool: &AnyPool, d: Dialect, q: &Queue) -> Result<Shape> {
             Some(Dead::Group(target.clone()))
         }
         Some((_, target)) => {
-            let probe = Queue::new("_", target.clone());
             let (ts, tn) = split_table(d, target)?;
             let (ts, tn) = (ts.as_deref(), tn.as_str());
-            let dcols: Vec<String> = match d {
-                Dialect::Postgres => sqlx::query(
-                    "SELECT CAST(column_name AS TEXT) FROM information_schema.columns \
-                     WHERE table_schema = COALESCE($1, current_schema()) AND table_name = $2",
-                )
-                .bind(ts)
-                .bind(tn)
-                .fetch_all(pool)
+            let dcols: Vec<String> = table_columns(pool, d, ts, tn)
                 .await?
-                .iter()
-                .map(|r| r.get(0))
-                .collect(),
-                Dialect::MySql => sqlx::query(
-                    "SELECT CAST(column_name AS CHAR) FROM information_schema.columns \
-                     WHERE table_schema = COALESCE(?, DATABASE()) AND table_name = ?",
-                )
-                .bind(ts)
-                .bind(tn)
-                .fetch_all(pool)
-                .await?
-                .iter()
-                .map(|r| r.get(0))
-                .collect(),
-                Dialect::Sqlite => sqlx::query("SELECT name FROM pragma_table_info(?)")
-                    .bind(tn)
-                    .fetch_all(pool)
-                    .await?
-                    .iter()
-                    .map(|r| r.get(0))
-                    .collect(),
-            };
-            drop(probe);
+                .into_iter()
+                .map(|(c, _)| c)
+                .collect();
             if dcols.is_empty() {
                 return Err(bad(format!(
                     "dead-letter table {target} does not exist ({} has no group column, so the dead letter is a table)",
