@@ -120,4 +120,5 @@ impl From<deadpool_postgres::PoolError> for Error {
     }
 }
 
+/// The result of every settle call.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

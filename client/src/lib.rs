@@ -35,6 +35,8 @@
 //! # use futures_util::FutureExt;
 //! ```
 
+#![warn(missing_docs)]
+
 mod client;
 mod delivery;
 mod error;

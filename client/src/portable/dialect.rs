@@ -23,6 +23,7 @@ pub enum IdKind {
 }
 
 impl Dialect {
+    /// The dialect's name: `postgres`, `mysql` or `sqlite`.
     pub fn name(self) -> &'static str {
         match self {
             Dialect::Postgres => "postgres",
