@@ -82,6 +82,10 @@ impl Backend {
 }
 
 pub fn sqlite_url() -> String {
+    // a child process (the reliability harness's worker) works on its parent's file
+    if let Ok(u) = std::env::var("SETTLE_TEST_SQLITE_URL") {
+        return u;
+    }
     let dir = std::env::temp_dir().join(format!("settle-conformance-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     format!("sqlite://{}?mode=rwc", dir.join("queue.db").display())

@@ -30,6 +30,8 @@ enum Scenario {
     KillConnections,
     /// the PostgreSQL server restarted (fast, then immediate) mid-run
     Restart,
+    /// the worker process killed with SIGKILL mid-run, then a new one started
+    KillProcess,
 }
 
 #[derive(Default)]
@@ -50,6 +52,225 @@ struct Args {
     jobs: usize,
     workers: usize,
     faults: bool,
+}
+
+fn backend_named(n: &str) -> Backend {
+    BACKENDS
+        .into_iter()
+        .find(|b| format!("{b:?}") == n)
+        .expect("a backend name")
+}
+
+fn form_named(n: &str) -> Form {
+    match n {
+        "row_lock" => Form::RowLock,
+        "lease" => Form::Lease {
+            ttl: Duration::from_secs(2),
+        },
+        _ => Form::Advisory,
+    }
+}
+
+fn form_name(f: Form) -> &'static str {
+    match f {
+        Form::RowLock => "row_lock",
+        Form::Lease { .. } => "lease",
+        Form::Advisory => "advisory",
+    }
+}
+
+/// Child mode (`--child BACKEND FORM TABLE`): a worker process that records each
+/// handled job in `<table>_handled` before settling and each settled one in
+/// `<table>_settled` after, and runs until the queue is empty or it is killed.
+async fn child(b: Backend, form: Form, t: String) {
+    let d = b.dialect();
+    let pool = admin(b).await;
+    let c = b
+        .client(
+            Queue::new(&t, &t)
+                .form(form)
+                .dead_letter(3, format!("{t}_dead")),
+        )
+        .await
+        .expect("connect");
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let watch_pool = pool.clone();
+    let count_sql = format!("SELECT count(*) FROM {}", d.ident(&t));
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            if let Ok(r) = sqlx::query(&count_sql).fetch_one(&watch_pool).await {
+                if r.get::<i64, _>(0) == 0 {
+                    let _ = tx.send(());
+                    return;
+                }
+            }
+        }
+    });
+    let handled = format!(
+        "INSERT INTO {} (id) VALUES ({})",
+        d.ident(&format!("{t}_handled")),
+        d.p(1)
+    );
+    let settled = format!(
+        "INSERT INTO {} (id) VALUES ({})",
+        d.ident(&format!("{t}_settled")),
+        d.p(1)
+    );
+    let opts = WorkerOptions {
+        concurrency: 4,
+        batch: if form == Form::RowLock { 1 } else { 4 },
+        poll_interval: Duration::from_millis(20),
+        ..Default::default()
+    };
+    let _ = c
+        .run(
+            opts,
+            async {
+                let _ = rx.await;
+            },
+            move |dl| {
+                let (pool, handled, settled) = (pool.clone(), handled.clone(), settled.clone());
+                async move {
+                    let mut dl = dl;
+                    let id: i64 = dl.id().parse().unwrap_or(0);
+                    if form == Form::RowLock {
+                        // row_lock: the handler's write belongs in the claim transaction (on
+                        // SQLite the claim holds the whole database, so another connection waits)
+                        if b == Backend::PgExtension {
+                            let tx = dl.transaction().await?;
+                            tx.execute(handled.as_str(), &[&id])
+                                .await
+                                .map_err(settle::Error::from)?;
+                        } else {
+                            let conn = dl.any_transaction().await?;
+                            sqlx::query(&handled)
+                                .bind(id)
+                                .execute(conn)
+                                .await
+                                .map_err(settle::Error::from)?;
+                        }
+                    } else {
+                        let _ = sqlx::query(&handled).bind(id).execute(&pool).await;
+                    }
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    let r = dl.ack().await;
+                    if r.is_ok() {
+                        let _ = sqlx::query(&settled).bind(id).execute(&pool).await;
+                    }
+                    r
+                }
+            },
+        )
+        .await;
+}
+
+/// The KillProcess case: a child worker process is killed with SIGKILL once a
+/// third of the jobs are settled; a second child finishes the queue.
+async fn kill_process_case(b: Backend, form: Form, a: &Args) -> Line {
+    let started = Instant::now();
+    let d = b.dialect();
+    let pool = admin(b).await;
+    let t = table(b, &pool, "kp", a.jobs).await;
+    for side in ["handled", "settled"] {
+        sqlx::query(&format!(
+            "CREATE TABLE {} (id BIGINT NOT NULL)",
+            d.ident(&format!("{t}_{side}"))
+        ))
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    let spawn = || {
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--child", &format!("{b:?}"), form_name(form), &t])
+            .env("SETTLE_TEST_SQLITE_URL", settle_conformance::sqlite_url())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn a worker process")
+    };
+    let count = |sql: String| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query(&sql)
+                .fetch_one(&pool)
+                .await
+                .map(|r| r.get::<i64, _>(0))
+                .unwrap_or(-1)
+        }
+    };
+    let settled_sql = format!("SELECT count(*) FROM {}", d.ident(&format!("{t}_settled")));
+    let left_sql = format!("SELECT count(*) FROM {}", d.ident(&t));
+    let mut first = spawn();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut note = String::new();
+    while count(settled_sql.clone()).await * 3 < a.jobs as i64 {
+        if Instant::now() > deadline {
+            note = "the first worker process made no progress".into();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    first.kill().expect("SIGKILL the worker process"); // Child::kill is SIGKILL on Unix
+    let _ = first.wait();
+    let mut second = spawn();
+    while count(left_sql.clone()).await != 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _ = second.kill();
+    let _ = second.wait();
+    let (rows, dead_rows) = final_rows(b, &pool, &t).await;
+    let ids = |side: &str| {
+        let pool = pool.clone();
+        let sql = format!(
+            "SELECT {} FROM {}",
+            d.int("id"),
+            d.ident(&format!("{t}_{side}"))
+        );
+        async move {
+            sqlx::query(&sql)
+                .fetch_all(&pool)
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| r.get::<i64, _>(0))
+                .collect::<Vec<i64>>()
+        }
+    };
+    let handled: HashSet<i64> = ids("handled").await.into_iter().collect();
+    let settled = ids("settled").await;
+    let mut per: HashMap<i64, u32> = HashMap::new();
+    for id in &settled {
+        *per.entry(*id).or_default() += 1;
+    }
+    let dead: HashSet<i64> = dead_rows.iter().map(|(id, _)| *id).collect();
+    let left: HashSet<i64> = rows.iter().map(|(id, ..)| *id).collect();
+    let lost = (1..=a.jobs as i64)
+        .filter(|i| !handled.contains(i) && !dead.contains(i) && !left.contains(i))
+        .count() as i64;
+    let twice = per.values().filter(|n| **n > 1).count() as u64;
+    let unrecorded = (handled.len() as i64 - per.len() as i64).max(0);
+    if note.is_empty() && unrecorded > 0 {
+        note = format!(
+            "{unrecorded} handled without a recorded settle (in flight in the killed process)"
+        );
+    }
+    let pass = lost == 0 && twice == 0 && rows.is_empty() && !note.starts_with("the first");
+    Line {
+        scenario: Scenario::KillProcess,
+        backend: b,
+        form,
+        jobs: a.jobs,
+        lost,
+        twice,
+        overlaps: 0,
+        errors: 0,
+        lease_lost: 0,
+        left: rows.len(),
+        secs: started.elapsed().as_secs_f64(),
+        pass,
+        note,
+    }
 }
 
 fn args() -> Args {
@@ -332,11 +553,22 @@ async fn case(b: Backend, form: Form, scenario: Scenario, a: &Args) -> Line {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 4)]
 async fn main() {
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some("--child") {
+        child(
+            backend_named(&argv[2]),
+            form_named(&argv[3]),
+            argv[4].clone(),
+        )
+        .await;
+        return;
+    }
     let a = args();
     let mut lines = Vec::new();
     let mut scenarios = vec![Scenario::Load, Scenario::Mixed];
     if a.faults {
         scenarios.push(Scenario::KillConnections);
+        scenarios.push(Scenario::KillProcess);
         if std::env::var("SETTLE_TEST_PGCTL").is_ok() {
             scenarios.push(Scenario::Restart);
         }
@@ -369,7 +601,11 @@ async fn main() {
                 if refused.is_some() {
                     continue;
                 }
-                let l = case(b, form, scenario, &a).await;
+                let l = if scenario == Scenario::KillProcess {
+                    kill_process_case(b, form, &a).await
+                } else {
+                    case(b, form, scenario, &a).await
+                };
                 let form_name = match l.form {
                     Form::RowLock => "row_lock",
                     Form::Lease { .. } => "lease",
