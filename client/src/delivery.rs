@@ -438,7 +438,14 @@ impl Delivery {
         async move {
             if let Backend::Portable(e) = &inner.backend {
                 return match psession {
-                    None => e.settle_lease(&id, ptoken, &outcome).await,
+                    None => {
+                        let r = e.settle_lease(&id, ptoken, &outcome).await;
+                        if matches!(&r, Err(err) if !matches!(err, Error::LeaseLost(_))) {
+                            // nothing was written: give the row back now, not at the deadline
+                            let _ = e.release(None, None, &id, ptoken).await;
+                        }
+                        r
+                    }
                     Some(s) => {
                         let mut g = match ptx {
                             Some(g) => g,
@@ -469,7 +476,14 @@ impl Delivery {
                 (_, Form::Lease { .. }) | (None, _) => {
                     let c = inner.pool()?.get().await?;
                     let st = c.prepare_cached(COMPLETE_SQL).await?;
-                    c.query_one(&st, &[q, &id, &o, &delay, &token]).await.map(|r| r.get(0)).map_err(Into::into)
+                    let r: Result<String> =
+                        c.query_one(&st, &[q, &id, &o, &delay, &token]).await.map(|r| r.get(0)).map_err(Into::into);
+                    drop(c);
+                    if matches!(&r, Err(err) if !matches!(err, Error::LeaseLost(_))) {
+                        // nothing was written: give the row back now, not at the deadline
+                        let _ = release(&inner, &id, token, None, None).await;
+                    }
+                    r
                 }
                 (Some(s), _) => {
                     let mut g = match tx {
@@ -477,6 +491,10 @@ impl Delivery {
                         None => s.conn.clone().lock_owned().await,
                     };
                     let r = settle_pinned(&mut g, s, q, &id, &o, delay, outcome == Outcome::Ack).await;
+                    if r.is_err() && s.form == Form::Advisory {
+                        // clean the connection before it goes back to the pool
+                        s.dirty.store(true, Ordering::Release);
+                    }
                     drop(g);
                     let closed = s.finish_one().await;
                     match (r, closed) {

@@ -615,3 +615,42 @@ async fn notify_wakes_the_worker() {
     stop_tx.send(()).unwrap();
     w.await.unwrap().unwrap();
 }
+
+/// A statement timeout is a clear error (SQLSTATE 57014), writes nothing, and the
+/// row is claimable again: nothing stuck.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statement_timeout_leaves_nothing_stuck() {
+    let db = admin().await;
+    for form in FORMS {
+        let t = table(&db, "timeout", 1).await;
+        let mut cfg = config();
+        cfg.options("-c statement_timeout=200");
+        let q = Queue::new(&t, &t).form(form).custom_outcome(
+            "slow",
+            format!(
+                "UPDATE {t} SET attempt = attempt + 100 WHERE id = $1 AND pg_sleep(1) IS NOT NULL"
+            ),
+        );
+        let c = Client::connect(cfg, 2, q).await.unwrap();
+        let d = c.claim(1).await.unwrap().pop().unwrap();
+        let err = d.custom("slow").await.unwrap_err();
+        assert!(
+            matches!(&err, Error::Database(e) if e.code.as_deref() == Some("57014")),
+            "{form:?}: {err:?}"
+        );
+        // nothing was written; the delivery was given back: the row comes back
+        let mut again = Vec::new();
+        for _ in 0..100 {
+            again = c.claim(1).await.unwrap();
+            if !again.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let d = again
+            .pop()
+            .unwrap_or_else(|| panic!("{form:?}: the row is claimable again"));
+        assert_eq!(d.ack().await.unwrap(), Settled::Deleted, "{form:?}");
+        assert!(state(&db, &t).await.is_empty(), "{form:?}");
+    }
+}

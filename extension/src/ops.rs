@@ -352,7 +352,6 @@ pub fn settle(
             }
         };
         // advisory: only ids whose key this session holds reach the statement
-        let mut keys: HashMap<String, i64> = HashMap::new();
         let mut run_ids: Vec<&str> = Vec::with_capacity(ids.len());
         let mut run_tokens = Vec::with_capacity(tokens.len());
         for (i, id) in ids.iter().enumerate() {
@@ -364,7 +363,9 @@ pub fn settle(
                 if !held::delivery_held(key) {
                     continue;
                 }
-                keys.insert(id.clone(), key);
+                // released when this transaction ends: after the outcome commits, or
+                // after any statement below fails and the transaction rolls back
+                held::unlock_at_end(key);
             }
             run_ids.push(id);
             if form == Form::Lease {
@@ -421,13 +422,6 @@ pub fn settle(
         if form == Form::RowLock {
             for id in results.keys() {
                 held::row_settled(&(queue.to_owned(), id.clone()));
-            }
-        }
-        if form == Form::Advisory {
-            // the key of every id we took is released when this transaction ends:
-            // after the outcome committed, or after it failed and rolled back
-            for key in keys.values() {
-                held::unlock_at_end(*key);
             }
         }
         Ok(ids

@@ -62,6 +62,13 @@ SELECT queue_release('ad', '4');
 SELECT id, attempt FROM queue_claim('ad', 1);
 SELECT id, attempt FROM ad_dead ORDER BY id;
 SELECT * FROM held_rows;
+-- an outcome statement that fails inside queue_complete: the row is unchanged and
+-- the key is released when the transaction rolls back
+SELECT queue_register_outcome('ad', 'boom', 'SELECT 1 / 0 WHERE $1 IS NOT NULL');
+SELECT id, attempt FROM queue_claim('ad', 1);
+SELECT try($$SELECT queue_complete('ad', '5', 'custom:boom')$$);
+SELECT * FROM held_rows;
+SELECT id, attempt FROM ad WHERE id = 5;
 -- argument errors
 SELECT try($$SELECT * FROM queue_claim('ad', 1, '1 minute')$$);
 SELECT try($$SELECT queue_complete('ad', '5', 'ack', token => now())$$);
