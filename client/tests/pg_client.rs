@@ -88,6 +88,18 @@ async fn dead(db: &tokio_postgres::Client, t: &str) -> Vec<(i64, i32)> {
     .collect()
 }
 
+/// Claim one row, retrying for up to 2 s (a give-back runs on the runtime).
+async fn claim_within_2s(c: &Client) -> Vec<settle::Delivery> {
+    for _ in 0..100 {
+        let got = c.claim(1).await.unwrap();
+        if !got.is_empty() {
+            return got;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Vec::new()
+}
+
 const FORMS: [Form; 3] = [
     Form::RowLock,
     Form::Lease {
@@ -203,14 +215,7 @@ async fn dropped_deliveries_come_back() {
         let d = c.claim(1).await.unwrap().pop().unwrap();
         drop(d);
         // the give-back runs on the runtime; wait for it
-        let mut again = Vec::new();
-        for _ in 0..100 {
-            again = c.claim(1).await.unwrap();
-            if !again.is_empty() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let mut again = claim_within_2s(&c).await;
         let d = again.pop().expect("the dropped row is claimable again");
         let expected = if form == Form::RowLock { 1 } else { 2 }; // row_lock rolled the count back
         assert_eq!(d.attempt(), expected, "{form:?}");
@@ -639,14 +644,7 @@ async fn statement_timeout_leaves_nothing_stuck() {
             "{form:?}: {err:?}"
         );
         // nothing was written; the delivery was given back: the row comes back
-        let mut again = Vec::new();
-        for _ in 0..100 {
-            again = c.claim(1).await.unwrap();
-            if !again.is_empty() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let mut again = claim_within_2s(&c).await;
         let d = again
             .pop()
             .unwrap_or_else(|| panic!("{form:?}: the row is claimable again"));
