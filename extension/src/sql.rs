@@ -512,10 +512,10 @@ impl Shape {
         let t = &self.table;
         let id = self.id_of("_s_t");
         let mut cond = self.mine("_s_t");
-        let mut from = String::new();
+        let mut from: Option<String> = None;
         match self.form {
             Form::Lease => {
-                from = " FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.timestamptz[])) AS _s_in(_s_id, _s_tok)".into();
+                from = Some("ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.timestamptz[])) AS _s_in(_s_id, _s_tok)".into());
                 cond.push(format!("{id} {EQ} {}", self.cast_id("_s_in._s_id")));
                 cond.push(format!(
                     "{} {EQ} _s_in._s_tok",
@@ -540,15 +540,22 @@ impl Shape {
                 self.id_type
             )),
         }
-        let cond = join_and(cond);
+        self.ack_write(from.as_deref(), &join_and(cond))
+    }
+
+    /// The statement ack and drop write: mark processed_at, or delete. `with`
+    /// is a relation joined in (UPDATE … FROM / DELETE … USING).
+    fn ack_write(&self, with: Option<&str>, cond: &str) -> String {
+        let (t, id) = (&self.table, self.id_of("_s_t"));
         match &self.processed_at {
             Some(p) => format!(
-                "UPDATE {t} _s_t SET {p} = {NOW}{from} WHERE {cond} RETURNING ({id})::pg_catalog.text, 'marked'::pg_catalog.text"
+                "UPDATE {t} _s_t SET {p} = {NOW}{} WHERE {cond} RETURNING ({id})::pg_catalog.text, 'marked'::pg_catalog.text",
+                with.map_or(String::new(), |w| format!(" FROM {w}"))
             ),
-            None => {
-                let using = from.replacen(" FROM ", " USING ", 1);
-                format!("DELETE FROM {t} _s_t{using} WHERE {cond} RETURNING ({id})::pg_catalog.text, 'deleted'::pg_catalog.text")
-            }
+            None => format!(
+                "DELETE FROM {t} _s_t{} WHERE {cond} RETURNING ({id})::pg_catalog.text, 'deleted'::pg_catalog.text",
+                with.map_or(String::new(), |w| format!(" USING {w}"))
+            ),
         }
     }
 
@@ -584,15 +591,7 @@ impl Shape {
             }
             Form::Advisory => cond.push(format!("{id} {EQ} {}", self.cast_id("$1"))),
         }
-        let cond = join_and(cond);
-        match &self.processed_at {
-            Some(p) => format!(
-                "UPDATE {t} _s_t SET {p} = {NOW} WHERE {cond} RETURNING ({id})::pg_catalog.text, 'marked'::pg_catalog.text"
-            ),
-            None => format!(
-                "DELETE FROM {t} _s_t WHERE {cond} RETURNING ({id})::pg_catalog.text, 'deleted'::pg_catalog.text"
-            ),
-        }
+        self.ack_write(None, &join_and(cond))
     }
 
     /// Lease heartbeat. Params: $1 text id, $2 timestamptz token, $3 interval.

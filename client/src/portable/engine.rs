@@ -1054,9 +1054,20 @@ impl Engine {
         token: Option<i64>,
         outcome: &Outcome,
     ) -> Result<Settled> {
-        let mut tx = self.pool.begin_with(self.s.d.begin()).await?;
-        let r = self.write(&mut tx, id, token, outcome).await;
-        match r {
+        let tx = self.pool.begin_with(self.s.d.begin()).await?;
+        self.write_in(tx, id, token, outcome).await
+    }
+
+    /// Write `outcome` in `tx` (a transaction or a savepoint), then commit it,
+    /// or roll it back when the write failed.
+    async fn write_in(
+        &self,
+        mut tx: Transaction<'_, Any>,
+        id: &str,
+        token: Option<i64>,
+        outcome: &Outcome,
+    ) -> Result<Settled> {
+        match self.write(&mut tx, id, token, outcome).await {
             Ok(v) => {
                 tx.commit().await?;
                 Ok(v)
@@ -1093,33 +1104,15 @@ impl Engine {
                     let ack = matches!(outcome, Outcome::Ack);
                     end_handler_savepoint(tx, ack).await?;
                 }
-                let mut sp = tx.begin().await?; // SAVEPOINT
-                match self.write(&mut sp, id, None, outcome).await {
-                    Ok(v) => {
-                        sp.commit().await?; // RELEASE
-                        Ok(v)
-                    }
-                    Err(e) => {
-                        sp.rollback().await?; // ROLLBACK TO SAVEPOINT
-                        Err(e)
-                    }
-                }
+                // a savepoint fences this outcome from its siblings in the claim transaction
+                let sp = tx.begin().await?;
+                self.write_in(sp, id, None, outcome).await
             }
             Pinned::Conn(conn) => {
-                let r = async {
-                    let mut tx = conn.begin().await?;
-                    match self.write(&mut tx, id, None, outcome).await {
-                        Ok(v) => {
-                            tx.commit().await?;
-                            Ok(v)
-                        }
-                        Err(e) => {
-                            tx.rollback().await?;
-                            Err(e)
-                        }
-                    }
-                }
-                .await;
+                let r = match conn.begin().await {
+                    Ok(tx) => self.write_in(tx, id, None, outcome).await,
+                    Err(e) => Err(e.into()),
+                };
                 // the outcome committed (or failed and rolled back): now the key goes
                 self.unlock(conn, id).await?;
                 r
