@@ -34,6 +34,55 @@ pub struct Stats {
     pub dead: Option<i64>,
 }
 
+/// Connection-pool settings, the same on both backends.
+///
+/// Row_lock and advisory deliveries keep their connection until they are
+/// settled, so at most `max_size` of them (counted per claim, not per row) can
+/// be live at once; a claim or settle that finds every connection busy waits
+/// `wait_timeout` and then fails with [`Error::PoolTimeout`] — it never waits
+/// forever, and nothing is claimed or written by the call that timed out.
+#[derive(Clone, Debug)]
+pub struct PoolOptions {
+    /// Connections in the pool (at least 1).
+    pub max_size: usize,
+    /// How long a call waits for a free connection; `None` waits forever.
+    pub wait_timeout: Option<Duration>,
+    /// How long opening a new connection may take; `None` leaves it to the driver.
+    pub connect_timeout: Option<Duration>,
+}
+
+impl Default for PoolOptions {
+    fn default() -> Self {
+        PoolOptions {
+            max_size: 16,
+            wait_timeout: Some(Duration::from_secs(30)),
+            connect_timeout: Some(Duration::from_secs(10)),
+        }
+    }
+}
+
+impl PoolOptions {
+    /// `max_size` connections with the default timeouts (30 s wait, 10 s connect).
+    pub fn new(max_size: usize) -> Self {
+        PoolOptions {
+            max_size: max_size.max(1),
+            ..Default::default()
+        }
+    }
+
+    /// Set how long a call waits for a free connection.
+    pub fn wait_timeout(mut self, d: Option<Duration>) -> Self {
+        self.wait_timeout = d;
+        self
+    }
+
+    /// Set how long opening a connection may take.
+    pub fn connect_timeout(mut self, d: Option<Duration>) -> Self {
+        self.connect_timeout = d;
+        self
+    }
+}
+
 /// Which engine runs the SQL.
 pub(crate) enum Backend {
     /// PostgreSQL with the settle extension.
@@ -79,12 +128,26 @@ impl std::fmt::Debug for Client {
 impl Client {
     /// Connect with a pool of `pool_size` connections (no TLS) and register the
     /// queue (idempotent). The same config is used for the worker's LISTEN
-    /// connection.
+    /// connection. Default timeouts: see [`PoolOptions`].
     pub async fn connect(
         config: tokio_postgres::Config,
         pool_size: usize,
         queue: Queue,
     ) -> Result<Client> {
+        Client::connect_with(config, PoolOptions::new(pool_size), queue).await
+    }
+
+    /// [`Client::connect`] with explicit pool settings.
+    pub async fn connect_with(
+        mut config: tokio_postgres::Config,
+        pool: PoolOptions,
+        queue: Queue,
+    ) -> Result<Client> {
+        if let Some(t) = pool.connect_timeout {
+            if config.get_connect_timeout().is_none() {
+                config.connect_timeout(t);
+            }
+        }
         let mgr = Manager::from_config(
             config.clone(),
             tokio_postgres::NoTls,
@@ -92,11 +155,14 @@ impl Client {
                 recycling_method: RecyclingMethod::Fast,
             },
         );
-        let pool = Pool::builder(mgr)
-            .max_size(pool_size.max(1))
+        let built = Pool::builder(mgr)
+            .max_size(pool.max_size.max(1))
+            .wait_timeout(pool.wait_timeout)
+            .create_timeout(pool.connect_timeout)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
             .build()
             .map_err(|e| Error::invalid(format!("pool: {e}")))?;
-        Client::register(pool, queue, Some(config)).await
+        Client::register(built, queue, Some(config)).await
     }
 
     /// Use an existing pool (TLS, custom recycling). The worker then wakes by
@@ -177,7 +243,12 @@ impl Client {
     /// and the descriptor checked here ([`Error::InvalidDescriptor`] names the
     /// problem); nothing is written. SQLite refuses the advisory form.
     pub async fn portable(url: &str, pool_size: u32, queue: Queue) -> Result<Client> {
-        let engine = crate::portable::engine::Engine::connect(url, pool_size, &queue).await?;
+        Client::portable_with(url, PoolOptions::new(pool_size as usize), queue).await
+    }
+
+    /// [`Client::portable`] with explicit pool settings.
+    pub async fn portable_with(url: &str, pool: PoolOptions, queue: Queue) -> Result<Client> {
+        let engine = crate::portable::engine::Engine::connect(url, &pool, &queue).await?;
         let has_retry_after = engine.has_retry_after();
         Ok(Client {
             inner: Arc::new(Inner {

@@ -55,7 +55,12 @@ pub enum Error {
     /// Any other database error (permissions, connection, timeouts, …), with its SQLSTATE.
     #[error("database: {0}")]
     Database(DbError),
-    /// No connection could be had from the pool.
+    /// No pooled connection became free within [`crate::PoolOptions::wait_timeout`]:
+    /// every connection is busy (live row_lock/advisory deliveries each keep one).
+    /// Nothing was claimed or written by the call.
+    #[error("pool timeout: {0}")]
+    PoolTimeout(DbError),
+    /// No connection could be had from the pool (closed pool, connect timeout, …).
     #[error("pool: {0}")]
     Pool(#[source] deadpool_postgres::PoolError),
     /// The payload is not valid for the type the handler asked for.
@@ -81,6 +86,7 @@ impl Error {
             | Error::InvalidDescriptor(e)
             | Error::InvalidArgument(e)
             | Error::NoTransaction(e)
+            | Error::PoolTimeout(e)
             | Error::Database(e) => e.code.as_deref(),
             _ => None,
         }
@@ -115,6 +121,16 @@ impl From<deadpool_postgres::PoolError> for Error {
     fn from(e: deadpool_postgres::PoolError) -> Error {
         match e {
             deadpool_postgres::PoolError::Backend(e) => e.into(),
+            deadpool_postgres::PoolError::Timeout(deadpool_postgres::TimeoutType::Wait) => {
+                Error::PoolTimeout(DbError {
+                    code: None,
+                    message: "no pooled connection became free in time: every connection is \
+                              held (by live row_lock/advisory deliveries or other work); raise \
+                              the pool size or lower the concurrency"
+                        .into(),
+                    source: Some(Box::new(e)),
+                })
+            }
             e => Error::Pool(e),
         }
     }

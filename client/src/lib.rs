@@ -44,7 +44,7 @@ mod portable;
 mod queue;
 mod worker;
 
-pub use client::{Client, Stats};
+pub use client::{Client, PoolOptions, Stats};
 pub use delivery::{Delivery, Outcome, Settled};
 pub use error::{DbError, Error, Result};
 pub use portable::Dialect;

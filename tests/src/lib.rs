@@ -8,7 +8,7 @@
 //! - `SETTLE_TEST_PG_URL`: a database *without* the extension (portable path)
 //! - `SETTLE_TEST_MYSQL_URL`: a MariaDB database
 
-use settle::{Client, Dialect, Form, Queue};
+use settle::{Client, Dialect, Form, PoolOptions, Queue};
 use sqlx::Row;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -72,11 +72,15 @@ impl Backend {
     }
 
     pub async fn client(self, queue: Queue) -> settle::Result<Client> {
+        self.client_with(queue, PoolOptions::new(8)).await
+    }
+
+    pub async fn client_with(self, queue: Queue, pool: PoolOptions) -> settle::Result<Client> {
         match self {
             Backend::PgExtension => {
-                Client::connect(env("SETTLE_TEST_PG").parse().unwrap(), 8, queue).await
+                Client::connect_with(env("SETTLE_TEST_PG").parse().unwrap(), pool, queue).await
             }
-            _ => Client::portable(&self.admin_url(), 8, queue).await,
+            _ => Client::portable_with(&self.admin_url(), pool, queue).await,
         }
     }
 }

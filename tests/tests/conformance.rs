@@ -2,7 +2,7 @@
 //! SPEC §5 lists. A backend that cannot run a form says why (capability); a
 //! missing server is a failure, never a silent skip.
 
-use settle::{Client, Error, Form, Queue, Settled, WorkerOptions};
+use settle::{Client, Error, Form, PoolOptions, Queue, Settled, WorkerOptions};
 use settle_conformance::*;
 use sqlx::Row;
 use std::collections::HashMap;
@@ -405,5 +405,82 @@ async fn payload_of_the_wrong_shape() {
         );
         assert_eq!(d.payload::<serde_json::Value>().unwrap()["n"], 1, "{b:?}");
         assert_eq!(d.drop_it().await.unwrap(), Settled::Deleted, "{b:?}");
+    }
+}
+
+/// Every connection busy: a claim waits `wait_timeout`, fails with
+/// `Error::PoolTimeout` having claimed nothing, and works again once a
+/// connection is free. Row_lock/advisory deliveries keep their connection until
+/// settled; for the lease form something else holds the only connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pool_exhausted_on_every_backend() {
+    for b in BACKENDS {
+        for (form, refused) in b.forms() {
+            if refused.is_some() {
+                continue;
+            }
+            let pool = admin(b).await;
+            let t = table(b, &pool, "pool", 2).await;
+            let c = b
+                .client_with(
+                    Queue::new(&t, &t).form(form),
+                    PoolOptions::new(1).wait_timeout(Some(Duration::from_millis(200))),
+                )
+                .await
+                .unwrap();
+            let lease = matches!(form, Form::Lease { .. });
+            let mut first = None;
+            let (mut ext_hold, mut any_hold) = (None, None);
+            if lease {
+                if b == Backend::PgExtension {
+                    ext_hold = Some(c.pool().get().await.unwrap());
+                } else {
+                    any_hold = Some(c.any_pool().unwrap().acquire().await.unwrap());
+                }
+            } else {
+                first = c.claim(1).await.unwrap().pop();
+                assert!(first.is_some(), "{b:?} {form:?}: the first claim");
+            }
+            let started = std::time::Instant::now();
+            let r = c.claim(1).await;
+            let waited = started.elapsed();
+            assert!(
+                matches!(r, Err(Error::PoolTimeout(_))),
+                "{b:?} {form:?}: {:?}",
+                r.map(|v| v.len())
+            );
+            assert!(
+                waited >= Duration::from_millis(150) && waited < Duration::from_secs(5),
+                "{b:?} {form:?}: waited {waited:?}"
+            );
+            let (rows, _) = final_rows(b, &pool, &t).await;
+            let attempts: Vec<i64> = rows.iter().map(|r| r.1).collect();
+            // a row_lock claim's attempt is uncommitted until its transaction ends
+            let expect = if form == Form::Advisory {
+                vec![1, 0]
+            } else {
+                vec![0, 0]
+            };
+            assert_eq!(
+                attempts, expect,
+                "{b:?} {form:?}: the timed-out claim took nothing"
+            );
+            drop((ext_hold, any_hold));
+            if let Some(d) = first {
+                assert_eq!(d.ack().await.unwrap(), Settled::Deleted, "{b:?} {form:?}");
+            }
+            // recovered: the rest is claimed and settled through the same pool
+            loop {
+                let got = c.claim(1).await.unwrap();
+                if got.is_empty() {
+                    break;
+                }
+                for d in got {
+                    d.ack().await.unwrap();
+                }
+            }
+            let (rows, _) = final_rows(b, &pool, &t).await;
+            assert!(rows.is_empty(), "{b:?} {form:?}: {rows:?}");
+        }
     }
 }

@@ -14,6 +14,7 @@ use sqlx::{Connection, Row, Transaction};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex as StdMutex;
+use std::time::Duration;
 
 fn db_err(kind: fn(DbError) -> Error, msg: impl Into<String>) -> Error {
     kind(DbError {
@@ -25,6 +26,16 @@ fn db_err(kind: fn(DbError) -> Error, msg: impl Into<String>) -> Error {
 
 impl From<sqlx::Error> for Error {
     fn from(e: sqlx::Error) -> Error {
+        if matches!(e, sqlx::Error::PoolTimedOut) {
+            return Error::PoolTimeout(DbError {
+                code: None,
+                message: "no pooled connection became free in time: every connection is held \
+                          (by live row_lock/advisory deliveries or other work); raise the pool \
+                          size or lower the concurrency"
+                    .into(),
+                source: Some(Box::new(e)),
+            });
+        }
         let (code, message) = match e.as_database_error() {
             Some(d) => (d.code().map(|c| c.into_owned()), d.message().to_owned()),
             None => (None, e.to_string()),
@@ -183,7 +194,11 @@ fn split_table(d: Dialect, t: &str) -> Result<(Option<String>, String)> {
 impl Engine {
     /// Connect (`postgres://`, `mysql://` / `mariadb://`, `sqlite://` URLs),
     /// introspect the table and validate the descriptor.
-    pub(crate) async fn connect(url: &str, pool_size: u32, queue: &Queue) -> Result<Engine> {
+    pub(crate) async fn connect(
+        url: &str,
+        pool: &crate::client::PoolOptions,
+        queue: &Queue,
+    ) -> Result<Engine> {
         sqlx::any::install_default_drivers();
         let d = if url.starts_with("postgres") {
             Dialect::Postgres
@@ -205,7 +220,16 @@ impl Engine {
                 "SQLite has no advisory locks: use the lease or row_lock form",
             ));
         }
-        let mut opts = AnyPoolOptions::new().max_connections(pool_size.max(1));
+        let max = u32::try_from(pool.max_size.max(1)).unwrap_or(u32::MAX);
+        // sqlx has one timeout for both waiting and connecting; None = a century
+        let acquire = match (pool.wait_timeout, pool.connect_timeout) {
+            (Some(w), Some(c)) => w.max(c),
+            (Some(w), None) => w,
+            (None, _) => Duration::from_secs(100 * 365 * 86_400),
+        };
+        let mut opts = AnyPoolOptions::new()
+            .max_connections(max)
+            .acquire_timeout(acquire);
         if d == Dialect::Sqlite {
             opts = opts.after_connect(|conn: &mut sqlx::AnyConnection, _| {
                 Box::pin(async move {
@@ -222,6 +246,23 @@ impl Engine {
                     Ok(())
                 })
             });
+        }
+        // one direct connection first: a refused or unknown server is reported as
+        // the driver's own error at once (the pool would retry it until the
+        // acquire timeout and then say only "pool timed out")
+        let probe = sqlx::AnyConnection::connect(&url);
+        match pool.connect_timeout {
+            Some(t) => match tokio::time::timeout(t, probe).await {
+                Ok(c) => c?.close().await?,
+                Err(_) => {
+                    return Err(Error::Database(DbError {
+                        code: None,
+                        message: format!("connecting took longer than {t:?}"),
+                        source: None,
+                    }))
+                }
+            },
+            None => probe.await?.close().await?,
         }
         let pool = opts.connect(&url).await?;
         let s = introspect(&pool, d, queue).await?;
