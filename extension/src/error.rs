@@ -62,6 +62,9 @@ impl SettleError {
             SettleError::NoTransaction(_) => Some(
                 "row_lock deliveries live in the claim transaction: BEGIN; SELECT * FROM queue_claim(...); ... SELECT queue_complete(...); COMMIT;",
             ),
+            SettleError::NotHeld(_) => Some(
+                "Only the transaction (row_lock) or server session (advisory) that claimed a row can settle it. Behind a transaction-pooling proxy such as pgbouncer pool_mode=transaction, an advisory completion can reach another server session: use session pooling or the lease form.",
+            ),
             _ => None,
         }
     }
