@@ -14,7 +14,7 @@ start)
   if [ "$(id -u)" = 0 ]; then chown -R postgres:postgres "$dir"; chmod 755 "$dir"; fi
   as_pg "$bin/initdb" -D "$dir/data" -U postgres --auth=trust --no-sync -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1
   cat >>"$dir/data/postgresql.conf" <<CONF
-listen_addresses = '127.0.0.1'
+listen_addresses = '${SETTLE_PG_LISTEN:-127.0.0.1}'
 port = $port
 unix_socket_directories = '$dir/sock'
 max_connections = 200
@@ -24,7 +24,16 @@ synchronous_commit = on
 full_page_writes = off
 max_prepared_transactions = 10
 log_min_messages = warning
+# a client cut off the network is noticed in seconds, not hours: its
+# transaction rolls back and its advisory locks go (reliability NetCut case)
+tcp_keepalives_idle = 2
+tcp_keepalives_interval = 1
+tcp_keepalives_count = 2
+tcp_user_timeout = 3000
 CONF
+  if [ -n "${SETTLE_PG_HBA_NET:-}" ]; then
+    echo "host all all $SETTLE_PG_HBA_NET trust" >>"$dir/data/pg_hba.conf"
+  fi
   as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
   echo "postgres up: host=$dir/sock port=$port"
   ;;

@@ -27,7 +27,7 @@ failed=0
 
 step "system packages"
 need=()
-for p in postgresql-15 postgresql-server-dev-15 libclang-dev clang pkg-config mariadb-server mariadb-client; do
+for p in postgresql-15 postgresql-server-dev-15 libclang-dev clang pkg-config mariadb-server mariadb-client pgbouncer; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if ((${#need[@]})); then
@@ -58,13 +58,26 @@ chmod 755 "$WORK"
 cleanup() {
   scripts/pg-cluster.sh stop "$WORK/pg" || true
   scripts/mariadb.sh stop "$WORK/mysql" || true
+  scripts/pgbouncer.sh stop "$WORK/bouncer" || true
+  if [ -n "${NETNS:-}" ]; then scripts/netns.sh down "$NETNS" || true; fi
 }
 trap cleanup EXIT
 
-step "start PostgreSQL 15 and MariaDB"
+step "start PostgreSQL 15, MariaDB and PgBouncer"
+# a network namespace for the reliability suite's partition case (root only)
+NETNS=settle-net-$$
+if [ "$(id -u)" = 0 ] && scripts/netns.sh up "$NETNS"; then
+  export SETTLE_PG_LISTEN="127.0.0.1,10.201.0.1" SETTLE_PG_HBA_NET=10.201.0.0/24
+  export SETTLE_TEST_NETNS=$NETNS SETTLE_TEST_NET_HOST=10.201.0.1 SETTLE_TEST_NET_LINK=sth0
+else
+  echo "no network namespace (needs root): the reliability NetCut case will not run"
+  NETNS=
+fi
 scripts/pg-cluster.sh start "$WORK/pg"
 scripts/mariadb.sh start "$WORK/mysql"
 export PGHOST="$WORK/pg/sock" PGPORT=$SETTLE_PGPORT PGUSER=postgres
+export SETTLE_BOUNCER_PORT=${SETTLE_BOUNCER_PORT:-$((SETTLE_PGPORT + 10))}
+scripts/pgbouncer.sh start "$WORK/bouncer" "$PGHOST" "$PGPORT"
 
 # run_regress NAME DRIVER INPUTDIR TESTS...: a pg_regress-style driver over the
 # running server; counts its "... ok" / "... FAILED" lines into the totals.
@@ -129,8 +142,9 @@ export SETTLE_TEST_PG="host=$PGHOST port=$PGPORT user=postgres dbname=settle_cli
 export SETTLE_TEST_PG_EXT_URL="postgres://postgres@localhost/settle_client?host=$PGHOST&port=$PGPORT"
 export SETTLE_TEST_PG_URL="postgres://postgres@localhost/settle_portable?host=$PGHOST&port=$PGPORT"
 export SETTLE_TEST_MYSQL_URL="mysql://root@localhost/settle?socket=$WORK/mysql/mysqld.sock"
+export SETTLE_TEST_BOUNCER="host=127.0.0.1 port=$SETTLE_BOUNCER_PORT user=postgres"
 set +e
-cargo test --workspace --exclude settle-extension 2>&1 | tee "$WORK/cargo-test.log"
+cargo test --workspace --exclude settle-extension --no-fail-fast 2>&1 | tee "$WORK/cargo-test.log"
 cargo_rc=${PIPESTATUS[0]}
 set -e
 c_pass=$(grep -Eo 'test result: [a-zA-Z]+\. [0-9]+ passed' "$WORK/cargo-test.log" | awk '{s+=$4} END {print s+0}')

@@ -17,8 +17,12 @@ use settle::{Error, Form, Outcome, Queue, Settled, WorkerOptions};
 use settle_conformance::{admin, final_rows, table, Backend, BACKENDS};
 use sqlx::Row;
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// per-process counter for the nonces of settle records
+static NONCE: AtomicU64 = AtomicU64::new(0);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Scenario {
@@ -32,6 +36,9 @@ enum Scenario {
     Restart,
     /// the worker process killed with SIGKILL mid-run, then a new one started
     KillProcess,
+    /// one worker process cut off the network (its link down) mid-run while another
+    /// works on; the link comes back after the server has dropped its connections
+    NetCut,
 }
 
 #[derive(Default)]
@@ -79,10 +86,11 @@ fn form_name(f: Form) -> &'static str {
     }
 }
 
-/// Child mode (`--child BACKEND FORM TABLE`): a worker process that records each
-/// handled job in `<table>_handled` before settling and each settled one in
-/// `<table>_settled` after, and runs until the queue is empty or it is killed.
-async fn child(b: Backend, form: Form, t: String) {
+/// Child mode (`--child BACKEND FORM TABLE WORKER`): a worker process that
+/// records each handled job in `<table>_handled` before settling and each
+/// settled one in `<table>_settled` after (with its WORKER number), and runs
+/// until the queue is empty or it is killed.
+async fn child(b: Backend, form: Form, t: String, w: i64) {
     let d = b.dialect();
     let pool = admin(b).await;
     let c = b
@@ -108,12 +116,20 @@ async fn child(b: Backend, form: Form, t: String) {
         }
     });
     let handled = format!(
-        "INSERT INTO {} (id) VALUES ({})",
+        "INSERT INTO {} (id, w) VALUES ({}, {w})",
         d.ident(&format!("{t}_handled")),
         d.p(1)
     );
+    // each settle is recorded once under its own nonce: an insert whose commit
+    // got through while its reply was lost (a network cut) is not counted twice
     let settled = format!(
-        "INSERT INTO {} (id) VALUES ({})",
+        "INSERT INTO {} (id, w, nonce) VALUES ({}, {w}, {})",
+        d.ident(&format!("{t}_settled")),
+        d.p(1),
+        d.p(2)
+    );
+    let recorded = format!(
+        "SELECT count(*) FROM {} WHERE nonce = {}",
         d.ident(&format!("{t}_settled")),
         d.p(1)
     );
@@ -130,7 +146,12 @@ async fn child(b: Backend, form: Form, t: String) {
                 let _ = rx.await;
             },
             move |dl| {
-                let (pool, handled, settled) = (pool.clone(), handled.clone(), settled.clone());
+                let (pool, handled, settled, recorded) = (
+                    pool.clone(),
+                    handled.clone(),
+                    settled.clone(),
+                    recorded.clone(),
+                );
                 async move {
                     let mut dl = dl;
                     let id: i64 = dl.id().parse().unwrap_or(0);
@@ -151,12 +172,34 @@ async fn child(b: Backend, form: Form, t: String) {
                                 .map_err(settle::Error::from)?;
                         }
                     } else {
-                        let _ = sqlx::query(&handled).bind(id).execute(&pool).await;
+                        // not recorded, not settled: the delivery goes back
+                        sqlx::query(&handled)
+                            .bind(id)
+                            .execute(&pool)
+                            .await
+                            .map_err(settle::Error::from)?;
                     }
                     tokio::time::sleep(Duration::from_millis(2)).await;
                     let r = dl.ack().await;
                     if r.is_ok() {
-                        let _ = sqlx::query(&settled).bind(id).execute(&pool).await;
+                        // retried until recorded: a settle must never go uncounted
+                        let nonce = format!("{w}:{id}:{}", NONCE.fetch_add(1, Ordering::Relaxed));
+                        loop {
+                            if sqlx::query(&settled)
+                                .bind(id)
+                                .bind(&nonce)
+                                .execute(&pool)
+                                .await
+                                .is_ok()
+                            {
+                                break;
+                            }
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                            let seen = sqlx::query(&recorded).bind(&nonce).fetch_one(&pool).await;
+                            if seen.map(|r| r.get::<i64, _>(0) > 0).unwrap_or(false) {
+                                break;
+                            }
+                        }
                     }
                     r
                 }
@@ -165,29 +208,103 @@ async fn child(b: Backend, form: Form, t: String) {
         .await;
 }
 
-/// The KillProcess case: a child worker process is killed with SIGKILL once a
-/// third of the jobs are settled; a second child finishes the queue.
-async fn kill_process_case(b: Backend, form: Form, a: &Args) -> Line {
+/// How the network-partition case reaches the server and cuts it off
+/// (set by scripts/test.sh when it can make a network namespace).
+struct NetCut {
+    /// `ip netns exec <ns>` prefix for the cut-off worker
+    netns: String,
+    /// env overrides pointing the cut-off worker at the server over the veth link
+    env: Vec<(String, String)>,
+    /// shell commands taking the link down and up
+    down: String,
+    up: String,
+}
+
+fn net_cut() -> Option<NetCut> {
+    let netns = std::env::var("SETTLE_TEST_NETNS").ok()?;
+    let host = std::env::var("SETTLE_TEST_NET_HOST").ok()?;
+    let link = std::env::var("SETTLE_TEST_NET_LINK").ok()?;
+    let port = std::env::var("PGPORT").unwrap_or_else(|_| "55432".into());
+    let env = vec![
+        (
+            "SETTLE_TEST_PG".into(),
+            format!("host={host} port={port} user=postgres dbname=settle_client"),
+        ),
+        (
+            "SETTLE_TEST_PG_EXT_URL".into(),
+            format!("postgres://postgres@{host}:{port}/settle_client"),
+        ),
+        (
+            "SETTLE_TEST_PG_URL".into(),
+            format!("postgres://postgres@{host}:{port}/settle_portable"),
+        ),
+    ];
+    Some(NetCut {
+        netns,
+        env,
+        down: format!("ip link set {link} down"),
+        up: format!("ip link set {link} up"),
+    })
+}
+
+fn sh(cmd: &str) -> bool {
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// The cases with worker processes (`--child`), which record what they handled
+/// and settled in tables, so the accounting survives their death:
+/// - KillProcess: one worker process is killed with SIGKILL once a third of the
+///   jobs are settled; a second one finishes the queue.
+/// - NetCut: two worker processes, one of them in a network namespace reaching
+///   the server over a veth link; once a third of the jobs are settled the link
+///   goes down for 8 s (the server's TCP timeouts drop that worker's connections,
+///   so its row locks, advisory keys roll back; its leases expire) and comes back.
+async fn process_case(b: Backend, form: Form, scenario: Scenario, a: &Args) -> Line {
     let started = Instant::now();
     let d = b.dialect();
     let pool = admin(b).await;
     let t = table(b, &pool, "kp", a.jobs).await;
     for side in ["handled", "settled"] {
         sqlx::query(&format!(
-            "CREATE TABLE {} (id BIGINT NOT NULL)",
+            "CREATE TABLE {} (id BIGINT NOT NULL, w INT NOT NULL, nonce VARCHAR(64))",
             d.ident(&format!("{t}_{side}"))
         ))
         .execute(&pool)
         .await
         .unwrap();
     }
-    let spawn = || {
-        std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--child", &format!("{b:?}"), form_name(form), &t])
-            .env("SETTLE_TEST_SQLITE_URL", settle_conformance::sqlite_url())
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .expect("spawn a worker process")
+    let cut = if scenario == Scenario::NetCut {
+        net_cut()
+    } else {
+        None
+    };
+    let spawn = |w: i64| {
+        let exe = std::env::current_exe().unwrap();
+        let mut cmd = match (&cut, w) {
+            (Some(c), 1) => {
+                let mut cmd = std::process::Command::new("ip");
+                cmd.args(["netns", "exec", &c.netns]).arg(exe);
+                cmd.envs(c.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+                cmd
+            }
+            _ => std::process::Command::new(exe),
+        };
+        cmd.args([
+            "--child",
+            &format!("{b:?}"),
+            form_name(form),
+            &t,
+            &w.to_string(),
+        ])
+        .env("SETTLE_TEST_SQLITE_URL", settle_conformance::sqlite_url())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn a worker process")
     };
     let count = |sql: String| {
         let pool = pool.clone();
@@ -199,32 +316,63 @@ async fn kill_process_case(b: Backend, form: Form, a: &Args) -> Line {
                 .unwrap_or(-1)
         }
     };
-    let settled_sql = format!("SELECT count(*) FROM {}", d.ident(&format!("{t}_settled")));
+    let settled_tbl = d.ident(&format!("{t}_settled"));
+    let settled_sql = format!("SELECT count(*) FROM {settled_tbl}");
     let left_sql = format!("SELECT count(*) FROM {}", d.ident(&t));
-    let mut first = spawn();
-    let deadline = Instant::now() + Duration::from_secs(120);
+    let deadline = Instant::now() + Duration::from_secs(180);
     let mut note = String::new();
+    let mut first = spawn(1);
+    let mut second = (scenario == Scenario::NetCut).then(|| spawn(2));
     while count(settled_sql.clone()).await * 3 < a.jobs as i64 {
         if Instant::now() > deadline {
-            note = "the first worker process made no progress".into();
+            note = "the workers made no progress".into();
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    first.kill().expect("SIGKILL the worker process"); // Child::kill is SIGKILL on Unix
-    let _ = first.wait();
-    let mut second = spawn();
+    let mut cut_before = 0;
+    match scenario {
+        Scenario::NetCut => {
+            let c = cut
+                .as_ref()
+                .expect("NetCut runs only with a network namespace");
+            cut_before = count(format!("SELECT count(*) FROM {settled_tbl} WHERE w = 1")).await;
+            if !sh(&c.down) {
+                note = "could not take the link down".into();
+            }
+            tokio::time::sleep(Duration::from_secs(8)).await;
+            if !sh(&c.up) {
+                note = "could not bring the link up".into();
+            }
+        }
+        _ => {
+            first.kill().expect("SIGKILL the worker process"); // SIGKILL on Unix
+            let _ = first.wait();
+            first = spawn(2);
+        }
+    }
     while count(left_sql.clone()).await != 0 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let _ = second.kill();
-    let _ = second.wait();
+    if count(left_sql.clone()).await != 0 && note.is_empty() {
+        note = "the queue was not emptied in time".into();
+    }
+    // the children stop by themselves once the queue is empty and their records are written
+    for child in std::iter::once(&mut first).chain(second.as_mut()) {
+        let until = Instant::now() + Duration::from_secs(20);
+        while child.try_wait().ok().flatten().is_none() && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
     let (rows, dead_rows) = final_rows(b, &pool, &t).await;
     let ids = |side: &str| {
         let pool = pool.clone();
         let sql = format!(
-            "SELECT {} FROM {}",
+            "SELECT {}, {} FROM {}",
             d.int("id"),
+            d.int("w"),
             d.ident(&format!("{t}_{side}"))
         );
         async move {
@@ -233,14 +381,15 @@ async fn kill_process_case(b: Backend, form: Form, a: &Args) -> Line {
                 .await
                 .unwrap()
                 .iter()
-                .map(|r| r.get::<i64, _>(0))
-                .collect::<Vec<i64>>()
+                .map(|r| (r.get::<i64, _>(0), r.get::<i64, _>(1)))
+                .collect::<Vec<(i64, i64)>>()
         }
     };
-    let handled: HashSet<i64> = ids("handled").await.into_iter().collect();
+    let handled_rows = ids("handled").await;
+    let handled: HashSet<i64> = handled_rows.iter().map(|(id, _)| *id).collect();
     let settled = ids("settled").await;
     let mut per: HashMap<i64, u32> = HashMap::new();
-    for id in &settled {
+    for (id, _) in &settled {
         *per.entry(*id).or_default() += 1;
     }
     let dead: HashSet<i64> = dead_rows.iter().map(|(id, _)| *id).collect();
@@ -250,20 +399,36 @@ async fn kill_process_case(b: Backend, form: Form, a: &Args) -> Line {
         .count() as i64;
     let twice = per.values().filter(|n| **n > 1).count() as u64;
     let unrecorded = (handled.len() as i64 - per.len() as i64).max(0);
-    if note.is_empty() && unrecorded > 0 {
-        note = format!(
-            "{unrecorded} handled without a recorded settle (in flight in the killed process)"
-        );
+    let handled_twice = handled_rows.len() - handled.len();
+    if note.is_empty() {
+        if scenario == Scenario::NetCut {
+            let cut_after = settled.iter().filter(|(_, w)| *w == 1).count() as i64 - cut_before;
+            note = format!(
+                "cut-off worker settled {cut_before} before the cut, {cut_after} after; \
+                 {handled_twice} handled again by the other"
+            );
+            if cut_before == 0 {
+                note = format!("the cut-off worker settled nothing before the cut ({note})");
+            }
+        } else if unrecorded > 0 {
+            note = format!(
+                "{unrecorded} handled without a recorded settle (in flight in the killed process)"
+            );
+        }
     }
-    let pass = lost == 0 && twice == 0 && rows.is_empty() && !note.starts_with("the first");
+    let pass = lost == 0
+        && twice == 0
+        && rows.is_empty()
+        && !note.starts_with("the ")
+        && !note.starts_with("could");
     Line {
-        scenario: Scenario::KillProcess,
+        scenario,
         backend: b,
         form,
         jobs: a.jobs,
         lost,
         twice,
-        overlaps: 0,
+        overlaps: handled_twice as u64,
         errors: 0,
         lease_lost: 0,
         left: rows.len(),
@@ -559,6 +724,7 @@ async fn main() {
             backend_named(&argv[2]),
             form_named(&argv[3]),
             argv[4].clone(),
+            argv[5].parse().expect("a worker number"),
         )
         .await;
         return;
@@ -571,6 +737,9 @@ async fn main() {
         scenarios.push(Scenario::KillProcess);
         if std::env::var("SETTLE_TEST_PGCTL").is_ok() {
             scenarios.push(Scenario::Restart);
+        }
+        if net_cut().is_some() {
+            scenarios.push(Scenario::NetCut);
         }
     }
     println!(
@@ -591,7 +760,10 @@ async fn main() {
         for b in BACKENDS {
             let faults_apply = match scenario {
                 Scenario::KillConnections => b != Backend::Sqlite, // no connections to kill
-                Scenario::Restart => matches!(b, Backend::PgExtension | Backend::PgPortable),
+                // the namespace reaches PostgreSQL over TCP; MariaDB listens on its socket only
+                Scenario::Restart | Scenario::NetCut => {
+                    matches!(b, Backend::PgExtension | Backend::PgPortable)
+                }
                 _ => true,
             };
             if !faults_apply {
@@ -601,8 +773,8 @@ async fn main() {
                 if refused.is_some() {
                     continue;
                 }
-                let l = if scenario == Scenario::KillProcess {
-                    kill_process_case(b, form, &a).await
+                let l = if matches!(scenario, Scenario::KillProcess | Scenario::NetCut) {
+                    process_case(b, form, scenario, &a).await
                 } else {
                     case(b, form, scenario, &a).await
                 };
