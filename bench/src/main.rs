@@ -41,10 +41,19 @@ enum Impl {
     Floor,
     /// the Rust client (lease form) over the extension
     Client,
+    /// pgmq (its SQL, installed by bench/peers.sh into its own database):
+    /// `pgmq.read` with a visibility timeout + `pgmq.delete`, the lease form's peer
+    Pgmq,
+    /// Graphile Worker 0.17 in Node (bench/graphile.cjs), its own database
+    Graphile,
 }
 
 struct Args {
     conn: String,
+    /// a database with pgmq's SQL installed (bench/peers.sh), or none
+    pgmq: Option<String>,
+    /// the database (on the --conn server) for Graphile Worker, or none
+    graphile: Option<String>,
     jobs: usize,
     workers: Vec<usize>,
     batches: Vec<usize>,
@@ -56,6 +65,8 @@ fn args() -> Args {
         conn: std::env::var("SETTLE_BENCH_PG")
             .or_else(|_| std::env::var("SETTLE_TEST_PG"))
             .unwrap_or_default(),
+        pgmq: std::env::var("SETTLE_BENCH_PGMQ").ok(),
+        graphile: None,
         jobs: 20_000,
         workers: vec![1, 4, 16],
         batches: vec![1, 10, 100],
@@ -71,12 +82,20 @@ fn args() -> Args {
                 a.jobs = v[i + 1].parse().expect("--jobs N");
                 i += 1;
             }
+            "--pgmq" => {
+                a.pgmq = Some(v[i + 1].clone());
+                i += 1;
+            }
+            "--graphile" => {
+                a.graphile = Some(v[i + 1].clone());
+                i += 1;
+            }
             "--quick" => {
                 a.jobs = 2_000;
                 a.workers = vec![1, 4];
                 a.batches = vec![1, 100];
             }
-            other => panic!("unknown argument {other}: use --conn, --jobs N, --quick"),
+            other => panic!("unknown argument {other}: use --conn, --jobs N, --quick, --pgmq CONN, --graphile DB"),
         }
         i += 1;
     }
@@ -411,7 +430,25 @@ async fn worker(
                 }
                 rows.len()
             }
-            (Impl::Client, _) => unreachable!("client runs in client_case"),
+            (Impl::Pgmq, _) => {
+                let rows = c
+                    .query("SELECT msg_id FROM pgmq.read('bench', 30, $1)", &[&b])
+                    .await
+                    .unwrap();
+                if rows.len() == 1 {
+                    let id: i64 = rows[0].get(0);
+                    c.query_one("SELECT pgmq.delete('bench', $1::bigint)", &[&id])
+                        .await
+                        .unwrap();
+                } else if !rows.is_empty() {
+                    let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+                    c.query("SELECT pgmq.delete('bench', $1::bigint[])", &[&ids])
+                        .await
+                        .unwrap();
+                }
+                rows.len()
+            }
+            (Impl::Client | Impl::Graphile, _) => unreachable!("runs in its own case"),
         };
         if n == 0 {
             break;
@@ -447,12 +484,34 @@ async fn case(
             Impl::Settle => "settle",
             Impl::Floor => "floor",
             Impl::Client => "client",
+            Impl::Pgmq => "pgmq",
+            Impl::Graphile => "graphile",
         }
     );
-    prepare_table(admin, &q, form, a.jobs).await;
+    if imp == Impl::Graphile {
+        return graphile_case(a, workers, batch);
+    }
+    let conn = match imp {
+        Impl::Pgmq => a.pgmq.clone().expect("--pgmq"),
+        _ => a.conn.clone(),
+    };
+    if imp == Impl::Pgmq {
+        let peer = connect(&conn).await;
+        peer.batch_execute(&format!(
+            "SELECT pgmq.drop_queue('bench') FROM pgmq.list_queues() WHERE queue_name = 'bench';
+             SELECT pgmq.create('bench');
+             SELECT count(*) FROM pgmq.send_batch('bench', ARRAY(SELECT jsonb_build_object('n', g) FROM generate_series(1, {}) g));
+             VACUUM ANALYZE pgmq.q_bench;",
+            a.jobs
+        ))
+        .await
+        .expect("prepare the pgmq queue (run bench/peers.sh first)");
+    } else {
+        prepare_table(admin, &q, form, a.jobs).await;
+    }
     let mut conns = Vec::new();
     for _ in 0..workers {
-        conns.push(connect(&a.conn).await);
+        conns.push(connect(&conn).await);
     }
     let lat = Arc::new(Mutex::new(Vec::with_capacity(a.jobs)));
     let (s0, c0, t0) = (server_cpu(), own_cpu(), Instant::now());
@@ -486,6 +545,66 @@ async fn case(
         p99_ms: pct(&mut l, 0.99),
         server_cpu_per_k: (s1 - s0) / k,
         client_cpu_per_k: (c1 - c0) / k,
+    }
+}
+
+/// Graphile Worker through bench/graphile.cjs: prepared by one Node process,
+/// run by another; the server's CPU is counted around the run (which includes
+/// Node's start, ~0.1 s), latency is not measured.
+fn graphile_case(a: &Args, workers: usize, batch: usize) -> Result_ {
+    let db = a.graphile.clone().expect("--graphile");
+    let cfg: tokio_postgres::Config = a.conn.parse().expect("--conn");
+    let host = match cfg.get_hosts().first() {
+        Some(tokio_postgres::config::Host::Unix(p)) => p.display().to_string(),
+        Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
+        None => "localhost".into(),
+    };
+    let port = cfg.get_ports().first().copied().unwrap_or(5432).to_string();
+    let user = cfg.get_user().unwrap_or("postgres").to_owned();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/graphile.cjs");
+    let node = |args: &[&str]| {
+        let out = std::process::Command::new("node")
+            .arg(script)
+            .args(args)
+            .output()
+            .expect("run node (bench/peers.sh installs Graphile Worker)");
+        assert!(
+            out.status.success(),
+            "graphile.cjs {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let jobs = a.jobs.to_string();
+    node(&["prepare", &host, &port, &user, &db, &jobs]);
+    let s0 = server_cpu();
+    let out = node(&[
+        "run",
+        &host,
+        &port,
+        &user,
+        &db,
+        &jobs,
+        &workers.to_string(),
+        &batch.to_string(),
+    ]);
+    let s1 = server_cpu();
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("graphile.cjs JSON");
+    let done = v["jobs"].as_u64().unwrap_or(0) as usize;
+    assert_eq!(done, a.jobs, "graphile: every job run once");
+    assert_eq!(v["left"].as_u64(), Some(0), "graphile: every job completed");
+    let k = a.jobs as f64 / 1000.0;
+    Result_ {
+        imp: Impl::Graphile,
+        form: Form::Lease,
+        workers,
+        batch,
+        jobs: done,
+        secs: v["secs"].as_f64().unwrap_or(f64::NAN),
+        p50_ms: f64::NAN,
+        p99_ms: f64::NAN,
+        server_cpu_per_k: (s1 - s0) / k,
+        client_cpu_per_k: v["client_cpu"].as_f64().unwrap_or(f64::NAN) / k,
     }
 }
 
@@ -541,7 +660,7 @@ fn svg(results: &[Result_]) -> String {
     let w = 60 + results.len() * 28;
     let max = results.iter().map(|r| r.rate()).fold(1.0, f64::max);
     let mut s = format!("<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='420' font-family='sans-serif' font-size='10'>\n");
-    let _ = writeln!(s, "<text x='10' y='16' font-size='13'>jobs/s: settle (blue), hand-written floor (grey), Rust client (green)</text>");
+    let _ = writeln!(s, "<text x='10' y='16' font-size='13'>jobs/s: settle (blue), hand-written floor (grey), pgmq (orange), Graphile Worker (purple), Rust client (green)</text>");
     for (i, r) in results.iter().enumerate() {
         let h = (r.rate() / max * 300.0).max(1.0);
         let x = 40 + i * 28;
@@ -549,6 +668,8 @@ fn svg(results: &[Result_]) -> String {
             Impl::Settle => "#3b6fd6",
             Impl::Floor => "#999999",
             Impl::Client => "#3a9a4a",
+            Impl::Pgmq => "#d67a3b",
+            Impl::Graphile => "#9a3ad6",
         };
         let _ = writeln!(
             s,
@@ -600,6 +721,9 @@ async fn main() {
         "cli cpu s/1k",
         "settle/floor"
     );
+    if a.pgmq.is_none() || a.graphile.is_none() {
+        println!("(peers: run bench/peers.sh and pass --pgmq / --graphile to compare with pgmq and Graphile Worker)");
+    }
     for form in [Form::Lease, Form::RowLock, Form::Advisory] {
         for &w in &a.workers {
             for &b in &a.batches {
@@ -623,6 +747,31 @@ async fn main() {
                             String::new()
                         }
                     );
+                }
+                let peers = [
+                    (Impl::Pgmq, a.pgmq.is_some()),
+                    (Impl::Graphile, a.graphile.is_some()),
+                ];
+                for (peer, wanted) in peers {
+                    if form != Form::Lease || !wanted {
+                        continue;
+                    }
+                    let r = case(&a, &admin, peer, form, w, b).await;
+                    let name = format!("{peer:?}").to_lowercase();
+                    println!(
+                        "{:<8} {:<9} {:>3} {:>4} {:>9.0} {:>8.2} {:>8.2} {:>13.3} {:>13.3}   settle/{name} {:.2}",
+                        name,
+                        "lease",
+                        w,
+                        b,
+                        r.rate(),
+                        r.p50_ms,
+                        r.p99_ms,
+                        r.server_cpu_per_k,
+                        r.client_cpu_per_k,
+                        settle.rate() / r.rate()
+                    );
+                    results.push(r);
                 }
                 results.push(floor);
                 results.push(settle);

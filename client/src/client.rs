@@ -45,7 +45,8 @@ pub struct Stats {
 pub struct PoolOptions {
     /// Connections in the pool (at least 1).
     pub max_size: usize,
-    /// How long a call waits for a free connection; `None` waits forever.
+    /// How long a call waits for a free connection; `None` waits forever. (On
+    /// the portable path this includes opening a new one when the pool has room.)
     pub wait_timeout: Option<Duration>,
     /// How long opening a new connection may take; `None` leaves it to the driver.
     pub connect_timeout: Option<Duration>,

@@ -221,12 +221,11 @@ impl Engine {
             ));
         }
         let max = u32::try_from(pool.max_size.max(1)).unwrap_or(u32::MAX);
-        // sqlx has one timeout for both waiting and connecting; None = a century
-        let acquire = match (pool.wait_timeout, pool.connect_timeout) {
-            (Some(w), Some(c)) => w.max(c),
-            (Some(w), None) => w,
-            (None, _) => Duration::from_secs(100 * 365 * 86_400),
-        };
+        // sqlx has one timeout for waiting, which includes opening a connection
+        // when the pool has room; None = a century
+        let acquire = pool
+            .wait_timeout
+            .unwrap_or(Duration::from_secs(100 * 365 * 86_400));
         let mut opts = AnyPoolOptions::new()
             .max_connections(max)
             .acquire_timeout(acquire);
