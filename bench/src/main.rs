@@ -12,6 +12,7 @@
 //! go to stdout, `results/bench.csv` and `results/bench.svg`.
 
 use std::fmt::Write as _;
+use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 use tokio_postgres::{Client, NoTls};
@@ -54,6 +55,10 @@ struct Args {
     pgmq: Option<String>,
     /// the database (on the --conn server) for Graphile Worker, or none
     graphile: Option<String>,
+    /// backlog sizes for the scaling run (`--scaling`, `--scaling-10m`)
+    backlogs: Vec<usize>,
+    /// seconds of the sustained (dead tuple) run, or 0
+    sustained: u64,
     jobs: usize,
     workers: Vec<usize>,
     batches: Vec<usize>,
@@ -67,6 +72,8 @@ fn args() -> Args {
             .unwrap_or_default(),
         pgmq: std::env::var("SETTLE_BENCH_PGMQ").ok(),
         graphile: None,
+        backlogs: Vec::new(),
+        sustained: 0,
         jobs: 20_000,
         workers: vec![1, 4, 16],
         batches: vec![1, 10, 100],
@@ -86,6 +93,12 @@ fn args() -> Args {
                 a.pgmq = Some(v[i + 1].clone());
                 i += 1;
             }
+            "--scaling" => a.backlogs = vec![10_000, 1_000_000],
+            "--sustained" => {
+                a.sustained = v[i + 1].parse().expect("--sustained SECONDS");
+                i += 1;
+            }
+            "--scaling-10m" => a.backlogs = vec![10_000, 1_000_000, 10_000_000],
             "--graphile" => {
                 a.graphile = Some(v[i + 1].clone());
                 i += 1;
@@ -95,7 +108,7 @@ fn args() -> Args {
                 a.workers = vec![1, 4];
                 a.batches = vec![1, 100];
             }
-            other => panic!("unknown argument {other}: use --conn, --jobs N, --quick, --pgmq CONN, --graphile DB"),
+            other => panic!("unknown argument {other}: use --conn, --jobs N, --quick, --pgmq CONN, --graphile DB, --scaling, --scaling-10m, --sustained SECONDS"),
         }
         i += 1;
     }
@@ -235,6 +248,7 @@ async fn worker(
     c: Client,
     batch: usize,
     lat: Arc<Mutex<Vec<f64>>>,
+    budget: Arc<AtomicIsize>,
 ) -> usize {
     let b = batch as i32;
     let mut c = Prep {
@@ -244,6 +258,9 @@ async fn worker(
     let mut done = 0;
     let mut mine = Vec::new();
     loop {
+        if budget.load(Ordering::Relaxed) <= 0 {
+            break;
+        }
         let t0 = Instant::now();
         let n = match (imp, form) {
             (Impl::Settle, Form::Lease) => {
@@ -456,6 +473,7 @@ async fn worker(
         let ms = t0.elapsed().as_secs_f64() * 1000.0;
         mine.extend(std::iter::repeat_n(ms, n));
         done += n;
+        budget.fetch_sub(n as isize, Ordering::Relaxed);
     }
     lat.lock().unwrap().extend(mine);
     done
@@ -500,12 +518,14 @@ async fn case(
         peer.batch_execute(&format!(
             "SELECT pgmq.drop_queue('bench') FROM pgmq.list_queues() WHERE queue_name = 'bench';
              SELECT pgmq.create('bench');
-             SELECT count(*) FROM pgmq.send_batch('bench', ARRAY(SELECT jsonb_build_object('n', g) FROM generate_series(1, {}) g));
-             VACUUM ANALYZE pgmq.q_bench;",
+             SELECT count(*) FROM pgmq.send_batch('bench', ARRAY(SELECT jsonb_build_object('n', g) FROM generate_series(1, {}) g));",
             a.jobs
         ))
         .await
         .expect("prepare the pgmq queue (run bench/peers.sh first)");
+        peer.batch_execute("VACUUM ANALYZE pgmq.q_bench")
+            .await
+            .expect("vacuum");
     } else {
         prepare_table(admin, &q, form, a.jobs).await;
     }
@@ -521,7 +541,17 @@ async fn case(
     } else {
         let hs: Vec<_> = conns
             .into_iter()
-            .map(|c| tokio::spawn(worker(imp, form, q.clone(), c, batch, lat.clone())))
+            .map(|c| {
+                tokio::spawn(worker(
+                    imp,
+                    form,
+                    q.clone(),
+                    c,
+                    batch,
+                    lat.clone(),
+                    Arc::new(AtomicIsize::new(isize::MAX)),
+                ))
+            })
             .collect();
         let mut n = 0;
         for h in hs {
@@ -690,10 +720,204 @@ fn svg(results: &[Result_]) -> String {
     s
 }
 
+/// Claim latency and throughput against a large backlog: each form's queue is
+/// filled with N rows, the generic plan of its claim statement is shown
+/// (EXPLAIN ANALYZE, BUFFERS), then 5,000 jobs are claimed and acked at W=1,B=1
+/// and 20,000 at W=4,B=100 from the front of the backlog.
+async fn scaling(a: &Args, admin: &Client) {
+    println!(
+        "{:<10} {:<9} {:>3} {:>4} {:>7} {:>9} {:>8} {:>8}",
+        "backlog", "form", "W", "B", "jobs", "jobs/s", "p50 ms", "p99 ms"
+    );
+    let mut plans = String::new();
+    for &n in &a.backlogs {
+        for form in [Form::Lease, Form::RowLock, Form::Advisory] {
+            let q = format!("scale_{}", form.name());
+            let t = Instant::now();
+            prepare_table(admin, &q, form, n).await;
+            let filled = t.elapsed().as_secs_f64();
+            let (stmt, types, args) = match form {
+                Form::Lease => ("claim", "bigint, interval", "1, '30 seconds'"),
+                Form::RowLock => ("claim", "bigint", "1"),
+                Form::Advisory => ("claim_candidates", "bigint", "1"),
+            };
+            let sql: String = admin
+                .query_one(
+                    "SELECT sql FROM queue_sql($1) WHERE statement = $2",
+                    &[&q, &stmt],
+                )
+                .await
+                .expect("queue_sql")
+                .get(0);
+            admin
+                .batch_execute(&format!(
+                    "SET plan_cache_mode = force_generic_plan; PREPARE scale_p({types}) AS {sql}"
+                ))
+                .await
+                .expect("prepare");
+            let plan: Vec<String> = admin
+                .query(
+                    &format!("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE scale_p({args})"),
+                    &[],
+                )
+                .await
+                .expect("explain")
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            admin
+                .batch_execute(
+                    "DEALLOCATE scale_p; RESET plan_cache_mode; SELECT pg_advisory_unlock_all()",
+                )
+                .await
+                .unwrap();
+            let _ = writeln!(
+                plans,
+                "\n-- {} claim, backlog {n} (filled in {filled:.1} s), generic plan:\n{}",
+                form.name(),
+                plan.join("\n")
+            );
+            for (w, b, jobs) in [(1usize, 1usize, 5_000usize), (4, 100, 20_000)] {
+                let jobs = jobs.min(n / 2);
+                let lat = Arc::new(Mutex::new(Vec::with_capacity(jobs)));
+                let budget = Arc::new(AtomicIsize::new(jobs as isize));
+                let mut hs = Vec::new();
+                for _ in 0..w {
+                    let c = connect(&a.conn).await;
+                    hs.push(tokio::spawn(worker(
+                        Impl::Settle,
+                        form,
+                        q.clone(),
+                        c,
+                        b,
+                        lat.clone(),
+                        budget.clone(),
+                    )));
+                }
+                let t0 = Instant::now();
+                let mut done = 0;
+                for h in hs {
+                    done += h.await.unwrap();
+                }
+                let secs = t0.elapsed().as_secs_f64();
+                let mut l = lat.lock().unwrap();
+                println!(
+                    "{:<10} {:<9} {:>3} {:>4} {:>7} {:>9.0} {:>8.2} {:>8.2}",
+                    n,
+                    form.name(),
+                    w,
+                    b,
+                    done,
+                    done as f64 / secs,
+                    pct(&mut l, 0.5),
+                    pct(&mut l, 0.99)
+                );
+            }
+            admin
+                .batch_execute(&format!(
+                    "DROP TABLE IF EXISTS {q}, {q}_dead; SELECT queue_unregister('{q}')"
+                ))
+                .await
+                .unwrap();
+        }
+    }
+    println!("{plans}");
+}
+
+/// The dead-tuple run: the lease form's queue keeps a steady backlog of 10,000
+/// (each worker enqueues as many rows as it acks, in the same round trip as the
+/// ack) while 4 workers claim 10 at a time, for `secs` seconds, with autovacuum
+/// at its defaults; jobs/s is printed for every 30-second window.
+async fn sustained(a: &Args, admin: &Client, secs: u64) {
+    let q = "sustained_lease";
+    prepare_table(admin, q, Form::Lease, 10_000).await;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let count = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let mut hs = Vec::new();
+    for _ in 0..4 {
+        let c = connect(&a.conn).await;
+        let (stop, count) = (stop.clone(), count.clone());
+        hs.push(tokio::spawn(async move {
+            let claim = c
+                .prepare(&format!(
+                    "SELECT id, token FROM queue_claim('{q}', 10, interval '30 seconds')"
+                ))
+                .await
+                .unwrap();
+            let ack = c
+                .prepare(&format!(
+                    "WITH done AS (SELECT count(*) AS n FROM queue_complete_many('{q}', $1, 'ack', NULL, $2)) \
+                     INSERT INTO {q} (payload) SELECT jsonb_build_object('n', g) FROM done, generate_series(1, done.n::int) g"
+                ))
+                .await
+                .unwrap();
+            while !stop.load(Ordering::Relaxed) {
+                let rows = c.query(&claim, &[]).await.unwrap();
+                if rows.is_empty() {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    continue;
+                }
+                let ids: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+                let toks: Vec<SystemTime> = rows.iter().map(|r| r.get(1)).collect();
+                c.execute(&ack, &[&ids, &toks]).await.unwrap();
+                count.fetch_add(ids.len() as u64, Ordering::Relaxed);
+            }
+        }));
+    }
+    println!("{:>7} {:>9} {:>12} {:>12}", "t (s)", "jobs/s", "dead tuples", "live tuples");
+    let started = Instant::now();
+    let mut last = 0;
+    let mut first_rate = None;
+    let mut rates = Vec::new();
+    while started.elapsed().as_secs() < secs {
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        let now = count.load(Ordering::Relaxed);
+        let rate = (now - last) as f64 / 30.0;
+        last = now;
+        let row = admin
+            .query_one(
+                "SELECT n_dead_tup, n_live_tup FROM pg_stat_user_tables WHERE relname = $1",
+                &[&q],
+            )
+            .await
+            .unwrap();
+        let (dead, live): (i64, i64) = (row.get(0), row.get(1));
+        println!(
+            "{:>7} {:>9.0} {:>12} {:>12}",
+            started.elapsed().as_secs(),
+            rate,
+            dead,
+            live
+        );
+        first_rate.get_or_insert(rate);
+        rates.push(rate);
+    }
+    stop.store(true, Ordering::Relaxed);
+    for h in hs {
+        h.await.unwrap();
+    }
+    if let (Some(f), Some(l)) = (first_rate, rates.last()) {
+        let min = rates.iter().cloned().fold(f64::INFINITY, f64::min);
+        println!(
+            "first window {f:.0} jobs/s, last {l:.0} ({:+.0}%), lowest {min:.0} ({:+.0}%)",
+            100.0 * (l - f) / f,
+            100.0 * (min - f) / f
+        );
+    }
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let a = args();
     let admin = connect(&a.conn).await;
+    if !a.backlogs.is_empty() {
+        scaling(&a, &admin).await;
+        return;
+    }
+    if a.sustained > 0 {
+        sustained(&a, &admin, a.sustained).await;
+        return;
+    }
     let version: String = admin
         .query_one("SELECT version()", &[])
         .await
