@@ -11,27 +11,109 @@
 use pgrx::prelude::*;
 use pgrx::{direct_function_call, pg_guard, pg_sys, IntoDatum};
 use std::cell::RefCell;
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 thread_local! {
     /// Keys to unlock when the transaction ends (one entry per lock hold):
     /// settled or released deliveries, and keys of a claim that failed half-way.
     static PENDING: RefCell<Vec<i64>> = const { RefCell::new(Vec::new()) };
     /// row_lock: (queue, id) of every row the current transaction claimed and
-    /// has not settled. Only those can be settled by it (else SQ006).
-    static ROW_CLAIMS: RefCell<HashSet<(String, String)>> = RefCell::new(HashSet::new());
+    /// has not settled, with the subtransaction that claimed it. Only those can
+    /// be settled by it (else SQ006). Kept exact under savepoints by the
+    /// subtransaction callback, so a listed row is one whose row lock this
+    /// transaction holds: its completion needs no second lock to prove it.
+    static ROW_CLAIMS: RefCell<HashMap<(String, String), pg_sys::SubTransactionId>> =
+        RefCell::new(HashMap::new());
+    /// row_lock: settles of this transaction not yet final — (row, the
+    /// subtransaction that claimed it, the one that settled it) — put back if the
+    /// settling subtransaction rolls back.
+    static ROW_SETTLES: RefCell<Vec<RowSettle>> = const { RefCell::new(Vec::new()) };
+}
+
+struct RowSettle {
+    row: (String, String),
+    claimed_in: pg_sys::SubTransactionId,
+    settled_in: pg_sys::SubTransactionId,
+}
+
+fn current_subxact() -> pg_sys::SubTransactionId {
+    unsafe { pg_sys::GetCurrentSubTransactionId() }
 }
 
 pub fn row_claimed(queue: &str, id: String) {
-    ROW_CLAIMS.with(|c| c.borrow_mut().insert((queue.to_owned(), id)));
+    let sub = current_subxact();
+    ROW_CLAIMS.with(|c| c.borrow_mut().insert((queue.to_owned(), id), sub));
 }
 
 pub fn row_is_claimed(key_of: &(String, String)) -> bool {
-    ROW_CLAIMS.with(|c| c.borrow().contains(key_of))
+    ROW_CLAIMS.with(|c| c.borrow().contains_key(key_of))
 }
 
 pub fn row_settled(key_of: &(String, String)) {
-    ROW_CLAIMS.with(|c| c.borrow_mut().remove(key_of));
+    if let Some(claimed_in) = ROW_CLAIMS.with(|c| c.borrow_mut().remove(key_of)) {
+        let settled_in = current_subxact();
+        ROW_SETTLES.with(|s| {
+            s.borrow_mut().push(RowSettle {
+                row: key_of.clone(),
+                claimed_in,
+                settled_in,
+            })
+        });
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn subxact_callback(
+    event: pg_sys::SubXactEvent::Type,
+    my: pg_sys::SubTransactionId,
+    parent: pg_sys::SubTransactionId,
+    _arg: *mut std::ffi::c_void,
+) {
+    use pg_sys::SubXactEvent::*;
+    match event {
+        // a savepoint released: what it claimed and settled belongs to its parent
+        SUBXACT_EVENT_COMMIT_SUB => {
+            ROW_CLAIMS.with(|c| {
+                for sub in c.borrow_mut().values_mut() {
+                    if *sub == my {
+                        *sub = parent;
+                    }
+                }
+            });
+            ROW_SETTLES.with(|s| {
+                for e in s.borrow_mut().iter_mut() {
+                    if e.claimed_in == my {
+                        e.claimed_in = parent;
+                    }
+                    if e.settled_in == my {
+                        e.settled_in = parent;
+                    }
+                }
+            });
+        }
+        // rolled back: its claims are gone (the row locks with them); its settles
+        // are undone, so rows claimed outside it are held (and settleable) again
+        SUBXACT_EVENT_ABORT_SUB => {
+            ROW_CLAIMS.with(|c| c.borrow_mut().retain(|_, sub| *sub != my));
+            let undone: Vec<RowSettle> = ROW_SETTLES.with(|s| {
+                let mut s = s.borrow_mut();
+                let (undone, kept) = std::mem::take(&mut *s)
+                    .into_iter()
+                    .partition(|e| e.settled_in == my);
+                *s = kept;
+                undone
+            });
+            ROW_CLAIMS.with(|c| {
+                let mut c = c.borrow_mut();
+                for e in undone {
+                    if e.claimed_in != my {
+                        c.insert(e.row, e.claimed_in);
+                    }
+                }
+            });
+        }
+        _ => {}
+    }
 }
 
 /// The advisory key of a row: `hashtextextended(len(queue) || ':' || queue || ':' || id, 0)`,
@@ -123,6 +205,7 @@ unsafe extern "C-unwind" fn xact_callback(
         | XACT_EVENT_PARALLEL_COMMIT
         | XACT_EVENT_PARALLEL_ABORT => {
             ROW_CLAIMS.with(|c| c.borrow_mut().clear());
+            ROW_SETTLES.with(|s| s.borrow_mut().clear());
             let keys = PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
             for key in keys {
                 unlock(key);
@@ -142,5 +225,8 @@ unsafe extern "C-unwind" fn xact_callback(
 }
 
 pub fn init() {
-    unsafe { pg_sys::RegisterXactCallback(Some(xact_callback), std::ptr::null_mut()) };
+    unsafe {
+        pg_sys::RegisterXactCallback(Some(xact_callback), std::ptr::null_mut());
+        pg_sys::RegisterSubXactCallback(Some(subxact_callback), std::ptr::null_mut());
+    }
 }

@@ -509,7 +509,6 @@ impl Shape {
     /// Ack / drop of many deliveries in one pass (no held-check CTE): the held
     /// condition is part of the write. Params: $1 text[] ids, $2 timestamptz[] tokens.
     pub fn ack_many(&self) -> String {
-        let t = &self.table;
         let id = self.id_of("_s_t");
         let mut cond = self.mine("_s_t");
         let mut from: Option<String> = None;
@@ -522,20 +521,9 @@ impl Shape {
                     self.col("_s_t", self.locked_until.as_ref().unwrap())
                 ));
             }
-            Form::RowLock => {
-                let mut inner = self.mine("_s_l");
-                inner.push(format!(
-                    "{} {EQ} ANY (($1::pg_catalog.text[])::{}[])",
-                    self.id_of("_s_l"),
-                    self.id_type
-                ));
-                cond.push(format!(
-                    "{id} {EQ} ANY (ARRAY(SELECT {} FROM {t} _s_l WHERE {} FOR UPDATE OF _s_l SKIP LOCKED))",
-                    self.id_of("_s_l"),
-                    join_and(inner)
-                ));
-            }
-            Form::Advisory => cond.push(format!(
+            // row_lock: only rows this transaction holds reach the statement (the
+            // claim list is exact under savepoints); advisory: the caller checked the key
+            Form::RowLock | Form::Advisory => cond.push(format!(
                 "{id} {EQ} ANY (($1::pg_catalog.text[])::{}[])",
                 self.id_type
             )),
@@ -563,7 +551,6 @@ impl Shape {
     /// Params: $1 text id, $2 timestamptz token (lease; unused otherwise).
     /// Returns (id text, result) when the row was held and is now settled.
     pub fn ack_one(&self) -> String {
-        let t = &self.table;
         let id = self.id_of("_s_t");
         let mut cond = self.mine("_s_t");
         match self.form {
@@ -574,22 +561,11 @@ impl Shape {
                     self.col("_s_t", self.locked_until.as_ref().unwrap())
                 ));
             }
-            // row_lock: held by this transaction (SKIP LOCKED drops a row another holds);
-            // advisory: the caller checked the key
-            Form::RowLock => {
-                let mut inner = self.mine("_s_l");
-                inner.push(format!(
-                    "{} {EQ} {}",
-                    self.id_of("_s_l"),
-                    self.cast_id("$1")
-                ));
-                cond.push(format!(
-                    "{id} {EQ} (SELECT {} FROM {t} _s_l WHERE {} FOR UPDATE OF _s_l SKIP LOCKED)",
-                    self.id_of("_s_l"),
-                    join_and(inner)
-                ));
+            // row_lock: only a row this transaction holds reaches the statement (the
+            // claim list is exact under savepoints); advisory: the caller checked the key
+            Form::RowLock | Form::Advisory => {
+                cond.push(format!("{id} {EQ} {}", self.cast_id("$1")))
             }
-            Form::Advisory => cond.push(format!("{id} {EQ} {}", self.cast_id("$1"))),
         }
         self.ack_write(None, &join_and(cond))
     }
