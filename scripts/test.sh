@@ -27,9 +27,11 @@ failed=0
 
 step "system packages"
 need=()
-for p in postgresql-15 postgresql-server-dev-15 libclang-dev clang pkg-config mariadb-server mariadb-client pgbouncer; do
+for p in postgresql-15 postgresql-server-dev-15 libclang-dev clang pkg-config mariadb-server mariadb-client pgbouncer curl; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
+# Node.js for the Graphile Worker peer of the benchmark (the machine's own when it has one)
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then need+=(nodejs npm); fi
 if ((${#need[@]})); then
   if [ "$(id -u)" != 0 ]; then
     echo "missing Debian packages: ${need[*]} (run as root, or install them)" >&2
@@ -166,12 +168,17 @@ r_fail=$(sed -n 's/^reliability: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$W
 passed=$((passed + ${r_pass:-0}))
 failed=$((failed + ${r_fail:-1}))
 
-step "the benchmark harness runs (a few seconds; the numbers of a debug build mean nothing)"
-if cargo run -q -p settle-bench -- --quick --jobs 300 --conn "$SETTLE_TEST_PG" >"$WORK/bench.log" 2>&1; then
+step "the benchmark harness runs, with its peers (a few seconds; the numbers of a debug build mean nothing)"
+# pgmq (crates.io) and Graphile Worker (npm) are fetched into $WORK, never into the repository
+export SETTLE_PEERS_DIR=$WORK/peers
+pg_conn="host=$PGHOST port=$PGPORT user=postgres"
+if bench/peers.sh "$pg_conn" >"$WORK/peers.log" 2>&1 \
+  && cargo run -q -p settle-bench -- --quick --jobs 300 --conn "$SETTLE_TEST_PG" \
+       --pgmq "$pg_conn dbname=settle_peer_pgmq" --graphile settle_peer_graphile >"$WORK/bench.log" 2>&1; then
   tail -3 "$WORK/bench.log"
   passed=$((passed + 1))
 else
-  cat "$WORK/bench.log"
+  cat "$WORK/peers.log" "$WORK/bench.log" 2>/dev/null
   echo "FAILED: settle-bench --quick"
   failed=$((failed + 1))
 fi

@@ -59,6 +59,8 @@ struct Args {
     backlogs: Vec<usize>,
     /// seconds of the sustained (dead tuple) run, or 0
     sustained: u64,
+    /// storage parameters for the sustained run's table (`--table-options`)
+    table_options: Option<String>,
     jobs: usize,
     workers: Vec<usize>,
     batches: Vec<usize>,
@@ -74,6 +76,7 @@ fn args() -> Args {
         graphile: None,
         backlogs: Vec::new(),
         sustained: 0,
+        table_options: None,
         jobs: 20_000,
         workers: vec![1, 4, 16],
         batches: vec![1, 10, 100],
@@ -94,8 +97,12 @@ fn args() -> Args {
                 i += 1;
             }
             "--scaling" => a.backlogs = vec![10_000, 1_000_000],
+            "--table-options" => {
+                a.table_options = Some(v[i + 1].clone());
+                i += 1;
+            }
             "--sustained" => {
-                a.sustained = v[i + 1].parse().expect("--sustained SECONDS");
+                a.sustained = v[i + 1].parse().expect("--sustained SECONDS, --table-options OPTS");
                 i += 1;
             }
             "--scaling-10m" => a.backlogs = vec![10_000, 1_000_000, 10_000_000],
@@ -108,7 +115,7 @@ fn args() -> Args {
                 a.workers = vec![1, 4];
                 a.batches = vec![1, 100];
             }
-            other => panic!("unknown argument {other}: use --conn, --jobs N, --quick, --pgmq CONN, --graphile DB, --scaling, --scaling-10m, --sustained SECONDS"),
+            other => panic!("unknown argument {other}: use --conn, --jobs N, --quick, --pgmq CONN, --graphile DB, --scaling, --scaling-10m, --sustained SECONDS, --table-options OPTS"),
         }
         i += 1;
     }
@@ -125,7 +132,8 @@ async fn connect(conn: &str) -> Client {
     c
 }
 
-/// CPU seconds (user + system) of processes named `postgres` (the server).
+/// CPU seconds (user + system) of processes named `postgres` (the server),
+/// including backends that have exited.
 fn server_cpu() -> f64 {
     let tick = 100.0; // USER_HZ on Linux
     let mut total = 0.0;
@@ -143,8 +151,11 @@ fn server_cpu() -> f64 {
                 continue;
             }
             let f: Vec<&str> = stat[close + 2..].split(' ').collect();
-            let (u, s): (f64, f64) = (f[11].parse().unwrap_or(0.0), f[12].parse().unwrap_or(0.0));
-            total += (u + s) / tick;
+            // utime + stime, plus cutime + cstime: the time of exited children the
+            // postmaster has reaped (backends whose connection closed before the
+            // second reading would otherwise drop out of the sum)
+            let n = |i: usize| f.get(i).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0);
+            total += (n(11) + n(12) + n(13) + n(14)) / tick;
         }
     }
     total
@@ -831,6 +842,26 @@ async fn scaling(a: &Args, admin: &Client) {
 async fn sustained(a: &Args, admin: &Client, secs: u64) {
     let q = "sustained_lease";
     prepare_table(admin, q, Form::Lease, 10_000).await;
+    if let Some(o) = &a.table_options {
+        admin
+            .batch_execute(&format!("ALTER TABLE {q} SET ({o})"))
+            .await
+            .expect("--table-options");
+        // rewrite, so a fillfactor applies to the rows already there
+        admin
+            .batch_execute(&format!("VACUUM FULL {q}"))
+            .await
+            .expect("vacuum full");
+    }
+    let naptime: String = admin
+        .query_one("SHOW autovacuum_naptime", &[])
+        .await
+        .unwrap()
+        .get(0);
+    println!(
+        "table options: {}; autovacuum_naptime = {naptime}",
+        a.table_options.as_deref().unwrap_or("defaults")
+    );
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let count = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let mut hs = Vec::new();
