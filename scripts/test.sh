@@ -160,7 +160,8 @@ step "tier 5: reliability (load, mixed outcomes, killed connections, server rest
 if [ "$(id -u)" = 0 ]; then pgctl="runuser -u postgres -- $PG_BIN/pg_ctl"; else pgctl="$PG_BIN/pg_ctl"; fi
 export SETTLE_TEST_PGCTL="$pgctl -D $WORK/pg/data -l $WORK/pg/server.log -w restart -m"
 set +e
-cargo run -q -p settle-conformance --bin settle-reliability -- --jobs "${SETTLE_RELIABILITY_JOBS:-600}" 2>&1 \
+# shellcheck disable=SC2086 # SETTLE_RELIABILITY_ARGS is a list of arguments, e.g. "--backends PgExtension"
+cargo run -q -p settle-conformance --bin settle-reliability -- --jobs "${SETTLE_RELIABILITY_JOBS:-600}" ${SETTLE_RELIABILITY_ARGS:-} 2>&1 \
   | grep -v '^waiting for server\|^server st\|^ *$' | tee "$WORK/reliability.log"
 set -e
 r_pass=$(sed -n 's/^reliability: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$WORK/reliability.log")

@@ -6,6 +6,7 @@
 //! (`scripts/test.sh` runs a reduced version: `--jobs 1500`). Restarting the
 //! PostgreSQL server additionally needs SETTLE_TEST_PGCTL (a command that
 //! restarts it, given `fast` or `immediate`); without it that fault is skipped.
+//! `--backends PgExtension,MariaDb` limits the run to those backends.
 //!
 //! For every case it prints: scenario, backend, form, jobs, lost, settled twice,
 //! concurrent runs of one row, settle errors, seconds — and closes with
@@ -59,6 +60,8 @@ struct Args {
     jobs: usize,
     workers: usize,
     faults: bool,
+    /// only these backends (`--backends PgExtension,MariaDb`), or all
+    backends: Option<Vec<String>>,
 }
 
 fn backend_named(n: &str) -> Backend {
@@ -443,6 +446,7 @@ fn args() -> Args {
         jobs: 1500,
         workers: 16,
         faults: true,
+        backends: None,
     };
     let v: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -457,7 +461,13 @@ fn args() -> Args {
                 i += 1;
             }
             "--no-faults" => a.faults = false,
-            other => panic!("unknown argument {other}: use --jobs N, --workers N, --no-faults"),
+            "--backends" => {
+                a.backends = Some(v[i + 1].split(',').map(str::to_owned).collect());
+                i += 1;
+            }
+            other => panic!(
+                "unknown argument {other}: use --jobs N, --workers N, --no-faults, --backends A,B"
+            ),
         }
         i += 1;
     }
@@ -768,6 +778,11 @@ async fn main() {
             };
             if !faults_apply {
                 continue;
+            }
+            if let Some(only) = &a.backends {
+                if !only.iter().any(|n| *n == format!("{b:?}")) {
+                    continue;
+                }
             }
             for (form, refused) in b.forms() {
                 if refused.is_some() {
