@@ -1,11 +1,12 @@
 //! settle-reliability: load, mixed outcomes and faults on every backend × form.
 //!
-//!     cargo run --release -p settle-conformance --bin settle-reliability -- --jobs 100000
+//!     SETTLE_RELIABILITY_JOBS=100000 scripts/test.sh
 //!
-//! Needs the same servers and environment as the conformance suite
-//! (`scripts/test.sh` runs a reduced version: `--jobs 1500`). Restarting the
+//! Needs the same servers and environment as the conformance suite, which
+//! `scripts/test.sh` starts (it runs `--jobs 600` by default). Restarting the
 //! PostgreSQL server additionally needs SETTLE_TEST_PGCTL (a command that
-//! restarts it, given `fast` or `immediate`); without it that fault is skipped.
+//! restarts it, given `fast` or `immediate`), and the network cut a namespace
+//! (SETTLE_TEST_NETNS, _NET_HOST, _NET_LINK); without them those faults are skipped.
 //! `--backends PgExtension,MariaDb` limits the run to those backends.
 //!
 //! For every case it prints: scenario, backend, form, jobs, lost, settled twice,
