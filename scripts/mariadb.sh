@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Start or stop a throwaway MariaDB for settle's tests (unix socket only, no TCP).
+# Start or stop a throwaway MariaDB for settle's tests (unix socket; TCP only on
+# $SETTLE_MARIADB_BIND:$SETTLE_MARIADB_PORT when set, for root from $SETTLE_MARIADB_NET).
 #   scripts/mariadb.sh start DIR   -> datadir DIR/data, socket DIR/mysqld.sock, database `settle`
 #   scripts/mariadb.sh stop DIR
 set -euo pipefail
@@ -10,7 +11,15 @@ start)
   mkdir -p "$dir"
   mariadb-install-db --no-defaults --user="$(id -un)" --datadir="$dir/data" \
     --auth-root-authentication-method=normal --skip-test-db >"$dir/install.log" 2>&1
-  mariadbd --no-defaults --user="$(id -un)" --datadir="$dir/data" --socket="$sock" --skip-networking \
+  # TCP only when SETTLE_MARIADB_BIND names an address (the network-cut case's veth);
+  # keepalives so a client cut off the network is noticed in seconds
+  if [ -n "${SETTLE_MARIADB_BIND:-}" ]; then
+    net=(--bind-address="$SETTLE_MARIADB_BIND" --port="${SETTLE_MARIADB_PORT:-55452}" --skip-name-resolve
+         --tcp-keepalive-time=2 --tcp-keepalive-interval=1 --tcp-keepalive-probes=2)
+  else
+    net=(--skip-networking)
+  fi
+  mariadbd --no-defaults --user="$(id -un)" --datadir="$dir/data" --socket="$sock" "${net[@]}" \
     --pid-file="$dir/mysqld.pid" --log-error="$dir/error.log" \
     --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 --max-connections=300 &
   for _ in $(seq 1 120); do
@@ -18,6 +27,10 @@ start)
     sleep 0.5
   done
   mariadb --no-defaults --socket="$sock" -uroot -e "CREATE DATABASE IF NOT EXISTS settle"
+  if [ -n "${SETTLE_MARIADB_NET:-}" ]; then
+    mariadb --no-defaults --socket="$sock" -uroot -e \
+      "CREATE USER IF NOT EXISTS 'root'@'$SETTLE_MARIADB_NET'; GRANT ALL ON *.* TO 'root'@'$SETTLE_MARIADB_NET'"
+  fi
   echo "mariadb up: socket=$sock"
   ;;
 stop)

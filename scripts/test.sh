@@ -71,6 +71,7 @@ NETNS=settle-net-$$
 if [ "$(id -u)" = 0 ] && scripts/netns.sh up "$NETNS"; then
   export SETTLE_PG_LISTEN="127.0.0.1,10.201.0.1" SETTLE_PG_HBA_NET=10.201.0.0/24
   export SETTLE_TEST_NETNS=$NETNS SETTLE_TEST_NET_HOST=10.201.0.1 SETTLE_TEST_NET_LINK=sth0
+  export SETTLE_MARIADB_BIND=10.201.0.1 SETTLE_MARIADB_PORT=$((SETTLE_PGPORT + 20)) SETTLE_MARIADB_NET=10.201.0.%
 else
   echo "no network namespace (needs root): the reliability NetCut case will not run"
   NETNS=

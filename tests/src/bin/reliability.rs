@@ -229,7 +229,12 @@ fn net_cut() -> Option<NetCut> {
     let host = std::env::var("SETTLE_TEST_NET_HOST").ok()?;
     let link = std::env::var("SETTLE_TEST_NET_LINK").ok()?;
     let port = std::env::var("PGPORT").unwrap_or_else(|_| "55432".into());
+    let my_port = std::env::var("SETTLE_MARIADB_PORT").unwrap_or_else(|_| "55452".into());
     let env = vec![
+        (
+            "SETTLE_TEST_MYSQL_URL".into(),
+            format!("mysql://root@{host}:{my_port}/settle"),
+        ),
         (
             "SETTLE_TEST_PG".into(),
             format!("host={host} port={port} user=postgres dbname=settle_client"),
@@ -771,10 +776,9 @@ async fn main() {
         for b in BACKENDS {
             let faults_apply = match scenario {
                 Scenario::KillConnections => b != Backend::Sqlite, // no connections to kill
-                // the namespace reaches PostgreSQL over TCP; MariaDB listens on its socket only
-                Scenario::Restart | Scenario::NetCut => {
-                    matches!(b, Backend::PgExtension | Backend::PgPortable)
-                }
+                Scenario::Restart => matches!(b, Backend::PgExtension | Backend::PgPortable),
+                // over TCP from the namespace: not SQLite (a file)
+                Scenario::NetCut => b != Backend::Sqlite,
                 _ => true,
             };
             if !faults_apply {
