@@ -895,7 +895,10 @@ async fn sustained(a: &Args, admin: &Client, secs: u64) {
             }
         }));
     }
-    println!("{:>7} {:>9} {:>12} {:>12}", "t (s)", "jobs/s", "dead tuples", "live tuples");
+    println!(
+        "{:>7} {:>9} {:>12} {:>12}",
+        "t (s)", "jobs/s", "dead tuples", "live tuples"
+    );
     let started = Instant::now();
     let mut last = 0;
     let mut first_rate = None;

@@ -77,6 +77,18 @@ impl Error {
         })
     }
 
+    /// Every pooled connection stayed busy for the wait timeout (either backend's pool).
+    pub(crate) fn pool_timeout(source: Box<dyn std::error::Error + Send + Sync>) -> Error {
+        Error::PoolTimeout(DbError {
+            code: None,
+            message: "no pooled connection became free in time: every connection is held \
+                      (by live row_lock/advisory deliveries or other work); raise the pool \
+                      size or lower the concurrency"
+                .into(),
+            source: Some(source),
+        })
+    }
+
     /// The SQLSTATE of a database-side error.
     pub fn code(&self) -> Option<&str> {
         match self {
@@ -122,14 +134,7 @@ impl From<deadpool_postgres::PoolError> for Error {
         match e {
             deadpool_postgres::PoolError::Backend(e) => e.into(),
             deadpool_postgres::PoolError::Timeout(deadpool_postgres::TimeoutType::Wait) => {
-                Error::PoolTimeout(DbError {
-                    code: None,
-                    message: "no pooled connection became free in time: every connection is \
-                              held (by live row_lock/advisory deliveries or other work); raise \
-                              the pool size or lower the concurrency"
-                        .into(),
-                    source: Some(Box::new(e)),
-                })
+                Error::pool_timeout(Box::new(e))
             }
             e => Error::Pool(e),
         }

@@ -27,14 +27,7 @@ fn db_err(kind: fn(DbError) -> Error, msg: impl Into<String>) -> Error {
 impl From<sqlx::Error> for Error {
     fn from(e: sqlx::Error) -> Error {
         if matches!(e, sqlx::Error::PoolTimedOut) {
-            return Error::PoolTimeout(DbError {
-                code: None,
-                message: "no pooled connection became free in time: every connection is held \
-                          (by live row_lock/advisory deliveries or other work); raise the pool \
-                          size or lower the concurrency"
-                    .into(),
-                source: Some(Box::new(e)),
-            });
+            return Error::pool_timeout(Box::new(e));
         }
         let (code, message) = match e.as_database_error() {
             Some(d) => (d.code().map(|c| c.into_owned()), d.message().to_owned()),
@@ -254,11 +247,10 @@ impl Engine {
             Some(t) => match tokio::time::timeout(t, probe).await {
                 Ok(c) => c?.close().await?,
                 Err(_) => {
-                    return Err(Error::Database(DbError {
-                        code: None,
-                        message: format!("connecting took longer than {t:?}"),
-                        source: None,
-                    }))
+                    return Err(db_err(
+                        Error::Database,
+                        format!("connecting took longer than {t:?}"),
+                    ))
                 }
             },
             None => probe.await?.close().await?,
