@@ -69,6 +69,15 @@ async fn count(db: &tokio_postgres::Client, sql: &str) -> i64 {
     db.query_one(sql, &[]).await.unwrap().get(0)
 }
 
+/// Advisory locks held by any server session of the database.
+async fn advisory_locks_held(db: &tokio_postgres::Client) -> i64 {
+    count(
+        db,
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'",
+    )
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn advisory_through_session_pooling() {
     let _one = SERIAL.lock().await;
@@ -112,11 +121,7 @@ async fn advisory_through_session_pooling() {
             d.ack().await.unwrap();
         }
     }
-    let held = count(
-        &db,
-        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'",
-    )
-    .await;
+    let held = advisory_locks_held(&db).await;
     assert_eq!(held, 0, "no advisory key left held on any server session");
 }
 
@@ -182,11 +187,7 @@ async fn advisory_through_transaction_pooling_is_refused_clearly() {
         .unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
     // claim and completion in one transaction stay on one server session
-    let mut settled = 0;
-    for _ in 0..10 {
-        if settled == 3 {
-            break;
-        }
+    for _ in 0..3 {
         let rows = simple(
             &a,
             &format!("BEGIN; SELECT id::text FROM queue_claim('{t}', 1)"),
@@ -203,18 +204,13 @@ async fn advisory_through_transaction_pooling_is_refused_clearly() {
         .unwrap();
         assert_eq!(done, vec!["deleted".to_owned()]);
         simple(&b, "COMMIT").await.unwrap();
-        settled += 1;
     }
     assert_eq!(
         count(&db, &format!("SELECT count(*) FROM {t}")).await,
         0,
         "all three settled"
     );
-    let held = count(
-        &db,
-        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'",
-    )
-    .await;
+    let held = advisory_locks_held(&db).await;
     assert_eq!(held, 0, "no advisory key left held");
 }
 
