@@ -329,12 +329,13 @@ async fn process_case(b: Backend, form: Form, scenario: Scenario, a: &Args) -> L
     let settled_sql = format!("SELECT count(*) FROM {settled_tbl}");
     let left_sql = format!("SELECT count(*) FROM {}", d.ident(&t));
     let deadline = Instant::now() + Duration::from_secs(180);
-    let mut note = String::new();
+    // why the case failed (the first reason), apart from the counts
+    let mut failure: Option<String> = None;
     let mut first = spawn(1);
     let mut second = (scenario == Scenario::NetCut).then(|| spawn(2));
     while count(settled_sql.clone()).await * 3 < a.jobs as i64 {
         if Instant::now() > deadline {
-            note = "the workers made no progress".into();
+            failure.get_or_insert("the workers made no progress".into());
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -347,11 +348,11 @@ async fn process_case(b: Backend, form: Form, scenario: Scenario, a: &Args) -> L
                 .expect("NetCut runs only with a network namespace");
             cut_before = count(format!("SELECT count(*) FROM {settled_tbl} WHERE w = 1")).await;
             if !sh(&c.down) {
-                note = "could not take the link down".into();
+                failure.get_or_insert("could not take the link down".into());
             }
             tokio::time::sleep(Duration::from_secs(8)).await;
             if !sh(&c.up) {
-                note = "could not bring the link up".into();
+                failure.get_or_insert("could not bring the link up".into());
             }
         }
         _ => {
@@ -363,8 +364,8 @@ async fn process_case(b: Backend, form: Form, scenario: Scenario, a: &Args) -> L
     while count(left_sql.clone()).await != 0 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    if count(left_sql.clone()).await != 0 && note.is_empty() {
-        note = "the queue was not emptied in time".into();
+    if count(left_sql.clone()).await != 0 {
+        failure.get_or_insert("the queue was not emptied in time".into());
     }
     // the children stop by themselves once the queue is empty and their records are written
     for child in std::iter::once(&mut first).chain(second.as_mut()) {
@@ -409,27 +410,25 @@ async fn process_case(b: Backend, form: Form, scenario: Scenario, a: &Args) -> L
     let twice = per.values().filter(|n| **n > 1).count() as u64;
     let unrecorded = (handled.len() as i64 - per.len() as i64).max(0);
     let handled_twice = handled_rows.len() - handled.len();
-    if note.is_empty() {
-        if scenario == Scenario::NetCut {
-            let cut_after = settled.iter().filter(|(_, w)| *w == 1).count() as i64 - cut_before;
-            note = format!(
-                "cut-off worker settled {cut_before} before the cut, {cut_after} after; \
-                 {handled_twice} handled again by the other"
-            );
-            if cut_before == 0 {
-                note = format!("the cut-off worker settled nothing before the cut ({note})");
-            }
-        } else if unrecorded > 0 {
-            note = format!(
-                "{unrecorded} handled without a recorded settle (in flight in the killed process)"
-            );
+    let mut note = String::new();
+    if scenario == Scenario::NetCut {
+        let cut_after = settled.iter().filter(|(_, w)| *w == 1).count() as i64 - cut_before;
+        note = format!(
+            "cut-off worker settled {cut_before} before the cut, {cut_after} after; \
+             {handled_twice} handled again by the other"
+        );
+        if cut_before == 0 {
+            failure.get_or_insert(format!(
+                "the cut-off worker settled nothing before the cut ({note})"
+            ));
         }
+    } else if unrecorded > 0 {
+        note = format!(
+            "{unrecorded} handled without a recorded settle (in flight in the killed process)"
+        );
     }
-    let pass = lost == 0
-        && twice == 0
-        && rows.is_empty()
-        && !note.starts_with("the ")
-        && !note.starts_with("could");
+    let pass = lost == 0 && twice == 0 && rows.is_empty() && failure.is_none();
+    let note = failure.unwrap_or(note);
     Line {
         scenario,
         backend: b,
