@@ -102,7 +102,7 @@ fn args() -> Args {
                 i += 1;
             }
             "--sustained" => {
-                a.sustained = v[i + 1].parse().expect("--sustained SECONDS, --table-options OPTS");
+                a.sustained = v[i + 1].parse().expect("--sustained SECONDS");
                 i += 1;
             }
             "--scaling-10m" => a.backlogs = vec![10_000, 1_000_000, 10_000_000],
@@ -490,6 +490,42 @@ async fn worker(
     done
 }
 
+/// One [`worker`] per connection, all sharing a budget of `jobs` (`None`: until
+/// the queue is empty); returns how many jobs they settled.
+async fn run_workers(
+    conns: Vec<Client>,
+    imp: Impl,
+    form: Form,
+    q: &str,
+    batch: usize,
+    lat: Arc<Mutex<Vec<f64>>>,
+    jobs: Option<usize>,
+) -> usize {
+    let budget =
+        Arc::new(AtomicIsize::new(jobs.map_or(isize::MAX, |j| {
+            isize::try_from(j).unwrap_or(isize::MAX)
+        })));
+    let hs: Vec<_> = conns
+        .into_iter()
+        .map(|c| {
+            tokio::spawn(worker(
+                imp,
+                form,
+                q.to_owned(),
+                c,
+                batch,
+                lat.clone(),
+                budget.clone(),
+            ))
+        })
+        .collect();
+    let mut n = 0;
+    for h in hs {
+        n += h.await.unwrap();
+    }
+    n
+}
+
 fn pct(v: &mut [f64], p: f64) -> f64 {
     if v.is_empty() {
         return 0.0;
@@ -550,25 +586,7 @@ async fn case(
         drop(conns);
         client_run(a, &q, workers, batch, lat.clone()).await
     } else {
-        let hs: Vec<_> = conns
-            .into_iter()
-            .map(|c| {
-                tokio::spawn(worker(
-                    imp,
-                    form,
-                    q.clone(),
-                    c,
-                    batch,
-                    lat.clone(),
-                    Arc::new(AtomicIsize::new(isize::MAX)),
-                ))
-            })
-            .collect();
-        let mut n = 0;
-        for h in hs {
-            n += h.await.unwrap();
-        }
-        n
+        run_workers(conns, imp, form, &q, batch, lat.clone(), None).await
     };
     let secs = t0.elapsed().as_secs_f64();
     let (s1, c1) = (server_cpu(), own_cpu());
@@ -791,25 +809,13 @@ async fn scaling(a: &Args, admin: &Client) {
             for (w, b, jobs) in [(1usize, 1usize, 5_000usize), (4, 100, 20_000)] {
                 let jobs = jobs.min(n / 2);
                 let lat = Arc::new(Mutex::new(Vec::with_capacity(jobs)));
-                let budget = Arc::new(AtomicIsize::new(jobs as isize));
-                let mut hs = Vec::new();
+                let mut conns = Vec::new();
                 for _ in 0..w {
-                    let c = connect(&a.conn).await;
-                    hs.push(tokio::spawn(worker(
-                        Impl::Settle,
-                        form,
-                        q.clone(),
-                        c,
-                        b,
-                        lat.clone(),
-                        budget.clone(),
-                    )));
+                    conns.push(connect(&a.conn).await);
                 }
                 let t0 = Instant::now();
-                let mut done = 0;
-                for h in hs {
-                    done += h.await.unwrap();
-                }
+                let done =
+                    run_workers(conns, Impl::Settle, form, &q, b, lat.clone(), Some(jobs)).await;
                 let secs = t0.elapsed().as_secs_f64();
                 let mut l = lat.lock().unwrap();
                 println!(
@@ -837,8 +843,9 @@ async fn scaling(a: &Args, admin: &Client) {
 
 /// The dead-tuple run: the lease form's queue keeps a steady backlog of 10,000
 /// (each worker enqueues as many rows as it acks, in the same round trip as the
-/// ack) while 4 workers claim 10 at a time, for `secs` seconds, with autovacuum
-/// at its defaults; jobs/s is printed for every 30-second window.
+/// ack) while 4 workers claim 10 at a time, for `secs` seconds, with the
+/// server's autovacuum settings and the table's `--table-options` if given;
+/// jobs/s is printed for every 30-second window.
 async fn sustained(a: &Args, admin: &Client, secs: u64) {
     let q = "sustained_lease";
     prepare_table(admin, q, Form::Lease, 10_000).await;
@@ -901,7 +908,6 @@ async fn sustained(a: &Args, admin: &Client, secs: u64) {
     );
     let started = Instant::now();
     let mut last = 0;
-    let mut first_rate = None;
     let mut rates = Vec::new();
     while started.elapsed().as_secs() < secs {
         tokio::time::sleep(Duration::from_secs(30)).await;
@@ -923,14 +929,13 @@ async fn sustained(a: &Args, admin: &Client, secs: u64) {
             dead,
             live
         );
-        first_rate.get_or_insert(rate);
         rates.push(rate);
     }
     stop.store(true, Ordering::Relaxed);
     for h in hs {
         h.await.unwrap();
     }
-    if let (Some(f), Some(l)) = (first_rate, rates.last()) {
+    if let (Some(f), Some(l)) = (rates.first().copied(), rates.last()) {
         let min = rates.iter().cloned().fold(f64::INFINITY, f64::min);
         println!(
             "first window {f:.0} jobs/s, last {l:.0} ({:+.0}%), lowest {min:.0} ({:+.0}%)",
