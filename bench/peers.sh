@@ -9,7 +9,10 @@
 # C build (pgmq is plain SQL + PL/pgSQL).
 # Graphile Worker 0.17.3 (npm, the last line for Node 20) into $SETTLE_PEERS_DIR
 # (default /tmp/settle-peers), database `settle_peer_graphile`; bench/graphile.cjs
-# drives it. Prints the arguments to pass to settle-bench.
+# drives it.
+# awa 0.6.9 (crates.io, pinned in bench/awa/Cargo.toml + Cargo.lock): bench/awa,
+# a small program outside settle's workspace, built (release) into target/peers,
+# database `settle_peer_awa`. Prints the arguments to pass to settle-bench.
 set -euo pipefail
 conn=${1:?usage: bench/peers.sh CONNINFO (libpq string without dbname)}
 PSQL=${PSQL:-/usr/lib/postgresql/15/bin/psql}
@@ -35,4 +38,8 @@ if [ ! -f "$PEERS/node_modules/graphile-worker/package.json" ] \
 fi
 "$PSQL" -X -q -v ON_ERROR_STOP=1 "$conn dbname=postgres" \
   -c "DROP DATABASE IF EXISTS settle_peer_graphile" -c "CREATE DATABASE settle_peer_graphile"
-echo "--pgmq \"$conn dbname=settle_peer_pgmq\" --graphile settle_peer_graphile"
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cargo build -q --release --locked --manifest-path "$repo/bench/awa/Cargo.toml" --target-dir "$repo/target/peers"
+"$PSQL" -X -q -v ON_ERROR_STOP=1 "$conn dbname=postgres" \
+  -c "DROP DATABASE IF EXISTS settle_peer_awa" -c "CREATE DATABASE settle_peer_awa"
+echo "--pgmq \"$conn dbname=settle_peer_pgmq\" --graphile settle_peer_graphile --awa settle_peer_awa"

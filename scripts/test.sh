@@ -171,12 +171,13 @@ passed=$((passed + ${r_pass:-0}))
 failed=$((failed + ${r_fail:-1}))
 
 step "the benchmark harness runs, with its peers (a few seconds; the numbers of a debug build mean nothing)"
-# pgmq (crates.io) and Graphile Worker (npm) are fetched into $WORK, never into the repository
+# pgmq (crates.io) and Graphile Worker (npm) are fetched into $WORK, never into the repository;
+# awa (crates.io) is built from bench/awa into target/peers (~2.5 min on 2 cores the first time)
 export SETTLE_PEERS_DIR=$WORK/peers
 pg_conn="host=$PGHOST port=$PGPORT user=postgres"
 if bench/peers.sh "$pg_conn" >"$WORK/peers.log" 2>&1 \
   && cargo run -q -p settle-bench -- --quick --jobs 300 --conn "$SETTLE_TEST_PG" \
-       --pgmq "$pg_conn dbname=settle_peer_pgmq" --graphile settle_peer_graphile >"$WORK/bench.log" 2>&1; then
+       --pgmq "$pg_conn dbname=settle_peer_pgmq" --graphile settle_peer_graphile --awa settle_peer_awa >"$WORK/bench.log" 2>&1; then
   tail -3 "$WORK/bench.log"
   passed=$((passed + 1))
 else

@@ -47,6 +47,8 @@ enum Impl {
     Pgmq,
     /// Graphile Worker 0.17 in Node (bench/graphile.cjs), its own database
     Graphile,
+    /// awa 0.6 (bench/awa, built by bench/peers.sh), its own database
+    Awa,
 }
 
 struct Args {
@@ -55,6 +57,8 @@ struct Args {
     pgmq: Option<String>,
     /// the database (on the --conn server) for Graphile Worker, or none
     graphile: Option<String>,
+    /// the database (on the --conn server) for awa, or none
+    awa: Option<String>,
     /// backlog sizes for the scaling run (`--scaling`, `--scaling-10m`)
     backlogs: Vec<usize>,
     /// seconds of the sustained (dead tuple) run, or 0
@@ -62,8 +66,17 @@ struct Args {
     /// storage parameters for the sustained run's table (`--table-options`)
     table_options: Option<String>,
     jobs: usize,
+    forms: Vec<Form>,
     workers: Vec<usize>,
     batches: Vec<usize>,
+    /// skip the Rust client cases (`--no-client`)
+    client: bool,
+}
+
+fn list(v: &str, flag: &str) -> Vec<usize> {
+    v.split(',')
+        .map(|x| x.parse().unwrap_or_else(|_| panic!("{flag} N,N,...")))
+        .collect()
 }
 
 fn args() -> Args {
@@ -74,11 +87,14 @@ fn args() -> Args {
             .unwrap_or_default(),
         pgmq: std::env::var("SETTLE_BENCH_PGMQ").ok(),
         graphile: None,
+        awa: None,
         backlogs: Vec::new(),
         sustained: 0,
         table_options: None,
         jobs: 20_000,
+        forms: vec![Form::Lease, Form::RowLock, Form::Advisory],
         workers: vec![1, 4, 16],
+        client: true,
         batches: vec![1, 10, 100],
     };
     let mut i = 0;
@@ -110,12 +126,37 @@ fn args() -> Args {
                 a.graphile = Some(v[i + 1].clone());
                 i += 1;
             }
+            "--awa" => {
+                a.awa = Some(v[i + 1].clone());
+                i += 1;
+            }
+            "--forms" => {
+                a.forms = v[i + 1]
+                    .split(',')
+                    .map(|f| match f {
+                        "lease" => Form::Lease,
+                        "row_lock" => Form::RowLock,
+                        "advisory" => Form::Advisory,
+                        _ => panic!("--forms lease,row_lock,advisory"),
+                    })
+                    .collect();
+                i += 1;
+            }
+            "--workers" => {
+                a.workers = list(&v[i + 1], "--workers");
+                i += 1;
+            }
+            "--batches" => {
+                a.batches = list(&v[i + 1], "--batches");
+                i += 1;
+            }
+            "--no-client" => a.client = false,
             "--quick" => {
                 a.jobs = 2_000;
                 a.workers = vec![1, 4];
                 a.batches = vec![1, 100];
             }
-            other => panic!("unknown argument {other}: use --conn, --jobs N, --quick, --pgmq CONN, --graphile DB, --scaling, --scaling-10m, --sustained SECONDS, --table-options OPTS"),
+            other => panic!("unknown argument {other}: use --conn, --jobs N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --pgmq CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --sustained SECONDS, --table-options OPTS"),
         }
         i += 1;
     }
@@ -476,7 +517,7 @@ async fn worker(
                 }
                 rows.len()
             }
-            (Impl::Client | Impl::Graphile, _) => unreachable!("runs in its own case"),
+            (Impl::Client | Impl::Graphile | Impl::Awa, _) => unreachable!("runs in its own case"),
         };
         if n == 0 {
             break;
@@ -551,10 +592,11 @@ async fn case(
             Impl::Client => "client",
             Impl::Pgmq => "pgmq",
             Impl::Graphile => "graphile",
+            Impl::Awa => "awa",
         }
     );
-    if imp == Impl::Graphile {
-        return graphile_case(a, workers, batch);
+    if matches!(imp, Impl::Graphile | Impl::Awa) {
+        return process_case(a, imp, workers, batch);
     }
     let conn = match imp {
         Impl::Pgmq => a.pgmq.clone().expect("--pgmq"),
@@ -607,11 +649,12 @@ async fn case(
     }
 }
 
-/// Graphile Worker through bench/graphile.cjs: prepared by one Node process,
-/// run by another; the server's CPU is counted around the run (which includes
-/// Node's start, ~0.1 s), latency is not measured.
-fn graphile_case(a: &Args, workers: usize, batch: usize) -> Result_ {
-    let db = a.graphile.clone().expect("--graphile");
+/// A peer that runs as its own process — Graphile Worker through
+/// bench/graphile.cjs in Node, awa through bench/awa's binary — prepared by one
+/// run of it and timed by another, which prints one JSON line. The server's CPU
+/// is counted around the run (including the process's start, ~0.1 s); latency
+/// is not measured.
+fn process_case(a: &Args, imp: Impl, workers: usize, batch: usize) -> Result_ {
     let cfg: tokio_postgres::Config = a.conn.parse().expect("--conn");
     let host = match cfg.get_hosts().first() {
         Some(tokio_postgres::config::Host::Unix(p)) => p.display().to_string(),
@@ -620,41 +663,84 @@ fn graphile_case(a: &Args, workers: usize, batch: usize) -> Result_ {
     };
     let port = cfg.get_ports().first().copied().unwrap_or(5432).to_string();
     let user = cfg.get_user().unwrap_or("postgres").to_owned();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/graphile.cjs");
-    let node = |args: &[&str]| {
-        let out = std::process::Command::new("node")
-            .arg(script)
-            .args(args)
-            .output()
-            .expect("run node (bench/peers.sh installs Graphile Worker)");
+    // node graphile.cjs MODE HOST PORT USER DB ..., settle-bench-awa MODE URL ...
+    let (program, lead, base, name): (String, Vec<String>, Vec<String>, &str) = match imp {
+        Impl::Graphile => {
+            let db = a.graphile.clone().expect("--graphile");
+            let script = concat!(env!("CARGO_MANIFEST_DIR"), "/graphile.cjs").to_owned();
+            (
+                "node".into(),
+                vec![script],
+                vec![host, port, user, db],
+                "graphile",
+            )
+        }
+        Impl::Awa => {
+            let db = a.awa.clone().expect("--awa");
+            let bin = std::env::var("SETTLE_BENCH_AWA").unwrap_or_else(|_| {
+                concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/../target/peers/release/settle-bench-awa"
+                )
+                .to_owned()
+            });
+            let url = format!("postgres://{user}@localhost/{db}?host={host}&port={port}");
+            (bin, vec![], vec![url], "awa")
+        }
+        _ => unreachable!("not a process peer"),
+    };
+    // the peer prints a JSON line as its clock stops, the server's CPU is read
+    // then; later lines (its own checks) are merged in
+    let run = |mode: &str, rest: &[String], s0: Option<f64>| {
+        use std::io::BufRead;
+        let args = [
+            lead.clone(),
+            vec![mode.to_owned()],
+            base.clone(),
+            rest.to_vec(),
+        ]
+        .concat();
+        let mut child = std::process::Command::new(&program)
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("run {program} (bench/peers.sh installs the peers): {e}"));
+        let mut v = serde_json::Map::new();
+        let mut server = None;
+        for line in std::io::BufReader::new(child.stdout.take().unwrap()).lines() {
+            if let (None, Some(s0)) = (server, s0) {
+                server = Some(server_cpu() - s0);
+            }
+            if let Ok(serde_json::Value::Object(o)) = serde_json::from_str(&line.unwrap()) {
+                v.extend(o);
+            }
+        }
+        let out = child.wait_with_output().expect("wait for the peer");
         assert!(
             out.status.success(),
-            "graphile.cjs {args:?}: {}",
+            "{name} {args:?}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        (serde_json::Value::Object(v), server.unwrap_or(f64::NAN))
     };
     let jobs = a.jobs.to_string();
-    node(&["prepare", &host, &port, &user, &db, &jobs]);
+    run("prepare", std::slice::from_ref(&jobs), None);
     let s0 = server_cpu();
-    let out = node(&[
+    let (v, server) = run(
         "run",
-        &host,
-        &port,
-        &user,
-        &db,
-        &jobs,
-        &workers.to_string(),
-        &batch.to_string(),
-    ]);
-    let s1 = server_cpu();
-    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("graphile.cjs JSON");
+        &[jobs, workers.to_string(), batch.to_string()],
+        Some(s0),
+    );
     let done = v["jobs"].as_u64().unwrap_or(0) as usize;
-    assert_eq!(done, a.jobs, "graphile: every job run once");
-    assert_eq!(v["left"].as_u64(), Some(0), "graphile: every job completed");
+    assert_eq!(done, a.jobs, "{name}: every job run once");
+    assert_eq!(v["left"].as_u64(), Some(0), "{name}: every job completed");
+    if let Some(c) = v.get("completed") {
+        assert_eq!(c.as_u64(), Some(a.jobs as u64), "{name}: completed count");
+    }
     let k = a.jobs as f64 / 1000.0;
     Result_ {
-        imp: Impl::Graphile,
+        imp,
         form: Form::Lease,
         workers,
         batch,
@@ -662,7 +748,7 @@ fn graphile_case(a: &Args, workers: usize, batch: usize) -> Result_ {
         secs: v["secs"].as_f64().unwrap_or(f64::NAN),
         p50_ms: f64::NAN,
         p99_ms: f64::NAN,
-        server_cpu_per_k: (s1 - s0) / k,
+        server_cpu_per_k: server / k,
         client_cpu_per_k: v["client_cpu"].as_f64().unwrap_or(f64::NAN) / k,
     }
 }
@@ -719,7 +805,7 @@ fn svg(results: &[Result_]) -> String {
     let w = 60 + results.len() * 28;
     let max = results.iter().map(|r| r.rate()).fold(1.0, f64::max);
     let mut s = format!("<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='420' font-family='sans-serif' font-size='10'>\n");
-    let _ = writeln!(s, "<text x='10' y='16' font-size='13'>jobs/s: settle (blue), hand-written floor (grey), pgmq (orange), Graphile Worker (purple), Rust client (green)</text>");
+    let _ = writeln!(s, "<text x='10' y='16' font-size='13'>jobs/s: settle (blue), hand-written floor (grey), pgmq (orange), Graphile Worker (purple), awa (red), Rust client (green)</text>");
     for (i, r) in results.iter().enumerate() {
         let h = (r.rate() / max * 300.0).max(1.0);
         let x = 40 + i * 28;
@@ -729,6 +815,7 @@ fn svg(results: &[Result_]) -> String {
             Impl::Client => "#3a9a4a",
             Impl::Pgmq => "#d67a3b",
             Impl::Graphile => "#9a3ad6",
+            Impl::Awa => "#c0392b",
         };
         let _ = writeln!(
             s,
@@ -984,10 +1071,10 @@ async fn main() {
         "cli cpu s/1k",
         "settle/floor"
     );
-    if a.pgmq.is_none() || a.graphile.is_none() {
-        println!("(peers: run bench/peers.sh and pass --pgmq / --graphile to compare with pgmq and Graphile Worker)");
+    if a.pgmq.is_none() || a.graphile.is_none() || a.awa.is_none() {
+        println!("(peers: run bench/peers.sh and pass --pgmq / --graphile / --awa to compare with pgmq, Graphile Worker and awa)");
     }
-    for form in [Form::Lease, Form::RowLock, Form::Advisory] {
+    for &form in &a.forms {
         for &w in &a.workers {
             for &b in &a.batches {
                 let floor = case(&a, &admin, Impl::Floor, form, w, b).await;
@@ -1014,6 +1101,7 @@ async fn main() {
                 let peers = [
                     (Impl::Pgmq, a.pgmq.is_some()),
                     (Impl::Graphile, a.graphile.is_some()),
+                    (Impl::Awa, a.awa.is_some()),
                 ];
                 for (peer, wanted) in peers {
                     if form != Form::Lease || !wanted {
@@ -1042,7 +1130,7 @@ async fn main() {
         }
     }
     // the Rust client (lease) for its CPU overhead
-    for &b in &a.batches {
+    for &b in a.batches.iter().filter(|_| a.client) {
         let w = *a.workers.last().unwrap();
         let r = case(&a, &admin, Impl::Client, Form::Lease, w, b).await;
         println!(
