@@ -259,6 +259,11 @@ fn load(client: &SpiClient<'_>, name: &str) -> Result<(Queue, Vec<pg_sys::Oid>)>
             .filter(|c| !c.generated)
             .map(|c| ident(&c.name))
             .collect(),
+        // a column named like the statements' aliases would shadow the whole-row
+        // reference: such a table keeps to_jsonb
+        native_row: cols
+            .iter()
+            .all(|c| crate::rowjson::supported(c.type_oid) && !c.name.starts_with("_s_")),
     };
     let mut watch = vec![registry_oid, row.tbl];
     watch.extend(row.dead_letter_table);

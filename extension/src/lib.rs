@@ -14,6 +14,7 @@ mod error;
 mod held;
 mod ops;
 mod rawjsonb;
+mod rowjson;
 mod sql;
 
 ::pgrx::pg_module_magic!();

@@ -6,11 +6,13 @@ use crate::desc::{self, spi, PlanKey, Queue};
 use crate::error::{bail, Result, SettleError};
 use crate::held;
 use crate::rawjsonb::RawJsonb;
+use crate::rowjson::{RowDatum, RowEncoder};
 use crate::sql::{Form, Write};
 use pgrx::datum::{DatumWithOid, Interval, TimestampWithTimeZone};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
+use pgrx::PgMemoryContexts;
 use std::collections::{HashMap, HashSet};
 
 /// Largest batch one claim takes.
@@ -52,13 +54,19 @@ fn warn_dead(q: &Queue, id: &str) {
     );
 }
 
-/// Rows of a claim statement: (dead, id, attempt, token, payload).
+/// Rows of a claim statement: (dead, id, attempt, token, payload). The payload
+/// column is jsonb (`to_jsonb` in the statement) or the row itself, written as
+/// jsonb here (`rowjson`); either way it is copied out of SPI's memory.
 fn read_claimed(
     q: &Queue,
     t: pgrx::spi::SpiTupleTable<'_>,
     out: &mut Vec<Delivery>,
     dead: &mut Vec<String>,
 ) {
+    // where pgrx's own `get` copies values to: the context SPI was entered from
+    let outer = unsafe { PgMemoryContexts::CurrentMemoryContext.parent() }
+        .expect("SPI runs under the function's memory context");
+    let mut enc: Option<RowEncoder> = None;
     for r in t {
         let is_dead = spi(r.get::<bool>(1)).unwrap_or(false);
         let id = spi(r.get::<String>(2)).unwrap_or_default();
@@ -67,11 +75,25 @@ fn read_claimed(
             dead.push(id);
             continue;
         }
+        let payload = if q.shape.native_row {
+            spi(r.get::<RowDatum>(5)).map(|row| unsafe {
+                let e = match enc.take() {
+                    Some(e) if e.fits(row.0) => e,
+                    _ => RowEncoder::for_row(row.0).expect(
+                        "native_row is set only when every column's type is written natively",
+                    ),
+                };
+                let e = enc.insert(e);
+                RawJsonb::from_allocated(e.encode(row.0, outer.value()))
+            })
+        } else {
+            spi(r.get::<RawJsonb>(5))
+        };
         out.push(Delivery {
             id,
             attempt: spi(r.get::<i32>(3)),
             token: spi(r.get::<TimestampWithTimeZone>(4)),
-            payload: spi(r.get::<RawJsonb>(5)),
+            payload,
         });
     }
 }

@@ -12,6 +12,13 @@ use pgrx::PgMemoryContexts;
 /// A detoasted jsonb datum copied into a memory context that outlives SPI.
 pub struct RawJsonb(pg_sys::Datum);
 
+impl RawJsonb {
+    /// A jsonb varlena already allocated where it outlives SPI.
+    pub fn from_allocated(d: pg_sys::Datum) -> RawJsonb {
+        RawJsonb(d)
+    }
+}
+
 impl FromDatum for RawJsonb {
     unsafe fn from_polymorphic_datum(
         datum: pg_sys::Datum,

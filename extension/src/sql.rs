@@ -89,6 +89,9 @@ pub struct Shape {
     pub dead: Option<Dead>,
     /// every column a row move copies (quoted, table order, generated columns left out)
     pub copy_cols: Vec<String>,
+    /// every column has a type `rowjson` writes: claims return the row itself
+    /// and the extension writes its jsonb; otherwise `to_jsonb` in the statement
+    pub native_row: bool,
 }
 
 /// Quote a string as an SQL literal (standard_conforming_strings on, as since 9.1).
@@ -238,6 +241,16 @@ impl Shape {
         }
     }
 
+    /// The claimed row as the claim statement returns it: the row itself for
+    /// `rowjson` to write as jsonb, or `to_jsonb` of it.
+    fn row_out(&self, a: &str) -> String {
+        if self.native_row {
+            a.to_owned()
+        } else {
+            format!("pg_catalog.to_jsonb({a}.*)")
+        }
+    }
+
     fn att_sel(&self, a: &str) -> String {
         match &self.attempt {
             Some(c) => self.col(a, c),
@@ -256,9 +269,10 @@ impl Shape {
             None => "NULL::pg_catalog.int4".into(),
         };
         format!(
-            "SELECT false, ({id})::pg_catalog.text, {att}, NULL::pg_catalog.timestamptz, pg_catalog.to_jsonb(_s_t.*) \
+            "SELECT false, ({id})::pg_catalog.text, {att}, NULL::pg_catalog.timestamptz, {row} \
              FROM {t} _s_t WHERE {ready} ORDER BY {id} LIMIT $1 FOR UPDATE OF _s_t SKIP LOCKED",
             id = self.id_of("_s_t"),
+            row = self.row_out("_s_t"),
             t = self.table,
             ready = self.ready("_s_t"),
         )
@@ -285,8 +299,9 @@ impl Shape {
             sets.extend(self.attempt_plus_one("_s_t"));
             return format!(
                 "UPDATE {t} _s_t SET {sets} WHERE {id} {EQ} ANY (ARRAY(SELECT {cid} FROM {t} _s_c WHERE {ready} ORDER BY {cid} LIMIT $1 FOR UPDATE OF _s_c SKIP LOCKED)) \
-                 RETURNING false, ({id})::pg_catalog.text, {att}, _s_t.{lu}, pg_catalog.to_jsonb(_s_t.*)",
+                 RETURNING false, ({id})::pg_catalog.text, {att}, _s_t.{lu}, {row}",
                 sets = sets.join(", "),
+                row = self.row_out("_s_t"),
                 cid = self.id_of("_s_c"),
                 ready = self.ready("_s_c"),
                 att = self.attempt_out("_s_t"),
@@ -340,8 +355,9 @@ impl Shape {
             _ => "NULL::pg_catalog.timestamptz".into(),
         };
         let mut sql = format!(
-            "WITH {ctes} (SELECT false AS _s_dead, (_s_took.{idc})::pg_catalog.text, {att}, {token}, pg_catalog.to_jsonb(_s_took.*) FROM _s_took ORDER BY _s_took.{idc})",
+            "WITH {ctes} (SELECT false AS _s_dead, (_s_took.{idc})::pg_catalog.text, {att}, {token}, {row} FROM _s_took ORDER BY _s_took.{idc})",
             ctes = ctes.join(",\n "),
+            row = self.row_out("_s_took"),
             idc = self.id,
             att = self.attempt_out("_s_took"),
         );
