@@ -1,12 +1,37 @@
 //! The client: registration, claims, stats.
 
-use crate::delivery::{Delivery, Outcome, Session, Settled};
+use crate::delivery::{Delivery, Outcome, RowData, Session, Settled};
 use crate::error::{Error, Result};
 use crate::queue::{Form, Queue};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tracing::Instrument;
+
+/// A json/jsonb column's JSON text as sent (jsonb: after its version byte),
+/// copied without parsing.
+struct JsonText(Vec<u8>);
+
+impl<'a> tokio_postgres::types::FromSql<'a> for JsonText {
+    fn from_sql(
+        ty: &tokio_postgres::types::Type,
+        raw: &'a [u8],
+    ) -> std::result::Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        let text = if *ty == tokio_postgres::types::Type::JSONB {
+            match raw.split_first() {
+                Some((1, rest)) => rest,
+                _ => return Err("unsupported jsonb wire format version".into()),
+            }
+        } else {
+            raw
+        };
+        Ok(JsonText(text.to_vec()))
+    }
+
+    fn accepts(ty: &tokio_postgres::types::Type) -> bool {
+        *ty == tokio_postgres::types::Type::JSONB || *ty == tokio_postgres::types::Type::JSON
+    }
+}
 
 pub(crate) const CLAIM_SQL: &str = "SELECT id, attempt, token, payload FROM queue_claim($1, $2, $3::bigint * interval '1 microsecond')";
 pub(crate) const COMPLETE_SQL: &str =
@@ -369,13 +394,16 @@ impl Client {
         let id: String = r.get(0);
         let attempt: Option<i32> = r.get(1);
         let token: Option<SystemTime> = r.get(2);
-        let payload: Option<serde_json::Value> = r.get(3);
+        let row: Option<JsonText> = r.get(3);
         Delivery::new(
             self.inner.clone(),
             id,
             attempt.map_or(1, |a| a.max(0) as u32),
             token,
-            payload.unwrap_or(serde_json::Value::Null),
+            match row {
+                Some(JsonText(t)) => RowData::Text(t),
+                None => RowData::Value(serde_json::Value::Null),
+            },
             session,
         )
     }

@@ -164,7 +164,9 @@ pub struct Delivery {
     id: String,
     attempt: u32,
     token: Option<SystemTime>,
-    payload: serde_json::Value,
+    row: RowData,
+    /// the row parsed, on first `row()`
+    parsed: std::sync::OnceLock<serde_json::Value>,
     session: Option<Arc<Session>>,
     /// row_lock transactional mode: the pinned connection, held between
     /// `transaction()` and settling
@@ -176,6 +178,21 @@ pub struct Delivery {
     /// `any_transaction()` and settling
     ptx: Option<OwnedMutexGuard<Option<crate::portable::engine::Pinned>>>,
     done: bool,
+}
+
+/// The claimed row as it arrived.
+pub(crate) enum RowData {
+    /// PostgreSQL: the JSON text of the jsonb, parsed only when the handler
+    /// asks (into its own type by `payload`/`row_as`, or a `Value` by `row`)
+    Text(Vec<u8>),
+    /// portable path: parsed by the engine
+    Value(serde_json::Value),
+}
+
+/// The canonical layout's `payload` column, read straight from the row's text.
+#[derive(serde::Deserialize)]
+struct PayloadColumn<T> {
+    payload: Option<T>,
 }
 
 impl std::fmt::Debug for Delivery {
@@ -195,7 +212,7 @@ impl Delivery {
         id: String,
         attempt: u32,
         token: Option<SystemTime>,
-        payload: serde_json::Value,
+        row: RowData,
         session: Option<Arc<Session>>,
     ) -> Delivery {
         Delivery {
@@ -203,7 +220,8 @@ impl Delivery {
             id,
             attempt,
             token,
-            payload,
+            row,
+            parsed: std::sync::OnceLock::new(),
             session,
             tx: None,
             ptoken: None,
@@ -226,7 +244,8 @@ impl Delivery {
             id: c.id,
             attempt: c.attempt,
             token,
-            payload: c.payload,
+            row: RowData::Value(c.payload),
+            parsed: std::sync::OnceLock::new(),
             session: None,
             tx: None,
             ptoken: c.token,
@@ -251,24 +270,37 @@ impl Delivery {
         self.token
     }
 
-    /// The whole row as JSON.
+    /// The whole row as JSON (parsed on the first call).
     pub fn row(&self) -> &serde_json::Value {
-        &self.payload
+        match &self.row {
+            RowData::Value(v) => v,
+            RowData::Text(t) => self
+                .parsed
+                .get_or_init(|| serde_json::from_slice(t).unwrap_or(serde_json::Value::Null)),
+        }
     }
 
     /// The row deserialised into `T` (e.g. a struct with the columns you need).
     pub fn row_as<T: DeserializeOwned>(&self) -> Result<T> {
-        serde_json::from_value(self.payload.clone()).map_err(Error::Payload)
+        match &self.row {
+            RowData::Text(t) => serde_json::from_slice(t).map_err(Error::Payload),
+            RowData::Value(v) => serde_json::from_value(v.clone()).map_err(Error::Payload),
+        }
     }
 
     /// The row's `payload` column deserialised into `T` (the canonical layout
     /// made by `queue_create`).
     pub fn payload<T: DeserializeOwned>(&self) -> Result<T> {
-        let v = self
-            .payload
-            .get("payload")
-            .cloned()
-            .unwrap_or(serde_json::Value::Null);
+        let v = match &self.row {
+            RowData::Text(t) => {
+                let col: PayloadColumn<T> = serde_json::from_slice(t).map_err(Error::Payload)?;
+                return match col.payload {
+                    Some(p) => Ok(p),
+                    None => serde_json::from_value(serde_json::Value::Null).map_err(Error::Payload),
+                };
+            }
+            RowData::Value(v) => v.get("payload").cloned().unwrap_or(serde_json::Value::Null),
+        };
         // databases that keep JSON as text (SQLite, MariaDB) hand it over as a string
         if let serde_json::Value::String(text) = &v {
             if let Ok(t) = serde_json::from_str::<T>(text) {
