@@ -459,13 +459,15 @@ async fn worker(
                     .await
                     .unwrap();
                 let locked: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
-                // re-check with a fresh snapshot now that the keys are ours: a row
-                // settled (and unlocked) by another worker since the read is gone
+                // re-check with a fresh snapshot now that the keys are ours (a row
+                // settled and unlocked by another worker since the read is gone),
+                // counting the delivery as settle does (SPEC: the attempt is
+                // counted when a row is taken, so a crash counts toward max_attempts)
                 let rows = if locked.is_empty() {
                     rows
                 } else {
                     c.query(
-                        &format!("SELECT id, payload FROM {q} WHERE id = ANY($1)"),
+                        &format!("UPDATE {q} SET attempt = attempt + 1 WHERE id = ANY($1) RETURNING id, payload"),
                         &[&locked],
                     )
                     .await
