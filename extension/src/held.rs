@@ -22,96 +22,113 @@ thread_local! {
     /// be settled by it (else SQ006). Kept exact under savepoints by the
     /// subtransaction callback, so a listed row is one whose row lock this
     /// transaction holds: its completion needs no second lock to prove it.
-    static ROW_CLAIMS: RefCell<HashMap<(String, String), pg_sys::SubTransactionId>> =
-        RefCell::new(HashMap::new());
-    /// row_lock: settles of this transaction not yet final — (row, the
-    /// subtransaction that claimed it, the one that settled it) — put back if the
-    /// settling subtransaction rolls back.
-    static ROW_SETTLES: RefCell<Vec<RowSettle>> = const { RefCell::new(Vec::new()) };
+    static ROW_CLAIMS: RefCell<RowClaims> = RefCell::new(RowClaims::default());
+}
+
+type RowKey = (String, String);
+type SubId = pg_sys::SubTransactionId;
+
+/// The row_lock claim list, indexed by subtransaction so that a savepoint's end
+/// touches only what that savepoint did (the client settles each delivery of a
+/// claim in its own savepoint: scanning the whole list there was quadratic).
+#[derive(Default)]
+struct RowClaims {
+    /// claimed and not settled, with the subtransaction that claimed it
+    claims: HashMap<RowKey, SubId>,
+    /// the rows each subtransaction claimed (entries whose row was settled
+    /// since, or retagged, are stale: checked against `claims`)
+    claimed_by: HashMap<SubId, Vec<RowKey>>,
+    /// settles not yet final, by the subtransaction that settled them; put back
+    /// if it rolls back. A row is settled in the subtransaction that claimed it
+    /// or a descendant, so when a subtransaction ends every settle of a row it
+    /// claimed is in its own list (its children's were moved up to it).
+    settles: HashMap<SubId, Vec<RowSettle>>,
 }
 
 struct RowSettle {
-    row: (String, String),
-    claimed_in: pg_sys::SubTransactionId,
-    settled_in: pg_sys::SubTransactionId,
+    row: RowKey,
+    claimed_in: SubId,
 }
 
-fn current_subxact() -> pg_sys::SubTransactionId {
+impl RowClaims {
+    fn claim(&mut self, row: RowKey, sub: SubId) {
+        self.claimed_by.entry(sub).or_default().push(row.clone());
+        self.claims.insert(row, sub);
+    }
+
+    /// a savepoint released: what it claimed and settled belongs to its parent
+    fn commit_sub(&mut self, my: SubId, parent: SubId) {
+        for row in self.claimed_by.remove(&my).unwrap_or_default() {
+            if let Some(sub) = self.claims.get_mut(&row) {
+                if *sub == my {
+                    *sub = parent;
+                    self.claimed_by.entry(parent).or_default().push(row);
+                }
+            }
+        }
+        if let Some(mut settled) = self.settles.remove(&my) {
+            for e in &mut settled {
+                if e.claimed_in == my {
+                    e.claimed_in = parent;
+                }
+            }
+            self.settles.entry(parent).or_default().append(&mut settled);
+        }
+    }
+
+    /// rolled back: its claims are gone (the row locks with them); its settles
+    /// are undone, so rows claimed outside it are held (and settleable) again
+    fn abort_sub(&mut self, my: SubId) {
+        for row in self.claimed_by.remove(&my).unwrap_or_default() {
+            if self.claims.get(&row) == Some(&my) {
+                self.claims.remove(&row);
+            }
+        }
+        for e in self.settles.remove(&my).unwrap_or_default() {
+            if e.claimed_in != my {
+                self.claim(e.row, e.claimed_in);
+            }
+        }
+    }
+}
+
+fn current_subxact() -> SubId {
     unsafe { pg_sys::GetCurrentSubTransactionId() }
 }
 
 pub fn row_claimed(queue: &str, id: String) {
     let sub = current_subxact();
-    ROW_CLAIMS.with(|c| c.borrow_mut().insert((queue.to_owned(), id), sub));
+    ROW_CLAIMS.with(|c| c.borrow_mut().claim((queue.to_owned(), id), sub));
 }
 
-pub fn row_is_claimed(key_of: &(String, String)) -> bool {
-    ROW_CLAIMS.with(|c| c.borrow().contains_key(key_of))
+pub fn row_is_claimed(key_of: &RowKey) -> bool {
+    ROW_CLAIMS.with(|c| c.borrow().claims.contains_key(key_of))
 }
 
-pub fn row_settled(key_of: &(String, String)) {
-    if let Some(claimed_in) = ROW_CLAIMS.with(|c| c.borrow_mut().remove(key_of)) {
-        let settled_in = current_subxact();
-        ROW_SETTLES.with(|s| {
-            s.borrow_mut().push(RowSettle {
+pub fn row_settled(key_of: &RowKey) {
+    ROW_CLAIMS.with(|c| {
+        let mut c = c.borrow_mut();
+        if let Some(claimed_in) = c.claims.remove(key_of) {
+            let settled_in = current_subxact();
+            c.settles.entry(settled_in).or_default().push(RowSettle {
                 row: key_of.clone(),
                 claimed_in,
-                settled_in,
-            })
-        });
-    }
+            });
+        }
+    });
 }
 
 #[pg_guard]
 unsafe extern "C-unwind" fn subxact_callback(
     event: pg_sys::SubXactEvent::Type,
-    my: pg_sys::SubTransactionId,
-    parent: pg_sys::SubTransactionId,
+    my: SubId,
+    parent: SubId,
     _arg: *mut std::ffi::c_void,
 ) {
     use pg_sys::SubXactEvent::*;
     match event {
-        // a savepoint released: what it claimed and settled belongs to its parent
-        SUBXACT_EVENT_COMMIT_SUB => {
-            ROW_CLAIMS.with(|c| {
-                for sub in c.borrow_mut().values_mut() {
-                    if *sub == my {
-                        *sub = parent;
-                    }
-                }
-            });
-            ROW_SETTLES.with(|s| {
-                for e in s.borrow_mut().iter_mut() {
-                    if e.claimed_in == my {
-                        e.claimed_in = parent;
-                    }
-                    if e.settled_in == my {
-                        e.settled_in = parent;
-                    }
-                }
-            });
-        }
-        // rolled back: its claims are gone (the row locks with them); its settles
-        // are undone, so rows claimed outside it are held (and settleable) again
-        SUBXACT_EVENT_ABORT_SUB => {
-            ROW_CLAIMS.with(|c| c.borrow_mut().retain(|_, sub| *sub != my));
-            let undone: Vec<RowSettle> = ROW_SETTLES.with(|s| {
-                let mut s = s.borrow_mut();
-                let (undone, kept) = std::mem::take(&mut *s)
-                    .into_iter()
-                    .partition(|e| e.settled_in == my);
-                *s = kept;
-                undone
-            });
-            ROW_CLAIMS.with(|c| {
-                let mut c = c.borrow_mut();
-                for e in undone {
-                    if e.claimed_in != my {
-                        c.insert(e.row, e.claimed_in);
-                    }
-                }
-            });
-        }
+        SUBXACT_EVENT_COMMIT_SUB => ROW_CLAIMS.with(|c| c.borrow_mut().commit_sub(my, parent)),
+        SUBXACT_EVENT_ABORT_SUB => ROW_CLAIMS.with(|c| c.borrow_mut().abort_sub(my)),
         _ => {}
     }
 }
@@ -204,8 +221,7 @@ unsafe extern "C-unwind" fn xact_callback(
         | XACT_EVENT_ABORT
         | XACT_EVENT_PARALLEL_COMMIT
         | XACT_EVENT_PARALLEL_ABORT => {
-            ROW_CLAIMS.with(|c| c.borrow_mut().clear());
-            ROW_SETTLES.with(|s| s.borrow_mut().clear());
+            ROW_CLAIMS.with(|c| *c.borrow_mut() = RowClaims::default());
             let keys = PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
             for key in keys {
                 unlock(key);
