@@ -32,8 +32,12 @@ pub const ROLES: [(&str, &str); 7] = [
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum PlanKey {
     ClaimRowLock,
+    /// row_lock claim when this transaction already holds rows of the queue
+    ClaimRowLockExcept,
     Take,
-    Candidates { after: bool },
+    Candidates {
+        after: bool,
+    },
     Settle(Write),
     AckOne,
     AckMany,
@@ -289,7 +293,8 @@ impl Queue {
         };
         let s = &self.shape;
         let (sql, args): (String, Vec<Oid>) = match &key {
-            PlanKey::ClaimRowLock => (s.claim_row_lock(), vec![INT8OID]),
+            PlanKey::ClaimRowLock => (s.claim_row_lock(false), vec![INT8OID]),
+            PlanKey::ClaimRowLockExcept => (s.claim_row_lock(true), vec![INT8OID, TEXTARRAYOID]),
             PlanKey::Take => match s.form {
                 Form::Lease => (s.take(), vec![INT8OID, INTERVALOID]),
                 _ => (s.take(), vec![TEXTARRAYOID]),

@@ -101,6 +101,18 @@ pub fn row_claimed(queue: &str, id: String) {
     ROW_CLAIMS.with(|c| c.borrow_mut().claim((queue.to_owned(), id), sub));
 }
 
+/// Ids of `queue` this transaction holds (claimed, not settled).
+pub fn rows_claimed(queue: &str) -> Vec<String> {
+    ROW_CLAIMS.with(|c| {
+        c.borrow()
+            .claims
+            .keys()
+            .filter(|(q, _)| q == queue)
+            .map(|(_, id)| id.clone())
+            .collect()
+    })
+}
+
 pub fn row_is_claimed(key_of: &RowKey) -> bool {
     ROW_CLAIMS.with(|c| c.borrow().claims.contains_key(key_of))
 }

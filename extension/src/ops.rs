@@ -125,8 +125,16 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
                         "row_lock claim on queue \"{queue}\" outside a transaction block: the lock would end with this statement"
                     );
                 }
-                let plan = q.plan(client, PlanKey::ClaimRowLock);
-                let t = spi(client.select(&*plan, None, &[(batch as i64).into()]));
+                // rows this transaction already claimed are locked by it, which
+                // SKIP LOCKED does not skip: leave them out, or they come again
+                let held = held::rows_claimed(queue);
+                let t = if held.is_empty() {
+                    let plan = q.plan(client, PlanKey::ClaimRowLock);
+                    spi(client.select(&*plan, None, &[(batch as i64).into()]))
+                } else {
+                    let plan = q.plan(client, PlanKey::ClaimRowLockExcept);
+                    spi(client.select(&*plan, None, &[(batch as i64).into(), held.into()]))
+                };
                 read_claimed(&q, t, &mut out, &mut dead);
                 for d in &out {
                     held::row_claimed(queue, d.id.clone());
@@ -662,7 +670,10 @@ pub fn requeue_dead(queue: &str, ids: Option<Vec<Option<String>>>) -> Result<i64
 pub fn statements(s: &crate::sql::Shape) -> Vec<(String, String)> {
     let mut v = Vec::new();
     match s.form {
-        Form::RowLock => v.push(("claim".into(), s.claim_row_lock())),
+        Form::RowLock => {
+            v.push(("claim".into(), s.claim_row_lock(false)));
+            v.push(("claim_again".into(), s.claim_row_lock(true)));
+        }
         Form::Lease => v.push(("claim".into(), s.take())),
         Form::Advisory => {
             v.push(("claim_candidates".into(), s.advisory_candidates(false)));

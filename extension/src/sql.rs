@@ -258,9 +258,11 @@ impl Shape {
         }
     }
 
-    /// row_lock claim. Params: $1 int8 batch.
+    /// row_lock claim. Params: $1 int8 batch; with `except`, $2 text[]: ids this
+    /// transaction already holds (SKIP LOCKED does not skip a transaction's own
+    /// row locks, so a second claim would deliver them again).
     /// Columns: dead bool, id text, attempt int4, token timestamptz, payload jsonb.
-    pub fn claim_row_lock(&self) -> String {
+    pub fn claim_row_lock(&self, except: bool) -> String {
         let att = match &self.attempt {
             Some(c) => format!(
                 "(COALESCE({}, 0) {PLUS} 1)::pg_catalog.int4",
@@ -270,9 +272,18 @@ impl Shape {
         };
         format!(
             "SELECT false, ({id})::pg_catalog.text, {att}, NULL::pg_catalog.timestamptz, {row} \
-             FROM {t} _s_t WHERE {ready} ORDER BY {id} LIMIT $1 FOR UPDATE OF _s_t SKIP LOCKED",
+             FROM {t} _s_t WHERE {ready}{except} ORDER BY {id} LIMIT $1 FOR UPDATE OF _s_t SKIP LOCKED",
             id = self.id_of("_s_t"),
             row = self.row_out("_s_t"),
+            except = if except {
+                format!(
+                    " AND NOT ({} {EQ} ANY (($2::pg_catalog.text[])::{}[]))",
+                    self.id_of("_s_t"),
+                    self.id_type
+                )
+            } else {
+                String::new()
+            },
             t = self.table,
             ready = self.ready("_s_t"),
         )

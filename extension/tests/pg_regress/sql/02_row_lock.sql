@@ -108,3 +108,22 @@ SELECT queue_complete('rl_bare', '2', 'retry_after', '5 minutes');
 SELECT try($$SELECT queue_complete('rl_bare', '1', 'ack')$$);
 COMMIT;
 SELECT * FROM rl_bare;
+-- a second claim in the same transaction does not deliver again what the first
+-- holds (SKIP LOCKED skips other transactions' row locks, not its own); a row
+-- settled with retry in between is ready again and may come back, counted
+CREATE TABLE rl_again (id bigint PRIMARY KEY, attempt int NOT NULL DEFAULT 0);
+SELECT queue_register('rl_again', 'rl_again', 'row_lock');
+INSERT INTO rl_again SELECT generate_series(1, 5);
+BEGIN;
+SELECT id, attempt FROM queue_claim('rl_again', 2);
+SELECT id, attempt FROM queue_claim('rl_again', 2);
+SELECT queue_complete('rl_again', '1', 'retry');
+SELECT id, attempt FROM queue_claim('rl_again', 5);
+ROLLBACK;
+-- a claim rolled back to a savepoint gives its rows back to the next claim
+BEGIN;
+SAVEPOINT s;
+SELECT id FROM queue_claim('rl_again', 2);
+ROLLBACK TO SAVEPOINT s;
+SELECT id FROM queue_claim('rl_again', 2);
+ROLLBACK;

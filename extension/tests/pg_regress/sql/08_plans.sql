@@ -12,6 +12,7 @@ BEGIN
       WHEN r.statement = 'ack_one' THEN 'text, timestamptz'
       WHEN r.statement = 'claim_take' THEN 'text[]'
       WHEN r.statement = 'claim_candidates_after' THEN 'bigint, text'
+      WHEN r.statement = 'claim_again' THEN 'bigint, text[]'
       WHEN r.statement = 'claim' AND form = 'lease' THEN 'bigint, interval'
       ELSE 'bigint' END;
     nulls := regexp_replace(types, '[a-z\[\]]+', 'NULL', 'g');

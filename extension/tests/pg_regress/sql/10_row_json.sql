@@ -48,6 +48,8 @@ RESET TimeZone;
 ALTER TABLE rj DROP COLUMN v, ADD COLUMN later bool DEFAULT true;
 BEGIN;
 SELECT * FROM same_as_to_jsonb('rj_rl', 'rj', 10);
+ROLLBACK;
+BEGIN;
 SELECT payload ? 'v' AS has_dropped, payload ? 'later' AS has_added FROM queue_claim('rj_rl', 1);
 ROLLBACK;
 -- lease and advisory: the row as the claim left it (attempt counted, token written)
