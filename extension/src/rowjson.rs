@@ -182,7 +182,13 @@ impl RowEncoder {
     ) -> pg_sys::Datum {
         let h = pg_sys::pg_detoast_datum(row.cast_mut_ptr()) as pg_sys::HeapTupleHeader;
         let td = pg_sys::lookup_rowtype_tupdesc(self.type_id, self.typmod);
-        debug_assert_eq!((*td).natts as usize, self.natts);
+        if (*td).natts as usize != self.natts {
+            // the row type changed since this encoder was built (it lives for
+            // one claim statement, so this cannot happen); never deform into
+            // arrays of the wrong size
+            pg_sys::DecrTupleDescRefCount(td);
+            pgrx::error!("settle: the queue table's row type changed during a claim");
+        }
         let mut tuple = pg_sys::HeapTupleData {
             t_len: pgrx::htup::heap_tuple_header_get_datum_length(h) as u32,
             t_data: h,
