@@ -173,30 +173,57 @@ async fn connect(conn: &str) -> Client {
     c
 }
 
-/// CPU seconds (user + system) of processes named `postgres` (the server),
-/// including backends that have exited.
+/// The postmaster of the server under test (the parent of a backend of it), so
+/// that other PostgreSQL servers on the machine are not counted.
+static POSTMASTER: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+
+/// Fields after the command name of /proc/PID/stat.
+fn proc_stat(pid: &str) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let close = stat.rfind(')')?;
+    Some(stat[close + 2..].split(' ').map(str::to_owned).collect())
+}
+
+async fn find_postmaster(admin: &Client) {
+    let backend: i32 = admin
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .expect("pg_backend_pid")
+        .get(0);
+    // field 1 after the name is the parent pid; a server on another machine
+    // (no such process here) leaves the CPU figures at zero
+    if let Some(ppid) = proc_stat(&backend.to_string()).and_then(|f| f.get(1)?.parse().ok()) {
+        let _ = POSTMASTER.set(ppid);
+    }
+}
+
+/// CPU seconds (user + system) of the server under test: the postmaster with the
+/// time of its exited children (backends whose connection closed before the
+/// second reading would otherwise drop out of the sum), plus its live children.
 fn server_cpu() -> f64 {
     let tick = 100.0; // USER_HZ on Linux
+    let Some(&pm) = POSTMASTER.get() else {
+        return 0.0;
+    };
+    let n = |f: &Vec<String>, i: usize| f.get(i).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0);
     let mut total = 0.0;
+    if let Some(f) = proc_stat(&pm.to_string()) {
+        // utime, stime, cutime, cstime
+        total += (n(&f, 11) + n(&f, 12) + n(&f, 13) + n(&f, 14)) / tick;
+    }
     if let Ok(dir) = std::fs::read_dir("/proc") {
         for e in dir.flatten() {
-            let p = e.path();
-            let Ok(stat) = std::fs::read_to_string(p.join("stat")) else {
+            let name = e.file_name();
+            let Some(pid) = name
+                .to_str()
+                .filter(|p| p.bytes().all(|b| b.is_ascii_digit()))
+            else {
                 continue;
             };
-            let Some(open) = stat.find('(') else { continue };
-            let Some(close) = stat.rfind(')') else {
-                continue;
-            };
-            if &stat[open + 1..close] != "postgres" {
-                continue;
+            let Some(f) = proc_stat(pid) else { continue };
+            if f.get(1).and_then(|p| p.parse::<u32>().ok()) == Some(pm) {
+                total += (n(&f, 11) + n(&f, 12)) / tick;
             }
-            let f: Vec<&str> = stat[close + 2..].split(' ').collect();
-            // utime + stime, plus cutime + cstime: the time of exited children the
-            // postmaster has reaped (backends whose connection closed before the
-            // second reading would otherwise drop out of the sum)
-            let n = |i: usize| f.get(i).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0);
-            total += (n(11) + n(12) + n(13) + n(14)) / tick;
         }
     }
     total
@@ -1038,6 +1065,7 @@ async fn sustained(a: &Args, admin: &Client, secs: u64) {
 async fn main() {
     let a = args();
     let admin = connect(&a.conn).await;
+    find_postmaster(&admin).await;
     if !a.backlogs.is_empty() {
         scaling(&a, &admin).await;
         return;
