@@ -293,11 +293,20 @@ impl Delivery {
     pub fn payload<T: DeserializeOwned>(&self) -> Result<T> {
         let v = match &self.row {
             RowData::Text(t) => {
-                let col: PayloadColumn<T> = serde_json::from_slice(t).map_err(Error::Payload)?;
-                return match col.payload {
-                    Some(p) => Ok(p),
-                    None => serde_json::from_value(serde_json::Value::Null).map_err(Error::Payload),
-                };
+                // straight into T; if that fails (say a text column holding JSON),
+                // the general path below decides, with its error
+                if let Ok(col) = serde_json::from_slice::<PayloadColumn<T>>(t) {
+                    return match col.payload {
+                        Some(p) => Ok(p),
+                        None => {
+                            serde_json::from_value(serde_json::Value::Null).map_err(Error::Payload)
+                        }
+                    };
+                }
+                self.row()
+                    .get("payload")
+                    .cloned()
+                    .unwrap_or(serde_json::Value::Null)
             }
             RowData::Value(v) => v.get("payload").cloned().unwrap_or(serde_json::Value::Null),
         };

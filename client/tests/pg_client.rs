@@ -652,3 +652,48 @@ async fn statement_timeout_leaves_nothing_stuck() {
         assert!(state(&db, &t).await.is_empty(), "{form:?}");
     }
 }
+
+/// The row arrives as JSON text and is read on demand: `payload::<T>()` into a
+/// struct, `row()` and `row_as::<T>()`; a text `payload` column that holds JSON
+/// is read the same way as a jsonb one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn payload_row_and_text_payloads() {
+    #[derive(serde::Deserialize, Debug, PartialEq)]
+    struct Job {
+        n: i64,
+    }
+    #[derive(serde::Deserialize)]
+    struct Row {
+        id: i64,
+        attempt: i32,
+    }
+    let db = admin().await;
+    let t = table(&db, "payloads", 1).await;
+    let c = Client::connect(config(), 2, Queue::new(&t, &t))
+        .await
+        .unwrap();
+    let d = c.claim(1).await.unwrap().pop().unwrap();
+    assert_eq!(d.payload::<Job>().unwrap(), Job { n: 1 });
+    assert!(matches!(d.payload::<Vec<i64>>(), Err(Error::Payload(_))));
+    assert_eq!(d.row()["payload"]["n"], 1);
+    let r: Row = d.row_as().unwrap();
+    assert_eq!((r.id, r.attempt), (1, 1)); // the row as the lease claim left it
+    d.ack().await.unwrap();
+
+    let name = format!("textpayload_{}", std::process::id());
+    db.batch_execute(&format!(
+        "CREATE TABLE {name} (id bigint PRIMARY KEY, payload text, attempt int NOT NULL DEFAULT 0, locked_until timestamptz);
+         INSERT INTO {name} VALUES (1, '{{\"n\": 7}}'), (2, NULL);"
+    ))
+    .await
+    .unwrap();
+    let c = Client::connect(config(), 2, Queue::new(&name, &name))
+        .await
+        .unwrap();
+    let ds = c.claim(2).await.unwrap();
+    assert_eq!(ds[0].payload::<Job>().unwrap(), Job { n: 7 });
+    assert_eq!(ds[1].payload::<Option<Job>>().unwrap(), None);
+    for d in ds {
+        d.ack().await.unwrap();
+    }
+}
