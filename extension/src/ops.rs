@@ -77,14 +77,14 @@ fn read_claimed(
         }
         let payload = if q.shape.native_row {
             spi(r.get::<RowDatum>(5)).map(|row| unsafe {
-                let e = match enc.take() {
-                    Some(e) if e.fits(row.0) => e,
-                    _ => RowEncoder::for_row(row.0).expect(
+                let h = row.header();
+                if !enc.as_ref().is_some_and(|e| e.fits(h)) {
+                    enc = Some(RowEncoder::for_row(h).expect(
                         "native_row is set only when every column's type is written natively",
-                    ),
-                };
-                let e = enc.insert(e);
-                RawJsonb::from_allocated(e.encode(row.0, outer.value()))
+                    ));
+                }
+                let e = enc.as_mut().unwrap();
+                RawJsonb::from_allocated(e.encode(h, outer.value()))
             })
         } else {
             spi(r.get::<RawJsonb>(5))

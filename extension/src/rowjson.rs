@@ -10,7 +10,7 @@
 //! writes the same jsonb: keys in jsonb's order (length, then bytes), integers
 //! as numeric, timestamps through PostgreSQL's own JSON formatter, a nested jsonb
 //! container copied as it is. Any other column type keeps `to_jsonb` (chosen
-//! when the queue's statements are built). `queue_regress` compares the two.
+//! when the queue's statements are built). pg_regress `10_row_json` compares the two.
 //!
 //! Format (src/include/utils/jsonb.h): a varlena whose data is a container —
 //! a u32 header (count | JB_FOBJECT), then 2n JEntries (all keys, then all
@@ -35,35 +35,61 @@ const JENTRY_ISNULL: u32 = 0x4000_0000;
 const JENTRY_ISCONTAINER: u32 = 0x5000_0000;
 const JB_OFFSET_STRIDE: usize = 32;
 
+/// How a column is written: the one list of natively written types.
+#[derive(Clone, Copy)]
+enum Kind {
+    Int2,
+    Int4,
+    Int8,
+    Bool,
+    /// text, varchar: the bytes as they are
+    Text,
+    Jsonb,
+    /// timestamptz, timestamp, date (the type, for PostgreSQL's formatter)
+    DateTime(pg_sys::Oid),
+    Uuid,
+}
+
+fn kind_of(t: pg_sys::Oid) -> Option<Kind> {
+    use pg_sys::*;
+    Some(match t {
+        INT2OID => Kind::Int2,
+        INT4OID => Kind::Int4,
+        INT8OID => Kind::Int8,
+        BOOLOID => Kind::Bool,
+        TEXTOID | VARCHAROID => Kind::Text,
+        JSONBOID => Kind::Jsonb,
+        TIMESTAMPTZOID | TIMESTAMPOID | DATEOID => Kind::DateTime(t),
+        UUIDOID => Kind::Uuid,
+        _ => return None,
+    })
+}
+
 /// Column types written natively; `to_jsonb` for anything else.
 pub fn supported(t: pg_sys::Oid) -> bool {
-    use pg_sys::*;
-    [
-        INT2OID,
-        INT4OID,
-        INT8OID,
-        BOOLOID,
-        TEXTOID,
-        VARCHAROID,
-        JSONBOID,
-        TIMESTAMPTZOID,
-        TIMESTAMPOID,
-        DATEOID,
-        UUIDOID,
-    ]
-    .contains(&t)
+    kind_of(t).is_some()
 }
 
 struct Col {
     /// index in the tuple descriptor
     att: usize,
     name: Vec<u8>,
-    type_oid: pg_sys::Oid,
+    kind: Kind,
 }
 
 /// A claimed row's composite datum, read from SPI as it is (no copy): the
 /// encoder turns it into jsonb before SPI's memory goes.
 pub struct RowDatum(pub pg_sys::Datum);
+
+impl RowDatum {
+    /// The row's tuple header (detoasted, should the datum be compressed).
+    ///
+    /// # Safety
+    /// The datum is a valid composite datum.
+    pub unsafe fn header(&self) -> pg_sys::HeapTupleHeader {
+        pg_sys::pg_detoast_datum(self.0.cast_mut_ptr()) as pg_sys::HeapTupleHeader
+    }
+}
 
 impl pgrx::datum::FromDatum for RowDatum {
     unsafe fn from_polymorphic_datum(
@@ -98,14 +124,21 @@ pub struct RowEncoder {
     cols: Vec<Col>,
     values: Vec<pg_sys::Datum>,
     nulls: Vec<bool>,
+    /// the row being written, and its entries (type, length): kept between rows
     buf: Vec<u8>,
+    entries: Vec<(u32, usize)>,
 }
 
-unsafe fn detoasted<'a>(d: pg_sys::Datum) -> &'a [u8] {
-    // a 4-byte header afterwards (short and compressed values are expanded)
+/// A varlena with its 4-byte header (short and compressed values are expanded).
+unsafe fn varlena<'a>(d: pg_sys::Datum) -> &'a [u8] {
     let v = pg_sys::pg_detoast_datum(d.cast_mut_ptr());
     let len = (*(v as *const u32) >> 2) as usize; // VARSIZE_4B, little-endian
-    std::slice::from_raw_parts((v as *const u8).add(4), len - 4)
+    std::slice::from_raw_parts(v as *const u8, len)
+}
+
+/// A varlena's data.
+unsafe fn detoasted<'a>(d: pg_sys::Datum) -> &'a [u8] {
+    &varlena(d)[4..]
 }
 
 fn pad4(buf: &mut Vec<u8>) -> usize {
@@ -115,13 +148,12 @@ fn pad4(buf: &mut Vec<u8>) -> usize {
 }
 
 impl RowEncoder {
-    /// For the row type of `row` (a composite datum), or None if a column's type
-    /// is not one written natively.
+    /// For the row type of `h` (a row's tuple header), or None if a column's
+    /// type is not one written natively.
     ///
     /// # Safety
-    /// `row` is a valid composite datum.
-    pub unsafe fn for_row(row: pg_sys::Datum) -> Option<RowEncoder> {
-        let h = pg_sys::pg_detoast_datum(row.cast_mut_ptr()) as pg_sys::HeapTupleHeader;
+    /// `h` is a valid composite datum's tuple header.
+    pub unsafe fn for_row(h: pg_sys::HeapTupleHeader) -> Option<RowEncoder> {
         let (type_id, typmod) = (
             pgrx::htup::heap_tuple_header_get_type_id(h),
             pgrx::htup::heap_tuple_header_get_typmod(h),
@@ -129,24 +161,22 @@ impl RowEncoder {
         let td = pg_sys::lookup_rowtype_tupdesc(type_id, typmod);
         let natts = (*td).natts as usize;
         let attrs = (*td).attrs.as_slice(natts);
-        let mut cols = Vec::with_capacity(natts);
-        let mut ok = true;
-        for (i, a) in attrs.iter().enumerate() {
-            if a.attisdropped {
-                continue;
-            }
-            ok &= supported(a.atttypid);
-            let name = std::ffi::CStr::from_ptr(a.attname.data.as_ptr());
-            cols.push(Col {
-                att: i,
-                name: name.to_bytes().to_vec(),
-                type_oid: a.atttypid,
-            });
-        }
+        let cols: Option<Vec<Col>> = attrs
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| !a.attisdropped)
+            .map(|(i, a)| {
+                Some(Col {
+                    att: i,
+                    name: std::ffi::CStr::from_ptr(a.attname.data.as_ptr())
+                        .to_bytes()
+                        .to_vec(),
+                    kind: kind_of(a.atttypid)?,
+                })
+            })
+            .collect();
         pg_sys::DecrTupleDescRefCount(td);
-        if !ok {
-            return None;
-        }
+        let mut cols = cols?;
         // jsonb's key order: shorter first, then bytewise
         cols.sort_by(|a, b| (a.name.len(), &a.name).cmp(&(b.name.len(), &b.name)));
         Some(RowEncoder {
@@ -157,15 +187,15 @@ impl RowEncoder {
             values: vec![pg_sys::Datum::from(0usize); natts],
             nulls: vec![true; natts],
             buf: Vec::with_capacity(256),
+            entries: Vec::new(),
         })
     }
 
-    /// Whether `row` has the row type this encoder was built for.
+    /// Whether the row of `h` has the row type this encoder was built for.
     ///
     /// # Safety
-    /// `row` is a valid composite datum.
-    pub unsafe fn fits(&self, row: pg_sys::Datum) -> bool {
-        let h = pg_sys::pg_detoast_datum(row.cast_mut_ptr()) as pg_sys::HeapTupleHeader;
+    /// `h` is a valid composite datum's tuple header.
+    pub unsafe fn fits(&self, h: pg_sys::HeapTupleHeader) -> bool {
         pgrx::htup::heap_tuple_header_get_type_id(h) == self.type_id
             && pgrx::htup::heap_tuple_header_get_typmod(h) == self.typmod
     }
@@ -173,14 +203,13 @@ impl RowEncoder {
     /// The row as a jsonb varlena, allocated in `ctx`.
     ///
     /// # Safety
-    /// `row` is a valid composite datum of this encoder's row type; `ctx` a live
+    /// `h` is the tuple header of a row of this encoder's row type; `ctx` a live
     /// memory context.
     pub unsafe fn encode(
         &mut self,
-        row: pg_sys::Datum,
+        h: pg_sys::HeapTupleHeader,
         ctx: pg_sys::MemoryContext,
     ) -> pg_sys::Datum {
-        let h = pg_sys::pg_detoast_datum(row.cast_mut_ptr()) as pg_sys::HeapTupleHeader;
         let td = pg_sys::lookup_rowtype_tupdesc(self.type_id, self.typmod);
         if (*td).natts as usize != self.natts {
             // the row type changed since this encoder was built (it lives for
@@ -210,7 +239,8 @@ impl RowEncoder {
         let jentries = buf.len();
         buf.resize(jentries + 8 * n, 0);
         let data = buf.len();
-        let mut entries = Vec::with_capacity(2 * n);
+        let entries = &mut self.entries;
+        entries.clear();
         for c in &self.cols {
             buf.extend_from_slice(&c.name);
             entries.push((JENTRY_ISSTRING, c.name.len()));
@@ -219,12 +249,12 @@ impl RowEncoder {
             let e = if self.nulls[c.att] {
                 (JENTRY_ISNULL, 0)
             } else {
-                write_value(buf, c.type_oid, self.values[c.att])
+                write_value(buf, c.kind, self.values[c.att])
             };
             entries.push(e);
         }
         let mut end = 0usize;
-        for (i, (kind, len)) in entries.into_iter().enumerate() {
+        for (i, &(kind, len)) in entries.iter().enumerate() {
             end += len;
             let field = if i % JB_OFFSET_STRIDE == 0 {
                 end as u32 | JENTRY_HAS_OFF
@@ -247,43 +277,40 @@ impl RowEncoder {
 }
 
 /// Append one value's data; returns its JEntry type and length (padding included).
-unsafe fn write_value(buf: &mut Vec<u8>, t: pg_sys::Oid, d: pg_sys::Datum) -> (u32, usize) {
-    use pg_sys::{
-        BOOLOID, DATEOID, INT2OID, INT4OID, INT8OID, JSONBOID, TEXTOID, TIMESTAMPOID,
-        TIMESTAMPTZOID, UUIDOID, VARCHAROID,
-    };
+unsafe fn write_value(buf: &mut Vec<u8>, kind: Kind, d: pg_sys::Datum) -> (u32, usize) {
     let numeric = |buf: &mut Vec<u8>, v: i64| {
         let pad = pad4(buf);
         let n = pg_sys::int64_to_numeric(v);
-        let bytes = detoasted(pg_sys::Datum::from(n));
-        buf.extend(((bytes.len() as u32 + 4) << 2).to_le_bytes());
+        // the numeric varlena as it is, header included
+        let bytes = varlena(pg_sys::Datum::from(n));
         buf.extend_from_slice(bytes);
+        let len = bytes.len();
         pg_sys::pfree(n.cast());
-        (JENTRY_ISNUMERIC, pad + 4 + bytes.len())
+        (JENTRY_ISNUMERIC, pad + len)
     };
     let string = |buf: &mut Vec<u8>, s: &[u8]| {
         buf.extend_from_slice(s);
         (JENTRY_ISSTRING, s.len())
     };
-    match t {
-        INT2OID => numeric(buf, d.value() as i16 as i64),
-        INT4OID => numeric(buf, d.value() as i32 as i64),
-        INT8OID => numeric(buf, d.value() as i64),
-        BOOLOID => {
+    match kind {
+        Kind::Int2 => numeric(buf, d.value() as i16 as i64),
+        Kind::Int4 => numeric(buf, d.value() as i32 as i64),
+        Kind::Int8 => numeric(buf, d.value() as i64),
+        Kind::Bool => {
             if d.value() & 0xff != 0 {
                 (JENTRY_ISBOOL_TRUE, 0)
             } else {
                 (JENTRY_ISBOOL_FALSE, 0)
             }
         }
-        TEXTOID | VARCHAROID => string(buf, detoasted(d)),
-        TIMESTAMPTZOID | TIMESTAMPOID | DATEOID => {
+        Kind::Text => string(buf, detoasted(d)),
+        Kind::DateTime(t) => {
             let p = pg_sys::JsonEncodeDateTime(std::ptr::null_mut(), d, t, std::ptr::null());
             let r = string(buf, std::ffi::CStr::from_ptr(p).to_bytes());
             pg_sys::pfree(p.cast());
             r
         }
-        UUIDOID => {
+        Kind::Uuid => {
             let u = std::slice::from_raw_parts(d.cast_mut_ptr::<u8>() as *const u8, 16);
             const HEX: &[u8; 16] = b"0123456789abcdef";
             let start = buf.len();
@@ -295,8 +322,7 @@ unsafe fn write_value(buf: &mut Vec<u8>, t: pg_sys::Oid, d: pg_sys::Datum) -> (u
             }
             (JENTRY_ISSTRING, buf.len() - start)
         }
-        JSONBOID => jsonb_value(buf, detoasted(d)),
-        _ => unreachable!("RowEncoder::for_row admits supported types only"),
+        Kind::Jsonb => jsonb_value(buf, detoasted(d)),
     }
 }
 
