@@ -184,6 +184,16 @@ fn proc_stat(pid: &str) -> Option<Vec<String>> {
     Some(stat[close + 2..].split(' ').map(str::to_owned).collect())
 }
 
+/// Seconds in the given clock-tick fields of a /proc stat line.
+fn cpu_fields(f: &[String], fields: &[usize]) -> f64 {
+    let tick = 100.0; // USER_HZ on Linux
+    fields
+        .iter()
+        .map(|&i| f.get(i).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0))
+        .sum::<f64>()
+        / tick
+}
+
 async fn find_postmaster(admin: &Client) {
     let backend: i32 = admin
         .query_one("SELECT pg_backend_pid()", &[])
@@ -201,15 +211,13 @@ async fn find_postmaster(admin: &Client) {
 /// time of its exited children (backends whose connection closed before the
 /// second reading would otherwise drop out of the sum), plus its live children.
 fn server_cpu() -> f64 {
-    let tick = 100.0; // USER_HZ on Linux
     let Some(&pm) = POSTMASTER.get() else {
         return 0.0;
     };
-    let n = |f: &Vec<String>, i: usize| f.get(i).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0);
     let mut total = 0.0;
     if let Some(f) = proc_stat(&pm.to_string()) {
         // utime, stime, cutime, cstime
-        total += (n(&f, 11) + n(&f, 12) + n(&f, 13) + n(&f, 14)) / tick;
+        total += cpu_fields(&f, &[11, 12, 13, 14]);
     }
     if let Ok(dir) = std::fs::read_dir("/proc") {
         for e in dir.flatten() {
@@ -222,7 +230,7 @@ fn server_cpu() -> f64 {
             };
             let Some(f) = proc_stat(pid) else { continue };
             if f.get(1).and_then(|p| p.parse::<u32>().ok()) == Some(pm) {
-                total += (n(&f, 11) + n(&f, 12)) / tick;
+                total += cpu_fields(&f, &[11, 12]);
             }
         }
     }
@@ -231,12 +239,7 @@ fn server_cpu() -> f64 {
 
 /// CPU seconds of this process.
 fn own_cpu() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let close = stat.rfind(')').unwrap_or(0);
-    let f: Vec<&str> = stat.get(close + 2..).unwrap_or("").split(' ').collect();
-    (f.get(11).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0)
-        + f.get(12).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0))
-        / 100.0
+    proc_stat("self").map_or(0.0, |f| cpu_fields(&f, &[11, 12]))
 }
 
 struct Result_ {
@@ -680,9 +683,10 @@ async fn case(
 
 /// A peer that runs as its own process — Graphile Worker through
 /// bench/graphile.cjs in Node, awa through bench/awa's binary — prepared by one
-/// run of it and timed by another, which prints one JSON line. The server's CPU
-/// is counted around the run (including the process's start, ~0.1 s); latency
-/// is not measured.
+/// run of it and timed by another, which prints a JSON line when its clock
+/// stops (and may print more after, its own checks). The server's CPU is counted
+/// from before the process starts (~0.1 s of start-up included) to that first
+/// line; latency is not measured.
 fn process_case(a: &Args, imp: Impl, workers: usize, batch: usize) -> Result_ {
     let cfg: tokio_postgres::Config = a.conn.parse().expect("--conn");
     let host = match cfg.get_hosts().first() {
