@@ -28,15 +28,23 @@ pub const ROLES: [(&str, &str); 7] = [
     ("created_at", "created_at"),
 ];
 
-/// Which statement of a queue a kept plan is.
+/// Which statement of a queue a kept plan is. `limit`: the claim's batch
+/// size written into the statement (`None`: a parameter), see [`Queue::claim_plan`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum PlanKey {
-    ClaimRowLock,
+    ClaimRowLock {
+        limit: Option<u32>,
+    },
     /// row_lock claim when this transaction already holds rows of the queue
-    ClaimRowLockExcept,
-    Take,
+    ClaimRowLockExcept {
+        limit: Option<u32>,
+    },
+    Take {
+        limit: Option<u32>,
+    },
     Candidates {
         after: bool,
+        limit: Option<u32>,
     },
     Settle(Write),
     AckOne,
@@ -53,7 +61,14 @@ pub struct Queue {
     pub id_type_oid: pg_sys::Oid,
     pub outcomes: HashMap<String, String>,
     plans: RefCell<HashMap<PlanKey, Rc<OwnedPreparedStatement>>>,
+    /// how many kept plans have a batch size written in
+    literal_plans: std::cell::Cell<usize>,
 }
+
+/// Most claim plans with a batch size written in, per queue and backend; a
+/// worker uses a few sizes (its batch and what is left of it). Further sizes
+/// use the plan with a LIMIT parameter, planned on each call.
+const LITERAL_PLANS: usize = 16;
 
 thread_local! {
     static EXT_SCHEMA: RefCell<Option<String>> = const { RefCell::new(None) };
@@ -277,12 +292,33 @@ fn load(client: &SpiClient<'_>, name: &str) -> Result<(Queue, Vec<pg_sys::Oid>)>
             id_type_oid,
             outcomes: row.outcomes,
             plans: RefCell::new(HashMap::new()),
+            literal_plans: std::cell::Cell::new(0),
         },
         watch,
     ))
 }
 
 impl Queue {
+    /// The kept plan of a claim statement for a batch of `n`: with `n` written
+    /// as its LIMIT, so PostgreSQL reuses the plan instead of planning each call
+    /// (see `sql::limit`), while fewer than [`LITERAL_PLANS`] sizes have one.
+    pub fn claim_plan(
+        &self,
+        client: &SpiClient<'_>,
+        key: impl Fn(Option<u32>) -> PlanKey,
+        n: i64,
+    ) -> Rc<OwnedPreparedStatement> {
+        let literal = key(u32::try_from(n).ok());
+        if self.plans.borrow().contains_key(&literal) {
+            return self.plan(client, literal);
+        }
+        if self.literal_plans.get() < LITERAL_PLANS {
+            self.literal_plans.set(self.literal_plans.get() + 1);
+            return self.plan(client, literal);
+        }
+        self.plan(client, key(None))
+    }
+
     /// The kept plan for `key`, prepared on first use.
     pub fn plan(&self, client: &SpiClient<'_>, key: PlanKey) -> Rc<OwnedPreparedStatement> {
         if let Some(p) = self.plans.borrow().get(&key) {
@@ -293,16 +329,23 @@ impl Queue {
         };
         let s = &self.shape;
         let (sql, args): (String, Vec<Oid>) = match &key {
-            PlanKey::ClaimRowLock => (s.claim_row_lock(false), vec![INT8OID]),
-            PlanKey::ClaimRowLockExcept => (s.claim_row_lock(true), vec![INT8OID, TEXTARRAYOID]),
-            PlanKey::Take => match s.form {
-                Form::Lease => (s.take(), vec![INT8OID, INTERVALOID]),
-                _ => (s.take(), vec![TEXTARRAYOID]),
+            PlanKey::ClaimRowLock { limit } => (s.claim_row_lock(false, *limit), vec![INT8OID]),
+            PlanKey::ClaimRowLockExcept { limit } => (
+                s.claim_row_lock(true, *limit),
+                vec![INT8OID, TEXTARRAYOID],
+            ),
+            PlanKey::Take { limit } => match s.form {
+                Form::Lease => (s.take(*limit), vec![INT8OID, INTERVALOID]),
+                _ => (s.take(None), vec![TEXTARRAYOID]),
             },
-            PlanKey::Candidates { after: false } => (s.advisory_candidates(false), vec![INT8OID]),
-            PlanKey::Candidates { after: true } => {
-                (s.advisory_candidates(true), vec![INT8OID, TEXTOID])
-            }
+            PlanKey::Candidates {
+                after: false,
+                limit,
+            } => (s.advisory_candidates(false, *limit), vec![INT8OID]),
+            PlanKey::Candidates { after: true, limit } => (
+                s.advisory_candidates(true, *limit),
+                vec![INT8OID, TEXTOID],
+            ),
             PlanKey::AckMany => (s.ack_many(), vec![TEXTARRAYOID, TIMESTAMPTZARRAYOID]),
             PlanKey::AckOne => (s.ack_one(), vec![TEXTOID, TIMESTAMPTZOID]),
             PlanKey::Settle(w) => (

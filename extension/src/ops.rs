@@ -129,10 +129,15 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
                 // SKIP LOCKED does not skip: leave them out, or they come again
                 let held = held::rows_claimed(queue);
                 let t = if held.is_empty() {
-                    let plan = q.plan(client, PlanKey::ClaimRowLock);
+                    let plan =
+                        q.claim_plan(client, |limit| PlanKey::ClaimRowLock { limit }, batch as i64);
                     spi(client.select(&*plan, None, &[(batch as i64).into()]))
                 } else {
-                    let plan = q.plan(client, PlanKey::ClaimRowLockExcept);
+                    let plan = q.claim_plan(
+                        client,
+                        |limit| PlanKey::ClaimRowLockExcept { limit },
+                        batch as i64,
+                    );
                     spi(client.select(&*plan, None, &[(batch as i64).into(), held.into()]))
                 };
                 read_claimed(&q, t, &mut out, &mut dead);
@@ -142,7 +147,7 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
             }
             Form::Lease => {
                 let lease = lease_interval(lease)?;
-                let plan = q.plan(client, PlanKey::Take);
+                let plan = q.claim_plan(client, |limit| PlanKey::Take { limit }, batch as i64);
                 let t = spi(client.select(&*plan, None, &[(batch as i64).into(), lease.into()]));
                 read_claimed(&q, t, &mut out, &mut dead);
             }
@@ -174,12 +179,23 @@ fn advisory_claim(
         }
         let t = match &after {
             None => spi(client.select(
-                &*q.plan(client, PlanKey::Candidates { after: false }),
+                &*q.claim_plan(
+                    client,
+                    |limit| PlanKey::Candidates {
+                        after: false,
+                        limit,
+                    },
+                    page,
+                ),
                 None,
                 &[page.into()],
             )),
             Some(a) => spi(client.select(
-                &*q.plan(client, PlanKey::Candidates { after: true }),
+                &*q.claim_plan(
+                    client,
+                    |limit| PlanKey::Candidates { after: true, limit },
+                    page,
+                ),
                 None,
                 &[page.into(), a.as_str().into()],
             )),
@@ -212,7 +228,11 @@ fn advisory_claim(
         after = cands.get(examined.max(1) - 1).map(|c| c.0.clone());
         if !locked.is_empty() {
             let ids: Vec<&str> = locked.iter().map(|(i, _)| i.as_str()).collect();
-            let t = spi(client.select(&*q.plan(client, PlanKey::Take), None, &[ids.into()]));
+            let t = spi(client.select(
+                &*q.plan(client, PlanKey::Take { limit: None }),
+                None,
+                &[ids.into()],
+            ));
             let before = out.len();
             let dead_before = dead.len();
             read_claimed(q, t, out, dead);
@@ -671,14 +691,14 @@ pub fn statements(s: &crate::sql::Shape) -> Vec<(String, String)> {
     let mut v = Vec::new();
     match s.form {
         Form::RowLock => {
-            v.push(("claim".into(), s.claim_row_lock(false)));
-            v.push(("claim_again".into(), s.claim_row_lock(true)));
+            v.push(("claim".into(), s.claim_row_lock(false, None)));
+            v.push(("claim_again".into(), s.claim_row_lock(true, None)));
         }
-        Form::Lease => v.push(("claim".into(), s.take())),
+        Form::Lease => v.push(("claim".into(), s.take(None))),
         Form::Advisory => {
-            v.push(("claim_candidates".into(), s.advisory_candidates(false)));
-            v.push(("claim_candidates_after".into(), s.advisory_candidates(true)));
-            v.push(("claim_take".into(), s.take()));
+            v.push(("claim_candidates".into(), s.advisory_candidates(false, None)));
+            v.push(("claim_candidates_after".into(), s.advisory_candidates(true, None)));
+            v.push(("claim_take".into(), s.take(None)));
         }
     }
     v.push(("ack_one".into(), s.ack_one()));

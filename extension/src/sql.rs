@@ -66,6 +66,19 @@ const CAT: &str = "OPERATOR(pg_catalog.||)";
 const NOW: &str = "pg_catalog.now()";
 const CLOCK: &str = "pg_catalog.clock_timestamp()";
 
+/// A claim's LIMIT: the batch size as a literal, or `$1` (int8). With a
+/// parameter PostgreSQL plans the statement anew on every call: its generic plan
+/// assumes a LIMIT of 10% of the table, which never costs less than a custom plan
+/// for the actual size, so the plan cache keeps choosing custom plans (measured:
+/// ~20 µs of planning in a 1-row claim). With a literal the kept plan is reused.
+/// A statement written with a literal still declares `$1`; it is not referenced.
+fn limit(n: Option<u32>) -> String {
+    match n {
+        Some(n) => format!("LIMIT {n}"),
+        None => "LIMIT $1".into(),
+    }
+}
+
 /// A queue's descriptor with every name resolved and quoted.
 #[derive(Clone, Debug)]
 pub struct Shape {
@@ -258,11 +271,12 @@ impl Shape {
         }
     }
 
-    /// row_lock claim. Params: $1 int8 batch; with `except`, $2 text[]: ids this
-    /// transaction already holds (SKIP LOCKED does not skip a transaction's own
-    /// row locks, so a second claim would deliver them again).
+    /// row_lock claim. Params: $1 int8 batch (unless `n` writes it, see [`limit`]);
+    /// with `except`, $2 text[]: ids this transaction already holds (SKIP LOCKED
+    /// does not skip a transaction's own row locks, so a second claim would
+    /// deliver them again).
     /// Columns: dead bool, id text, attempt int4, token timestamptz, payload jsonb.
-    pub fn claim_row_lock(&self, except: bool) -> String {
+    pub fn claim_row_lock(&self, except: bool, n: Option<u32>) -> String {
         let att = match &self.attempt {
             Some(c) => format!(
                 "(COALESCE({}, 0) {PLUS} 1)::pg_catalog.int4",
@@ -272,8 +286,9 @@ impl Shape {
         };
         format!(
             "SELECT false, ({id})::pg_catalog.text, {att}, NULL::pg_catalog.timestamptz, {row} \
-             FROM {t} _s_t WHERE {ready}{except} ORDER BY {id} LIMIT $1 FOR UPDATE OF _s_t SKIP LOCKED",
+             FROM {t} _s_t WHERE {ready}{except} ORDER BY {id} {limit} FOR UPDATE OF _s_t SKIP LOCKED",
             id = self.id_of("_s_t"),
+            limit = limit(n),
             row = self.row_out("_s_t"),
             except = if except {
                 format!(
@@ -293,11 +308,11 @@ impl Shape {
     /// attempt, writes the lease token, and moves poison rows (attempt already at
     /// max_attempts: the last delivery died unsettled) to the dead letter.
     ///
-    /// lease: params $1 int8 batch, $2 interval lease; candidates are the first
-    /// ready rows, SKIP LOCKED.
+    /// lease: params $1 int8 batch (unless `n` writes it, see [`limit`]),
+    /// $2 interval lease; candidates are the first ready rows, SKIP LOCKED.
     /// advisory: params $1 text[] ids whose keys this session just locked;
     /// candidates are those still ready (fresh snapshot: re-checked after locking).
-    pub fn take(&self) -> String {
+    pub fn take(&self, n: Option<u32>) -> String {
         let t = &self.table;
         let id = &self.id_of("_s_t");
         if self.form == Form::Lease && self.dead.is_none() {
@@ -309,9 +324,10 @@ impl Shape {
             )];
             sets.extend(self.attempt_plus_one("_s_t"));
             return format!(
-                "UPDATE {t} _s_t SET {sets} WHERE {id} {EQ} ANY (ARRAY(SELECT {cid} FROM {t} _s_c WHERE {ready} ORDER BY {cid} LIMIT $1 FOR UPDATE OF _s_c SKIP LOCKED)) \
+                "UPDATE {t} _s_t SET {sets} WHERE {id} {EQ} ANY (ARRAY(SELECT {cid} FROM {t} _s_c WHERE {ready} ORDER BY {cid} {limit} FOR UPDATE OF _s_c SKIP LOCKED)) \
                  RETURNING false, ({id})::pg_catalog.text, {att}, _s_t.{lu}, {row}",
                 sets = sets.join(", "),
+                limit = limit(n),
                 row = self.row_out("_s_t"),
                 cid = self.id_of("_s_c"),
                 ready = self.ready("_s_c"),
@@ -321,8 +337,9 @@ impl Shape {
         }
         let cand = match self.form {
             Form::Lease => format!(
-                "SELECT {id} AS _s_id, {att} AS _s_att FROM {t} _s_t WHERE {ready} ORDER BY {id} LIMIT $1 FOR UPDATE OF _s_t SKIP LOCKED",
+                "SELECT {id} AS _s_id, {att} AS _s_att FROM {t} _s_t WHERE {ready} ORDER BY {id} {limit} FOR UPDATE OF _s_t SKIP LOCKED",
                 att = self.att_sel("_s_t"),
+                limit = limit(n),
                 ready = self.ready("_s_t")
             ),
             Form::Advisory => format!(
@@ -381,15 +398,17 @@ impl Shape {
     }
 
     /// advisory candidates: ready rows in id order with their keys.
-    /// `after`: params $1 int8 limit, $2 text (the last id of the previous page).
-    pub fn advisory_candidates(&self, after: bool) -> String {
+    /// Params: $1 int8 limit (unless `n` writes it, see [`limit`]); `after`: $2
+    /// text (the last id of the previous page).
+    pub fn advisory_candidates(&self, after: bool, n: Option<u32>) -> String {
         let id = self.id_of("_s_t");
         let mut ready = self.ready("_s_t");
         if after {
             ready = format!("{ready} AND {id} {GT} {}", self.cast_id("$2"));
         }
         format!(
-            "SELECT ({id})::pg_catalog.text, {key} FROM {t} _s_t WHERE {ready} ORDER BY {id} LIMIT $1",
+            "SELECT ({id})::pg_catalog.text, {key} FROM {t} _s_t WHERE {ready} ORDER BY {id} {limit}",
+            limit = limit(n),
             key = self.advisory_key(&format!("({id})::pg_catalog.text")),
             t = self.table
         )

@@ -64,3 +64,32 @@ SELECT id, done FROM cq ORDER BY id;
 -- custom outcomes can be removed
 SELECT queue_register_outcome('cq', 'finish', NULL);
 SELECT outcomes FROM settle_queues WHERE queue = 'cq';
+-- claim sizes: each batch size gets a kept plan with the size written in, up to
+-- 16 per queue; later sizes use the plan with a LIMIT parameter. Every size,
+-- before and after the cap, takes exactly that many rows in id order, in all forms.
+SELECT queue_create('sizes_lease', 'lease', 3);
+SELECT queue_create('sizes_rl', 'row_lock');
+SELECT queue_create('sizes_adv', 'advisory');
+INSERT INTO sizes_lease (payload) SELECT '{}' FROM generate_series(1, 300);
+INSERT INTO sizes_rl (payload) SELECT '{}' FROM generate_series(1, 300);
+INSERT INTO sizes_adv (payload) SELECT '{}' FROM generate_series(1, 300);
+CREATE FUNCTION claim_sizes(q text) RETURNS TABLE(sizes int, exact int, in_order boolean) LANGUAGE plpgsql AS $$
+DECLARE n int; got int; lo bigint; hi bigint; prev bigint := 0; ok boolean := true;
+BEGIN
+  sizes := 0; exact := 0;
+  FOR n IN 1..20 LOOP
+    SELECT count(*), min(id::bigint), max(id::bigint) INTO got, lo, hi FROM queue_claim(q, n);
+    sizes := sizes + 1;
+    IF got = n AND hi - lo = n - 1 THEN exact := exact + 1; END IF;
+    IF lo <= prev THEN ok := false; END IF;
+    prev := hi;
+  END LOOP;
+  in_order := ok;
+  RETURN NEXT;
+END $$;
+SELECT * FROM claim_sizes('sizes_lease');
+BEGIN;
+SELECT * FROM claim_sizes('sizes_rl');
+ROLLBACK;
+SELECT * FROM claim_sizes('sizes_adv');
+SELECT pg_advisory_unlock_all();

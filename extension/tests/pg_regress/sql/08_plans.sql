@@ -1,7 +1,8 @@
 -- Plans: every claim and settle statement is index-driven (no sequential scan of
--- the queue table) in the generic plan that settle keeps, with a large backlog.
+-- the queue table) in the generic plan that settle keeps, with a large backlog: the statement as
+-- queue_sql shows it (LIMIT $1) and with a batch size written into its LIMIT.
 CREATE FUNCTION seq_scans(q text) RETURNS TABLE(statement text, seq_scans int) LANGUAGE plpgsql AS $$
-DECLARE r record; types text; nulls text; line text; form text;
+DECLARE r record; types text; nulls text; line text; form text; v text;
 BEGIN
   SELECT s.form INTO form FROM settle_queues s WHERE s.queue = q;
   FOR r IN SELECT s.statement, s.sql FROM queue_sql(q) s WHERE s.statement NOT IN ('stats', 'requeue_dead') LOOP
@@ -16,13 +17,16 @@ BEGIN
       WHEN r.statement = 'claim' AND form = 'lease' THEN 'bigint, interval'
       ELSE 'bigint' END;
     nulls := regexp_replace(types, '[a-z\[\]]+', 'NULL', 'g');
-    EXECUTE format('PREPARE p_check(%s) AS %s', types, r.sql);
     statement := r.statement;
     seq_scans := 0;
-    FOR line IN EXECUTE format('EXPLAIN (COSTS OFF) EXECUTE p_check(%s)', nulls) LOOP
-      IF line LIKE '%Seq Scan%' THEN seq_scans := seq_scans + 1; END IF;
+    -- as queue_sql shows it (LIMIT $1), and as kept per batch size (the size written in)
+    FOREACH v IN ARRAY ARRAY[r.sql, replace(r.sql, 'LIMIT $1', 'LIMIT 1'), replace(r.sql, 'LIMIT $1', 'LIMIT 1000')] LOOP
+      EXECUTE format('PREPARE p_check(%s) AS %s', types, v);
+      FOR line IN EXECUTE format('EXPLAIN (COSTS OFF) EXECUTE p_check(%s)', nulls) LOOP
+        IF line LIKE '%Seq Scan%' THEN seq_scans := seq_scans + 1; END IF;
+      END LOOP;
+      DEALLOCATE p_check;
     END LOOP;
-    DEALLOCATE p_check;
     RETURN NEXT;
   END LOOP;
 END $$;
