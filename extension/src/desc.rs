@@ -8,6 +8,7 @@
 //! and kept with `SPI_keepplan`, so claim and complete are never re-parsed.
 
 use crate::error::{bail, Result, SettleError};
+use crate::rowjson::RowEncoder;
 use crate::sql::{ident, literal, Dead, Form, Shape, Write};
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
@@ -63,6 +64,8 @@ pub struct Queue {
     plans: RefCell<HashMap<PlanKey, Rc<OwnedPreparedStatement>>>,
     /// how many kept plans have a batch size written in
     literal_plans: std::cell::Cell<usize>,
+    /// writes a claimed row's jsonb (`shape.native_row`)
+    pub encoder: Option<RefCell<RowEncoder>>,
 }
 
 /// Most claim plans with a batch size written in, per queue and backend; a
@@ -283,7 +286,13 @@ fn load(client: &SpiClient<'_>, name: &str) -> Result<(Queue, Vec<pg_sys::Oid>)>
         native_row: cols
             .iter()
             .all(|c| crate::rowjson::supported(c.type_oid) && !c.name.starts_with("_s_")),
+        row_cols: cols.iter().map(|c| (c.name.clone(), c.type_oid)).collect(),
     };
+    let encoder = shape
+        .native_row
+        .then(|| RowEncoder::for_columns(&shape.row_cols))
+        .flatten()
+        .map(RefCell::new);
     let mut watch = vec![registry_oid, row.tbl];
     watch.extend(row.dead_letter_table);
     Ok((
@@ -293,6 +302,7 @@ fn load(client: &SpiClient<'_>, name: &str) -> Result<(Queue, Vec<pg_sys::Oid>)>
             outcomes: row.outcomes,
             plans: RefCell::new(HashMap::new()),
             literal_plans: std::cell::Cell::new(0),
+            encoder,
         },
         watch,
     ))

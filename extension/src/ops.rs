@@ -6,7 +6,6 @@ use crate::desc::{self, spi, PlanKey, Queue};
 use crate::error::{bail, Result, SettleError};
 use crate::held;
 use crate::rawjsonb::RawJsonb;
-use crate::rowjson::{RowDatum, RowEncoder};
 use crate::sql::{Form, Write};
 use pgrx::datum::{DatumWithOid, Interval, TimestampWithTimeZone};
 use pgrx::pg_sys;
@@ -54,47 +53,74 @@ fn warn_dead(q: &Queue, id: &str) {
     );
 }
 
-/// Rows of a claim statement: (dead, id, attempt, token, payload). The payload
-/// column is jsonb (`to_jsonb` in the statement) or the row itself, written as
-/// jsonb here (`rowjson`); either way it is copied out of SPI's memory.
+/// Rows of a claim statement: (dead, id, attempt, token, payload...). The
+/// payload is one jsonb column (`to_jsonb` in the statement) or the row's
+/// columns, written as jsonb here (`rowjson`); either way it is copied out of
+/// SPI's memory.
 fn read_claimed(
     q: &Queue,
     t: pgrx::spi::SpiTupleTable<'_>,
     out: &mut Vec<Delivery>,
     dead: &mut Vec<String>,
 ) {
-    // where pgrx's own `get` copies values to: the context SPI was entered from
+    // Read SPI's result rows directly, each deformed once (pgrx's per-column
+    // `get` walks the tuple for every column it is asked for). Values that must
+    // outlive SPI are copied to the context SPI was entered from.
     let outer = unsafe { PgMemoryContexts::CurrentMemoryContext.parent() }
         .expect("SPI runs under the function's memory context");
-    let mut enc: Option<RowEncoder> = None;
-    for r in t {
-        let is_dead = spi(r.get::<bool>(1)).unwrap_or(false);
-        let id = spi(r.get::<String>(2)).unwrap_or_default();
-        if is_dead {
-            warn_dead(q, &id);
-            dead.push(id);
-            continue;
+    let rows = t.len();
+    unsafe {
+        let tt = pg_sys::SPI_tuptable;
+        assert!(
+            !tt.is_null() && (*tt).numvals as usize == rows,
+            "settle: the claim's result is SPI's current tuple table"
+        );
+        let td = (*tt).tupdesc;
+        let natts = (*td).natts as usize;
+        let mut values = vec![pg_sys::Datum::from(0usize); natts];
+        let mut nulls = vec![true; natts];
+        let mut enc = q.encoder.as_ref().map(|e| e.borrow_mut());
+        if let Some(e) = &enc {
+            assert_eq!(natts, 4 + e.width(), "settle: claim columns and row encoder differ");
         }
-        let payload = if q.shape.native_row {
-            spi(r.get::<RowDatum>(5)).map(|row| unsafe {
-                let h = row.header();
-                if !enc.as_ref().is_some_and(|e| e.fits(h)) {
-                    enc = Some(RowEncoder::for_row(h).expect(
-                        "native_row is set only when every column's type is written natively",
-                    ));
-                }
-                let e = enc.as_mut().unwrap();
-                RawJsonb::from_allocated(e.encode(h, outer.value()))
-            })
-        } else {
-            spi(r.get::<RawJsonb>(5))
-        };
-        out.push(Delivery {
-            id,
-            attempt: spi(r.get::<i32>(3)),
-            token: spi(r.get::<TimestampWithTimeZone>(4)),
-            payload,
-        });
+        for i in 0..rows {
+            pg_sys::heap_deform_tuple(
+                *(*tt).vals.add(i),
+                td,
+                values.as_mut_ptr(),
+                nulls.as_mut_ptr(),
+            );
+            let is_dead = !nulls[0] && bool::from_datum(values[0], false).unwrap_or(false);
+            let id = if nulls[1] {
+                String::new()
+            } else {
+                String::from_utf8_lossy(crate::rowjson::detoasted(values[1])).into_owned()
+            };
+            if is_dead {
+                warn_dead(q, &id);
+                dead.push(id);
+                continue;
+            }
+            let payload = match &mut enc {
+                Some(e) => Some(RawJsonb::from_allocated(e.encode(
+                    &values[4..],
+                    &nulls[4..],
+                    outer.value(),
+                ))),
+                None => RawJsonb::from_datum_in_memory_context(
+                    PgMemoryContexts::For(outer.value()),
+                    values[4],
+                    nulls[4],
+                    pg_sys::JSONBOID,
+                ),
+            };
+            out.push(Delivery {
+                id,
+                attempt: i32::from_datum(values[2], nulls[2]),
+                token: TimestampWithTimeZone::from_datum(values[3], nulls[3]),
+                payload,
+            });
+        }
     }
 }
 

@@ -6,7 +6,7 @@
 //! token by token and rebuilt, each value categorised by type, the object sorted.
 //! That was about half the server time of a 100-row row_lock claim. For tables
 //! whose columns all have the types below (the canonical layout and the usual
-//! custom ones), the claim statement returns the row itself and this module
+//! custom ones), the claim statement returns the row's columns and this module
 //! writes the same jsonb: keys in jsonb's order (length, then bytes), integers
 //! as numeric, timestamps through PostgreSQL's own JSON formatter, a nested jsonb
 //! container copied as it is. Any other column type keeps `to_jsonb` (chosen
@@ -71,74 +71,47 @@ pub fn supported(t: pg_sys::Oid) -> bool {
 }
 
 struct Col {
-    /// index in the tuple descriptor
+    /// index among the row's columns as the claim statement returns them
     att: usize,
     name: Vec<u8>,
     kind: Kind,
 }
 
-/// A claimed row's composite datum, read from SPI as it is (no copy): the
-/// encoder turns it into jsonb before SPI's memory goes.
-pub struct RowDatum(pub pg_sys::Datum);
-
-impl RowDatum {
-    /// The row's tuple header (detoasted, should the datum be compressed).
-    ///
-    /// # Safety
-    /// The datum is a valid composite datum.
-    pub unsafe fn header(&self) -> pg_sys::HeapTupleHeader {
-        pg_sys::pg_detoast_datum(self.0.cast_mut_ptr()) as pg_sys::HeapTupleHeader
-    }
-}
-
-impl pgrx::datum::FromDatum for RowDatum {
-    unsafe fn from_polymorphic_datum(
-        d: pg_sys::Datum,
-        is_null: bool,
-        _t: pg_sys::Oid,
-    ) -> Option<Self> {
-        (!is_null).then_some(RowDatum(d))
-    }
-}
-
-impl pgrx::datum::IntoDatum for RowDatum {
-    fn into_datum(self) -> Option<pg_sys::Datum> {
-        Some(self.0)
-    }
-    fn type_oid() -> pg_sys::Oid {
-        pg_sys::RECORDOID
-    }
-    fn is_compatible_with(_other: pg_sys::Oid) -> bool {
-        // the queue table's row type or a CTE's record: read only where the claim
-        // statement puts a whole row
-        true
-    }
-}
-
-/// Writes rows of one row type; built from the first claimed row.
+/// Writes rows of one queue table: built from its columns (live ones, in table
+/// order, as the claim statement lists them) when its descriptor is loaded.
 pub struct RowEncoder {
-    type_id: pg_sys::Oid,
-    typmod: i32,
-    natts: usize,
     /// live columns in jsonb key order
     cols: Vec<Col>,
-    values: Vec<pg_sys::Datum>,
-    nulls: Vec<bool>,
     /// the row being written, and its entries (type, length): kept between rows
     buf: Vec<u8>,
     entries: Vec<(u32, usize)>,
 }
 
-/// A varlena with its 4-byte header (short and compressed values are expanded).
-unsafe fn varlena<'a>(d: pg_sys::Datum) -> &'a [u8] {
+/// A varlena's bytes, header included, without copying when it is stored
+/// plainly (1-byte header of a short value, or 4-byte uncompressed); compressed
+/// or out-of-line values are detoasted. Returns (bytes, header length).
+unsafe fn varlena_parts<'a>(d: pg_sys::Datum) -> (&'a [u8], usize) {
+    let p = d.cast_mut_ptr::<u8>() as *const u8;
+    let b0 = *p;
+    if b0 & 0x01 == 0x01 && b0 != 0x01 {
+        // VARATT_IS_1B and not VARATT_IS_1B_E (little-endian): short, inline
+        let len = (b0 >> 1) as usize;
+        return (std::slice::from_raw_parts(p, len), 1);
+    }
+    if b0 & 0x03 == 0x00 {
+        // VARATT_IS_4B_U: 4-byte header, uncompressed
+        let len = ((p as *const u32).read_unaligned() >> 2) as usize;
+        return (std::slice::from_raw_parts(p, len), 4);
+    }
     let v = pg_sys::pg_detoast_datum(d.cast_mut_ptr());
     let len = (*(v as *const u32) >> 2) as usize; // VARSIZE_4B, little-endian
-    std::slice::from_raw_parts(v as *const u8, len)
+    (std::slice::from_raw_parts(v as *const u8, len), 4)
 }
 
 /// A varlena's data.
-unsafe fn detoasted<'a>(d: pg_sys::Datum) -> &'a [u8] {
-    &varlena(d)[4..]
+pub unsafe fn detoasted<'a>(d: pg_sys::Datum) -> &'a [u8] {
+    let (bytes, header) = varlena_parts(d);
+    &bytes[header..]
 }
 
 fn pad4(buf: &mut Vec<u8>) -> usize {
@@ -148,89 +121,46 @@ fn pad4(buf: &mut Vec<u8>) -> usize {
 }
 
 impl RowEncoder {
-    /// For the row type of `h` (a row's tuple header), or None if a column's
-    /// type is not one written natively.
-    ///
-    /// # Safety
-    /// `h` is a valid composite datum's tuple header.
-    pub unsafe fn for_row(h: pg_sys::HeapTupleHeader) -> Option<RowEncoder> {
-        let (type_id, typmod) = (
-            pgrx::htup::heap_tuple_header_get_type_id(h),
-            pgrx::htup::heap_tuple_header_get_typmod(h),
-        );
-        let td = pg_sys::lookup_rowtype_tupdesc(type_id, typmod);
-        let natts = (*td).natts as usize;
-        let attrs = (*td).attrs.as_slice(natts);
-        let cols: Option<Vec<Col>> = attrs
+    /// For a row of these columns (name, type), or None if a column's type is
+    /// not one written natively.
+    pub fn for_columns(columns: &[(String, pg_sys::Oid)]) -> Option<RowEncoder> {
+        let mut cols = columns
             .iter()
             .enumerate()
-            .filter(|(_, a)| !a.attisdropped)
-            .map(|(i, a)| {
+            .map(|(i, (name, t))| {
                 Some(Col {
                     att: i,
-                    name: std::ffi::CStr::from_ptr(a.attname.data.as_ptr())
-                        .to_bytes()
-                        .to_vec(),
-                    kind: kind_of(a.atttypid)?,
+                    name: name.as_bytes().to_vec(),
+                    kind: kind_of(*t)?,
                 })
             })
-            .collect();
-        pg_sys::DecrTupleDescRefCount(td);
-        let mut cols = cols?;
+            .collect::<Option<Vec<Col>>>()?;
         // jsonb's key order: shorter first, then bytewise
         cols.sort_by(|a, b| (a.name.len(), &a.name).cmp(&(b.name.len(), &b.name)));
         Some(RowEncoder {
-            type_id,
-            typmod,
-            natts,
             cols,
-            values: vec![pg_sys::Datum::from(0usize); natts],
-            nulls: vec![true; natts],
             buf: Vec::with_capacity(256),
             entries: Vec::new(),
         })
     }
 
-    /// Whether the row of `h` has the row type this encoder was built for.
-    ///
-    /// # Safety
-    /// `h` is a valid composite datum's tuple header.
-    pub unsafe fn fits(&self, h: pg_sys::HeapTupleHeader) -> bool {
-        pgrx::htup::heap_tuple_header_get_type_id(h) == self.type_id
-            && pgrx::htup::heap_tuple_header_get_typmod(h) == self.typmod
+    /// How many columns a row has.
+    pub fn width(&self) -> usize {
+        self.cols.len()
     }
 
-    /// The row as a jsonb varlena, allocated in `ctx`.
+    /// The row whose columns are `values`/`nulls` (in table order, as many as
+    /// [`width`](Self::width)) as a jsonb varlena, allocated in `ctx`.
     ///
     /// # Safety
-    /// `h` is the tuple header of a row of this encoder's row type; `ctx` a live
-    /// memory context.
+    /// Each value is a valid datum of its column's type; `ctx` a live memory context.
     pub unsafe fn encode(
         &mut self,
-        h: pg_sys::HeapTupleHeader,
+        values: &[pg_sys::Datum],
+        nulls: &[bool],
         ctx: pg_sys::MemoryContext,
     ) -> pg_sys::Datum {
-        let td = pg_sys::lookup_rowtype_tupdesc(self.type_id, self.typmod);
-        if (*td).natts as usize != self.natts {
-            // the row type changed since this encoder was built (it lives for
-            // one claim statement, so this cannot happen); never deform into
-            // arrays of the wrong size
-            pg_sys::DecrTupleDescRefCount(td);
-            pgrx::error!("settle: the queue table's row type changed during a claim");
-        }
-        let mut tuple = pg_sys::HeapTupleData {
-            t_len: pgrx::htup::heap_tuple_header_get_datum_length(h) as u32,
-            t_data: h,
-            ..Default::default()
-        };
-        pg_sys::heap_deform_tuple(
-            &mut tuple,
-            td,
-            self.values.as_mut_ptr(),
-            self.nulls.as_mut_ptr(),
-        );
-        pg_sys::DecrTupleDescRefCount(td);
-
+        assert!(values.len() >= self.cols.len() && nulls.len() >= self.cols.len());
         let n = self.cols.len();
         let buf = &mut self.buf;
         buf.clear();
@@ -246,10 +176,10 @@ impl RowEncoder {
             entries.push((JENTRY_ISSTRING, c.name.len()));
         }
         for c in &self.cols {
-            let e = if self.nulls[c.att] {
+            let e = if nulls[c.att] {
                 (JENTRY_ISNULL, 0)
             } else {
-                write_value(buf, c.kind, self.values[c.att])
+                write_value(buf, c.kind, values[c.att])
             };
             entries.push(e);
         }
@@ -281,8 +211,8 @@ unsafe fn write_value(buf: &mut Vec<u8>, kind: Kind, d: pg_sys::Datum) -> (u32, 
     let numeric = |buf: &mut Vec<u8>, v: i64| {
         let pad = pad4(buf);
         let n = pg_sys::int64_to_numeric(v);
-        // the numeric varlena as it is, header included
-        let bytes = varlena(pg_sys::Datum::from(n));
+        // the numeric varlena as it is, with its 4-byte header
+        let (bytes, _) = varlena_parts(pg_sys::Datum::from(n));
         buf.extend_from_slice(bytes);
         let len = bytes.len();
         pg_sys::pfree(n.cast());

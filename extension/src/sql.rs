@@ -102,9 +102,13 @@ pub struct Shape {
     pub dead: Option<Dead>,
     /// every column a row move copies (quoted, table order, generated columns left out)
     pub copy_cols: Vec<String>,
-    /// every column has a type `rowjson` writes: claims return the row itself
-    /// and the extension writes its jsonb; otherwise `to_jsonb` in the statement
+    /// every column has a type `rowjson` writes: claims return the row's
+    /// columns and the extension writes its jsonb; otherwise `to_jsonb` in the
+    /// statement
     pub native_row: bool,
+    /// the row's columns (live, table order; names as they are), which a claim
+    /// returns when `native_row`
+    pub row_cols: Vec<(String, pgrx::pg_sys::Oid)>,
 }
 
 /// Quote a string as an SQL literal (standard_conforming_strings on, as since 9.1).
@@ -254,13 +258,27 @@ impl Shape {
         }
     }
 
-    /// The claimed row as the claim statement returns it: the row itself for
-    /// `rowjson` to write as jsonb, or `to_jsonb` of it.
+    /// The claimed row as the claim statement returns it: its columns, each on
+    /// its own, for `rowjson` to write as jsonb (no composite row built and
+    /// taken apart again), or `to_jsonb` of it.
     fn row_out(&self, a: &str) -> String {
         if self.native_row {
-            a.to_owned()
+            self.row_cols
+                .iter()
+                .map(|(c, _)| format!("{a}.{}", ident(c)))
+                .collect::<Vec<_>>()
+                .join(", ")
         } else {
             format!("pg_catalog.to_jsonb({a}.*)")
+        }
+    }
+
+    /// NULLs in place of [`row_out`](Self::row_out), for a row moved to the dead letter.
+    fn row_nulls(&self) -> String {
+        if self.native_row {
+            vec!["NULL"; self.row_cols.len()].join(", ")
+        } else {
+            "NULL".into()
         }
     }
 
@@ -390,9 +408,10 @@ impl Shape {
             att = self.attempt_out("_s_took"),
         );
         if self.dead.is_some() {
-            sql.push_str(
-                " UNION ALL SELECT true, (_s_d._s_id)::pg_catalog.text, NULL, NULL, NULL FROM _s_d",
-            );
+            sql.push_str(&format!(
+                " UNION ALL SELECT true, (_s_d._s_id)::pg_catalog.text, NULL, NULL, {} FROM _s_d",
+                self.row_nulls()
+            ));
         }
         sql
     }
