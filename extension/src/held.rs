@@ -12,6 +12,7 @@ use pgrx::prelude::*;
 use pgrx::{direct_function_call, pg_guard, pg_sys, IntoDatum};
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 
 thread_local! {
     /// Keys to unlock when the transaction ends (one entry per lock hold):
@@ -27,22 +28,24 @@ thread_local! {
 
 type RowKey = (String, String);
 type SubId = pg_sys::SubTransactionId;
+type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<rustc_hash::FxHasher>>;
 
 /// The row_lock claim list, indexed by subtransaction so that a savepoint's end
 /// touches only what that savepoint did (the client settles each delivery of a
 /// claim in its own savepoint: scanning the whole list there was quadratic).
 #[derive(Default)]
 struct RowClaims {
-    /// claimed and not settled, with the subtransaction that claimed it
-    claims: HashMap<RowKey, SubId>,
+    /// claimed and not settled, with the subtransaction that claimed it: by
+    /// queue, then id, so a lookup needs no owned key
+    claims: FxMap<String, FxMap<String, SubId>>,
     /// the rows each subtransaction claimed (entries whose row was settled
     /// since, or retagged, are stale: checked against `claims`)
-    claimed_by: HashMap<SubId, Vec<RowKey>>,
+    claimed_by: FxMap<SubId, Vec<RowKey>>,
     /// settles not yet final, by the subtransaction that settled them; put back
     /// if it rolls back. A row is settled in the subtransaction that claimed it
     /// or a descendant, so when a subtransaction ends every settle of a row it
     /// claimed is in its own list (its children's were moved up to it).
-    settles: HashMap<SubId, Vec<RowSettle>>,
+    settles: FxMap<SubId, Vec<RowSettle>>,
 }
 
 struct RowSettle {
@@ -51,15 +54,34 @@ struct RowSettle {
 }
 
 impl RowClaims {
-    fn claim(&mut self, row: RowKey, sub: SubId) {
-        self.claimed_by.entry(sub).or_default().push(row.clone());
-        self.claims.insert(row, sub);
+    fn get(&self, queue: &str, id: &str) -> Option<SubId> {
+        self.claims.get(queue)?.get(id).copied()
+    }
+
+    fn remove(&mut self, queue: &str, id: &str) -> Option<SubId> {
+        self.claims.get_mut(queue)?.remove(id)
+    }
+
+    fn claim(&mut self, queue: &str, id: String, sub: SubId) {
+        self.claimed_by
+            .entry(sub)
+            .or_default()
+            .push((queue.to_owned(), id.clone()));
+        match self.claims.get_mut(queue) {
+            Some(ids) => {
+                ids.insert(id, sub);
+            }
+            None => {
+                self.claims
+                    .insert(queue.to_owned(), FxMap::from_iter([(id, sub)]));
+            }
+        }
     }
 
     /// a savepoint released: what it claimed and settled belongs to its parent
     fn commit_sub(&mut self, my: SubId, parent: SubId) {
         for row in self.claimed_by.remove(&my).unwrap_or_default() {
-            if let Some(sub) = self.claims.get_mut(&row) {
+            if let Some(sub) = self.claims.get_mut(&row.0).and_then(|ids| ids.get_mut(&row.1)) {
                 if *sub == my {
                     *sub = parent;
                     self.claimed_by.entry(parent).or_default().push(row);
@@ -79,14 +101,15 @@ impl RowClaims {
     /// rolled back: its claims are gone (the row locks with them); its settles
     /// are undone, so rows claimed outside it are held (and settleable) again
     fn abort_sub(&mut self, my: SubId) {
-        for row in self.claimed_by.remove(&my).unwrap_or_default() {
-            if self.claims.get(&row) == Some(&my) {
-                self.claims.remove(&row);
+        for (queue, id) in self.claimed_by.remove(&my).unwrap_or_default() {
+            if self.get(&queue, &id) == Some(my) {
+                self.remove(&queue, &id);
             }
         }
         for e in self.settles.remove(&my).unwrap_or_default() {
             if e.claimed_in != my {
-                self.claim(e.row, e.claimed_in);
+                let (queue, id) = e.row;
+                self.claim(&queue, id, e.claimed_in);
             }
         }
     }
@@ -98,7 +121,7 @@ fn current_subxact() -> SubId {
 
 pub fn row_claimed(queue: &str, id: String) {
     let sub = current_subxact();
-    ROW_CLAIMS.with(|c| c.borrow_mut().claim((queue.to_owned(), id), sub));
+    ROW_CLAIMS.with(|c| c.borrow_mut().claim(queue, id, sub));
 }
 
 /// Ids of `queue` this transaction holds (claimed, not settled).
@@ -106,24 +129,23 @@ pub fn rows_claimed(queue: &str) -> Vec<String> {
     ROW_CLAIMS.with(|c| {
         c.borrow()
             .claims
-            .keys()
-            .filter(|(q, _)| q == queue)
-            .map(|(_, id)| id.clone())
-            .collect()
+            .get(queue)
+            .map(|ids| ids.keys().cloned().collect())
+            .unwrap_or_default()
     })
 }
 
-pub fn row_is_claimed(key_of: &RowKey) -> bool {
-    ROW_CLAIMS.with(|c| c.borrow().claims.contains_key(key_of))
+pub fn row_is_claimed(queue: &str, id: &str) -> bool {
+    ROW_CLAIMS.with(|c| c.borrow().get(queue, id).is_some())
 }
 
-pub fn row_settled(key_of: &RowKey) {
+pub fn row_settled(queue: &str, id: &str) {
     ROW_CLAIMS.with(|c| {
         let mut c = c.borrow_mut();
-        if let Some(claimed_in) = c.claims.remove(key_of) {
+        if let Some(claimed_in) = c.remove(queue, id) {
             let settled_in = current_subxact();
             c.settles.entry(settled_in).or_default().push(RowSettle {
-                row: key_of.clone(),
+                row: (queue.to_owned(), id.to_owned()),
                 claimed_in,
             });
         }

@@ -431,7 +431,7 @@ pub fn settle(
         let mut run_ids: Vec<&str> = Vec::with_capacity(ids.len());
         let mut run_tokens = Vec::with_capacity(tokens.len());
         for (i, id) in ids.iter().enumerate() {
-            if form == Form::RowLock && !held::row_is_claimed(&(queue.to_owned(), id.clone())) {
+            if form == Form::RowLock && !held::row_is_claimed(queue, id) {
                 continue;
             }
             if form == Form::Advisory {
@@ -497,7 +497,7 @@ pub fn settle(
         }
         if form == Form::RowLock {
             for id in results.keys() {
-                held::row_settled(&(queue.to_owned(), id.clone()));
+                held::row_settled(queue, id);
             }
         }
         Ok(ids
@@ -510,13 +510,33 @@ pub fn settle(
     })
 }
 
-/// Rows (id text, result text) of a settle statement.
+/// Rows (id text, result text) of a settle statement, read from SPI's tuple
+/// table directly (as `read_claimed` does).
 fn read_results(t: pgrx::spi::SpiTupleTable<'_>, into: &mut HashMap<String, String>) {
-    for r in t {
-        into.insert(
-            spi(r.get::<String>(1)).unwrap(),
-            spi(r.get::<String>(2)).unwrap(),
+    let rows = t.len();
+    into.reserve(rows);
+    unsafe {
+        let tt = pg_sys::SPI_tuptable;
+        assert!(
+            !tt.is_null() && (*tt).numvals as usize == rows && (*(*tt).tupdesc).natts == 2,
+            "settle: the settle statement's result is SPI's current tuple table"
         );
+        let td = (*tt).tupdesc;
+        let mut values = [pg_sys::Datum::from(0usize); 2];
+        let mut nulls = [true; 2];
+        for i in 0..rows {
+            pg_sys::heap_deform_tuple(
+                *(*tt).vals.add(i),
+                td,
+                values.as_mut_ptr(),
+                nulls.as_mut_ptr(),
+            );
+            let text = |i: usize| {
+                String::from_utf8_lossy(crate::rowjson::detoasted(values[i])).into_owned()
+            };
+            assert!(!nulls[0] && !nulls[1], "settle: a settle statement returned NULL");
+            into.insert(text(0), text(1));
+        }
     }
 }
 
