@@ -323,6 +323,10 @@ impl Prep {
     }
 }
 
+/// Every loop fetches what a handler needs: the id, the token where there is
+/// one, and the payload (settle: the whole row as jsonb, as SPEC gives it; the
+/// floor: the payload column; pgmq: the message), so none skips the work of
+/// reading and sending it.
 async fn worker(
     imp: Impl,
     form: Form,
@@ -348,7 +352,7 @@ async fn worker(
             (Impl::Settle, Form::Lease) => {
                 let rows = c
                     .query(
-                        "SELECT id, token FROM queue_claim($1, $2, interval '30 seconds')",
+                        "SELECT id, token, payload FROM queue_claim($1, $2, interval '30 seconds')",
                         &[&q, &b],
                     )
                     .await
@@ -409,7 +413,7 @@ async fn worker(
             (Impl::Settle, Form::RowLock) => {
                 c.batch_execute("BEGIN").await.unwrap();
                 let rows = c
-                    .query("SELECT id FROM queue_claim($1, $2)", &[&q, &b])
+                    .query("SELECT id, payload FROM queue_claim($1, $2)", &[&q, &b])
                     .await
                     .unwrap();
                 if rows.len() == 1 {
@@ -456,7 +460,7 @@ async fn worker(
             }
             (Impl::Settle, Form::Advisory) => {
                 let rows = c
-                    .query("SELECT id FROM queue_claim($1, $2)", &[&q, &b])
+                    .query("SELECT id, payload FROM queue_claim($1, $2)", &[&q, &b])
                     .await
                     .unwrap();
                 if rows.len() == 1 {
@@ -533,7 +537,7 @@ async fn worker(
             }
             (Impl::Pgmq, _) => {
                 let rows = c
-                    .query("SELECT msg_id FROM pgmq.read('bench', 30, $1)", &[&b])
+                    .query("SELECT msg_id, message FROM pgmq.read('bench', 30, $1)", &[&b])
                     .await
                     .unwrap();
                 if rows.len() == 1 {
