@@ -743,6 +743,14 @@ fn process_case(a: &Args, imp: Impl, workers: usize, batch: usize) -> Result_ {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| panic!("run {program} (bench/peers.sh installs the peers): {e}"));
+        // stderr drained on its own thread: a peer that writes more than a pipe
+        // holds there would otherwise stall before it closes stdout
+        let mut err = child.stderr.take().unwrap();
+        let errs = std::thread::spawn(move || {
+            let mut s = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut err, &mut s);
+            s
+        });
         let mut v = serde_json::Map::new();
         let mut server = None;
         for line in std::io::BufReader::new(child.stdout.take().unwrap()).lines() {
@@ -753,11 +761,12 @@ fn process_case(a: &Args, imp: Impl, workers: usize, batch: usize) -> Result_ {
                 v.extend(o);
             }
         }
-        let out = child.wait_with_output().expect("wait for the peer");
+        let status = child.wait().expect("wait for the peer");
+        let stderr = errs.join().unwrap_or_default();
         assert!(
-            out.status.success(),
+            status.success(),
             "{name} {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
+            String::from_utf8_lossy(&stderr)
         );
         (serde_json::Value::Object(v), server.unwrap_or(f64::NAN))
     };
