@@ -66,6 +66,8 @@ struct Args {
     /// storage parameters for the sustained run's table (`--table-options`)
     table_options: Option<String>,
     jobs: usize,
+    /// runs of each case; the median is reported
+    repeat: usize,
     forms: Vec<Form>,
     workers: Vec<usize>,
     batches: Vec<usize>,
@@ -92,6 +94,7 @@ fn args() -> Args {
         sustained: 0,
         table_options: None,
         jobs: 20_000,
+        repeat: 1,
         forms: vec![Form::Lease, Form::RowLock, Form::Advisory],
         workers: vec![1, 4, 16],
         client: true,
@@ -106,6 +109,11 @@ fn args() -> Args {
             }
             "--jobs" => {
                 a.jobs = v[i + 1].parse().expect("--jobs N");
+                i += 1;
+            }
+            "--repeat" => {
+                a.repeat = v[i + 1].parse().expect("--repeat N");
+                assert!(a.repeat >= 1, "--repeat N: at least 1");
                 i += 1;
             }
             "--pgmq" => {
@@ -156,7 +164,7 @@ fn args() -> Args {
                 a.workers = vec![1, 4];
                 a.batches = vec![1, 100];
             }
-            other => panic!("unknown argument {other}: use --conn, --jobs N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --pgmq CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --sustained SECONDS, --table-options OPTS"),
+            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --pgmq CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --sustained SECONDS, --table-options OPTS"),
         }
         i += 1;
     }
@@ -601,6 +609,13 @@ async fn run_workers(
         n += h.await.unwrap();
     }
     n
+}
+
+/// The run with the median rate (the lower middle of an even count).
+fn median(mut runs: Vec<Result_>) -> Result_ {
+    runs.sort_by(|x, y| x.rate().total_cmp(&y.rate()));
+    let mid = (runs.len() - 1) / 2;
+    runs.swap_remove(mid)
 }
 
 fn pct(v: &mut [f64], p: f64) -> f64 {
@@ -1098,11 +1113,12 @@ async fn main() {
         .get(0);
     println!("server: {version}");
     println!(
-        "cores: {}, jobs per case: {}",
+        "cores: {}, jobs per case: {}, runs per case: {} (median shown)",
         std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(0),
-        a.jobs
+        a.jobs,
+        a.repeat
     );
     let mut results = Vec::new();
     println!(
@@ -1124,8 +1140,30 @@ async fn main() {
     for &form in &a.forms {
         for &w in &a.workers {
             for &b in &a.batches {
-                let floor = case(&a, &admin, Impl::Floor, form, w, b).await;
-                let settle = case(&a, &admin, Impl::Settle, form, w, b).await;
+                let peers: Vec<Impl> = [
+                    (Impl::Pgmq, a.pgmq.is_some()),
+                    (Impl::Graphile, a.graphile.is_some()),
+                    (Impl::Awa, a.awa.is_some()),
+                ]
+                .into_iter()
+                .filter(|&(_, wanted)| wanted && form == Form::Lease)
+                .map(|(p, _)| p)
+                .collect();
+                let imps: Vec<Impl> = [Impl::Floor, Impl::Settle]
+                    .into_iter()
+                    .chain(peers.iter().copied())
+                    .collect();
+                // --repeat: rounds of every implementation in turn, so a slow
+                // stretch of the machine hits them alike; the median run of each
+                let mut runs: Vec<Vec<Result_>> = imps.iter().map(|_| Vec::new()).collect();
+                for _ in 0..a.repeat {
+                    for (i, &imp) in imps.iter().enumerate() {
+                        runs[i].push(case(&a, &admin, imp, form, w, b).await);
+                    }
+                }
+                let mut medians = runs.into_iter().map(median);
+                let floor = medians.next().unwrap();
+                let settle = medians.next().unwrap();
                 for r in [&floor, &settle] {
                     println!(
                         "{:<8} {:<9} {:>3} {:>4} {:>9.0} {:>8.2} {:>8.2} {:>13.3} {:>13.3} {:>12}",
@@ -1145,16 +1183,7 @@ async fn main() {
                         }
                     );
                 }
-                let peers = [
-                    (Impl::Pgmq, a.pgmq.is_some()),
-                    (Impl::Graphile, a.graphile.is_some()),
-                    (Impl::Awa, a.awa.is_some()),
-                ];
-                for (peer, wanted) in peers {
-                    if form != Form::Lease || !wanted {
-                        continue;
-                    }
-                    let r = case(&a, &admin, peer, form, w, b).await;
+                for (peer, r) in peers.iter().zip(medians) {
                     let name = format!("{peer:?}").to_lowercase();
                     println!(
                         "{:<8} {:<9} {:>3} {:>4} {:>9.0} {:>8.2} {:>8.2} {:>13.3} {:>13.3}   settle/{name} {:.2}",
@@ -1179,7 +1208,11 @@ async fn main() {
     // the Rust client (lease) for its CPU overhead
     for &b in a.batches.iter().filter(|_| a.client) {
         let w = *a.workers.last().unwrap();
-        let r = case(&a, &admin, Impl::Client, Form::Lease, w, b).await;
+        let mut runs = Vec::new();
+        for _ in 0..a.repeat {
+            runs.push(case(&a, &admin, Impl::Client, Form::Lease, w, b).await);
+        }
+        let r = median(runs);
         println!(
             "{:<8} {:<9} {:>3} {:>4} {:>9.0} {:>8.2} {:>8.2} {:>13.3} {:>13.3}   client/server cpu {:.0}%",
             "client", "lease", w, b, r.rate(), r.p50_ms, r.p99_ms, r.server_cpu_per_k, r.client_cpu_per_k,
