@@ -74,7 +74,6 @@ pub struct Queue {
 const LITERAL_PLANS: usize = 16;
 
 thread_local! {
-    static EXT_SCHEMA: RefCell<Option<String>> = const { RefCell::new(None) };
     static QUEUES: RefCell<HashMap<String, Rc<Queue>>> = RefCell::new(HashMap::new());
     /// Set by the relcache callback: the registry or a queue's table changed.
     static STALE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
@@ -90,13 +89,12 @@ fn oid(o: pg_sys::Oid) -> PgOid {
     PgOid::from(o)
 }
 
-/// The quoted schema settle is installed in (fixed for the extension's life:
-/// it is not relocatable).
+/// The quoted schema settle is installed in. Looked up on every call (the
+/// callers are registration, descriptor loads and stats, none per claim): an
+/// install is not relocatable, but it can be dropped and created again in
+/// another schema during a session's life, which a cached name would miss.
 pub fn ext_schema(client: &SpiClient<'_>) -> String {
-    if let Some(s) = EXT_SCHEMA.with(|s| s.borrow().clone()) {
-        return s;
-    }
-    let s: String = spi(client
+    spi(client
         .select(
             "SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e \
              JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace \
@@ -105,9 +103,7 @@ pub fn ext_schema(client: &SpiClient<'_>) -> String {
             &[],
         )
         .and_then(|t| t.first().get_one::<String>()))
-    .expect("settle is installed");
-    EXT_SCHEMA.with(|c| *c.borrow_mut() = Some(s.clone()));
-    s
+    .expect("settle is installed")
 }
 
 /// Relcache callback: an invalidation of the registry (its trigger sends one on
