@@ -308,9 +308,13 @@ impl Shape {
             id = self.id_of("_s_t"),
             limit = limit(n),
             row = self.row_out("_s_t"),
+            // NOT IN over a subquery, which PostgreSQL hashes: `NOT (id = ANY($2))`
+            // compared each candidate with every held id, and the candidates
+            // include the held rows themselves (locked by this transaction), so
+            // claiming batch after batch in one transaction grew quadratically
             except = if except {
                 format!(
-                    " AND NOT ({} {EQ} ANY (($2::pg_catalog.text[])::{}[]))",
+                    " AND {} NOT IN (SELECT _s_h FROM pg_catalog.unnest(($2::pg_catalog.text[])::{}[]) _s_h)",
                     self.id_of("_s_t"),
                     self.id_type
                 )

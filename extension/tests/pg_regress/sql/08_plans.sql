@@ -52,6 +52,21 @@ UNION ALL SELECT 'big_rowlock', * FROM seq_scans('big_rowlock')
 UNION ALL SELECT 'big_advisory', * FROM seq_scans('big_advisory')
 UNION ALL SELECT 'big_shared', * FROM seq_scans('big_shared')
 UNION ALL SELECT 'big_lease_nodl', * FROM seq_scans('big_lease_nodl');
+-- a second row_lock claim in one transaction leaves out the rows it holds through a
+-- hashed subplan: a list compared with every candidate (and the held rows are among
+-- the candidates) made claim after claim in one transaction grow quadratically
+CREATE FUNCTION claim_again_hashed(q text) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE stmt text; line text; hashed boolean := false;
+BEGIN
+  SELECT s.sql INTO stmt FROM queue_sql(q) s WHERE s.statement = 'claim_again';
+  EXECUTE format('PREPARE p_again(bigint, text[]) AS %s', replace(stmt, 'LIMIT $1', 'LIMIT 100'));
+  FOR line IN EXPLAIN (COSTS OFF) EXECUTE p_again(NULL, NULL) LOOP
+    IF line LIKE '%hashed SubPlan%' THEN hashed := true; END IF;
+  END LOOP;
+  DEALLOCATE p_again;
+  RETURN hashed;
+END $$;
+SELECT claim_again_hashed('big_rowlock');
 RESET plan_cache_mode;
 -- the generated SQL of one queue, verbatim (quoted identifiers, qualified operators)
 SELECT statement, sql FROM queue_sql('big_advisory') WHERE statement LIKE 'claim%';
