@@ -57,13 +57,24 @@ pub enum PlanKey {
     Custom(String),
 }
 
+impl PlanKey {
+    /// The batch size written into a claim statement, if any.
+    fn limit(&self) -> Option<u32> {
+        match self {
+            PlanKey::ClaimRowLock { limit }
+            | PlanKey::ClaimRowLockExcept { limit }
+            | PlanKey::Take { limit }
+            | PlanKey::Candidates { limit, .. } => *limit,
+            _ => None,
+        }
+    }
+}
+
 pub struct Queue {
     pub shape: Shape,
     pub id_type_oid: pg_sys::Oid,
     pub outcomes: HashMap<String, String>,
     plans: RefCell<HashMap<PlanKey, Rc<OwnedPreparedStatement>>>,
-    /// how many kept plans have a batch size written in
-    literal_plans: std::cell::Cell<usize>,
     /// writes a claimed row's jsonb (`shape.native_row`)
     pub encoder: Option<RefCell<RowEncoder>>,
 }
@@ -297,7 +308,6 @@ fn load(client: &SpiClient<'_>, name: &str) -> Result<(Queue, Vec<pg_sys::Oid>)>
             id_type_oid,
             outcomes: row.outcomes,
             plans: RefCell::new(HashMap::new()),
-            literal_plans: std::cell::Cell::new(0),
             encoder,
         },
         watch,
@@ -315,14 +325,12 @@ impl Queue {
         n: i64,
     ) -> Rc<OwnedPreparedStatement> {
         let literal = key(u32::try_from(n).ok());
-        if self.plans.borrow().contains_key(&literal) {
-            return self.plan(client, literal);
-        }
-        if self.literal_plans.get() < LITERAL_PLANS {
-            self.literal_plans.set(self.literal_plans.get() + 1);
-            return self.plan(client, literal);
-        }
-        self.plan(client, key(None))
+        let kept = {
+            let plans = self.plans.borrow();
+            plans.contains_key(&literal)
+                || plans.keys().filter(|k| k.limit().is_some()).count() < LITERAL_PLANS
+        };
+        self.plan(client, if kept { literal } else { key(None) })
     }
 
     /// The kept plan for `key`, prepared on first use.
