@@ -63,50 +63,36 @@ fn read_claimed(
     out: &mut Vec<Delivery>,
     dead: &mut Vec<String>,
 ) {
-    // Read SPI's result rows directly, each deformed once (pgrx's per-column
-    // `get` walks the tuple for every column it is asked for). Values that must
-    // outlive SPI are copied to the context SPI was entered from.
+    // values that must outlive SPI are copied to the context SPI was entered from
     let outer = unsafe { PgMemoryContexts::CurrentMemoryContext.parent() }
         .expect("SPI runs under the function's memory context");
-    let rows = t.len();
+    let mut enc = q.encoder.as_ref().map(|e| e.borrow_mut());
     unsafe {
-        let tt = pg_sys::SPI_tuptable;
-        assert!(
-            !tt.is_null() && (*tt).numvals as usize == rows,
-            "settle: the claim's result is SPI's current tuple table"
-        );
-        let td = (*tt).tupdesc;
-        let natts = (*td).natts as usize;
-        let mut values = vec![pg_sys::Datum::from(0usize); natts];
-        let mut nulls = vec![true; natts];
-        let mut enc = q.encoder.as_ref().map(|e| e.borrow_mut());
-        if let Some(e) = &enc {
-            assert_eq!(natts, 4 + e.width(), "settle: claim columns and row encoder differ");
-        }
-        for i in 0..rows {
-            pg_sys::heap_deform_tuple(
-                *(*tt).vals.add(i),
-                td,
-                values.as_mut_ptr(),
-                nulls.as_mut_ptr(),
-            );
+        spi_rows(&t, |values, nulls| {
             let is_dead = !nulls[0] && bool::from_datum(values[0], false).unwrap_or(false);
             let id = if nulls[1] {
                 String::new()
             } else {
-                String::from_utf8_lossy(crate::rowjson::detoasted(values[1])).into_owned()
+                text_of(values[1])
             };
             if is_dead {
                 warn_dead(q, &id);
                 dead.push(id);
-                continue;
+                return;
             }
             let payload = match &mut enc {
-                Some(e) => Some(RawJsonb::from_allocated(e.encode(
-                    &values[4..],
-                    &nulls[4..],
-                    outer.value(),
-                ))),
+                Some(e) => {
+                    assert_eq!(
+                        values.len(),
+                        4 + e.width(),
+                        "settle: claim columns and row encoder differ"
+                    );
+                    Some(RawJsonb::from_allocated(e.encode(
+                        &values[4..],
+                        &nulls[4..],
+                        outer.value(),
+                    )))
+                }
                 None => RawJsonb::from_datum_in_memory_context(
                     PgMemoryContexts::For(outer.value()),
                     values[4],
@@ -120,8 +106,47 @@ fn read_claimed(
                 token: TimestampWithTimeZone::from_datum(values[3], nulls[3]),
                 payload,
             });
-        }
+        });
     }
+}
+
+/// Each result row of the SPI statement that returned `t`, deformed once into
+/// values and nulls (pgrx's per-column `get` walks the tuple for every column
+/// it is asked for).
+///
+/// # Safety
+/// `t` is the result of the last SPI statement run.
+unsafe fn spi_rows(
+    t: &pgrx::spi::SpiTupleTable<'_>,
+    mut each: impl FnMut(&[pg_sys::Datum], &[bool]),
+) {
+    let rows = t.len();
+    let tt = pg_sys::SPI_tuptable;
+    assert!(
+        !tt.is_null() && (*tt).numvals as usize == rows,
+        "settle: a statement's result is SPI's current tuple table"
+    );
+    let td = (*tt).tupdesc;
+    let natts = (*td).natts as usize;
+    let mut values = vec![pg_sys::Datum::from(0usize); natts];
+    let mut nulls = vec![true; natts];
+    for i in 0..rows {
+        pg_sys::heap_deform_tuple(
+            *(*tt).vals.add(i),
+            td,
+            values.as_mut_ptr(),
+            nulls.as_mut_ptr(),
+        );
+        each(&values, &nulls);
+    }
+}
+
+/// A text datum's bytes as a String.
+///
+/// # Safety
+/// `d` is a valid, non-null text datum.
+unsafe fn text_of(d: pg_sys::Datum) -> String {
+    String::from_utf8_lossy(crate::rowjson::detoasted(d)).into_owned()
 }
 
 pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result<Vec<Delivery>> {
@@ -510,33 +535,17 @@ pub fn settle(
     })
 }
 
-/// Rows (id text, result text) of a settle statement, read from SPI's tuple
-/// table directly (as `read_claimed` does).
+/// Rows (id text, result text) of a settle statement.
 fn read_results(t: pgrx::spi::SpiTupleTable<'_>, into: &mut HashMap<String, String>) {
-    let rows = t.len();
-    into.reserve(rows);
+    into.reserve(t.len());
     unsafe {
-        let tt = pg_sys::SPI_tuptable;
-        assert!(
-            !tt.is_null() && (*tt).numvals as usize == rows && (*(*tt).tupdesc).natts == 2,
-            "settle: the settle statement's result is SPI's current tuple table"
-        );
-        let td = (*tt).tupdesc;
-        let mut values = [pg_sys::Datum::from(0usize); 2];
-        let mut nulls = [true; 2];
-        for i in 0..rows {
-            pg_sys::heap_deform_tuple(
-                *(*tt).vals.add(i),
-                td,
-                values.as_mut_ptr(),
-                nulls.as_mut_ptr(),
+        spi_rows(&t, |values, nulls| {
+            assert!(
+                values.len() == 2 && !nulls[0] && !nulls[1],
+                "settle: a settle statement returns (id, result), never NULL"
             );
-            let text = |i: usize| {
-                String::from_utf8_lossy(crate::rowjson::detoasted(values[i])).into_owned()
-            };
-            assert!(!nulls[0] && !nulls[1], "settle: a settle statement returned NULL");
-            into.insert(text(0), text(1));
-        }
+            into.insert(text_of(values[0]), text_of(values[1]));
+        });
     }
 }
 

@@ -293,7 +293,8 @@ impl Shape {
     /// with `except`, $2 text[]: ids this transaction already holds (SKIP LOCKED
     /// does not skip a transaction's own row locks, so a second claim would
     /// deliver them again).
-    /// Columns: dead bool, id text, attempt int4, token timestamptz, payload jsonb.
+    /// Columns: dead bool, id text, attempt int4, token timestamptz, then the
+    /// payload: the row's columns or its jsonb (see [`row_out`](Self::row_out)).
     pub fn claim_row_lock(&self, except: bool, n: Option<u32>) -> String {
         let att = match &self.attempt {
             Some(c) => format!(
