@@ -343,7 +343,7 @@ async fn worker(
     batch: usize,
     lat: Arc<Mutex<Vec<f64>>>,
     budget: Arc<AtomicIsize>,
-) -> usize {
+) -> (usize, Client) {
     let b = batch as i32;
     let mut c = Prep {
         c,
@@ -572,11 +572,14 @@ async fn worker(
         budget.fetch_sub(n as isize, Ordering::Relaxed);
     }
     lat.lock().unwrap().extend(mine);
-    done
+    (done, c.c)
 }
 
 /// One [`worker`] per connection, all sharing a budget of `jobs` (`None`: until
-/// the queue is empty); returns how many jobs they settled.
+/// the queue is empty); returns how many jobs they settled, and the connections
+/// still open: the server's CPU is read before they close (a backend that has
+/// exited but is not yet reaped shows no CPU time in /proc, and one reaped
+/// later adds its time to the next reading).
 async fn run_workers(
     conns: Vec<Client>,
     imp: Impl,
@@ -585,7 +588,7 @@ async fn run_workers(
     batch: usize,
     lat: Arc<Mutex<Vec<f64>>>,
     jobs: Option<usize>,
-) -> usize {
+) -> (usize, Vec<Client>) {
     let budget =
         Arc::new(AtomicIsize::new(jobs.map_or(isize::MAX, |j| {
             isize::try_from(j).unwrap_or(isize::MAX)
@@ -605,10 +608,13 @@ async fn run_workers(
         })
         .collect();
     let mut n = 0;
+    let mut open = Vec::new();
     for h in hs {
-        n += h.await.unwrap();
+        let (done, c) = h.await.unwrap();
+        n += done;
+        open.push(c);
     }
-    n
+    (n, open)
 }
 
 /// The run with the median rate (the lower middle of an even count).
@@ -624,6 +630,33 @@ fn pct(v: &mut [f64], p: f64) -> f64 {
     }
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[((v.len() - 1) as f64 * p).round() as usize]
+}
+
+/// A case's connections, kept open until the server's CPU has been read.
+enum Open {
+    Conns(#[allow(dead_code)] Vec<Client>),
+    Client(#[allow(dead_code)] settle::Client),
+}
+
+/// Wait (up to 5 s) until no backend but `admin`'s is left on the server, so
+/// that one case's backends, exiting, are not counted in the next case's CPU.
+async fn backends_gone(admin: &Client) {
+    for _ in 0..500 {
+        let n: i64 = admin
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .await
+            .expect("pg_stat_activity")
+            .get(0);
+        if n == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // the entry goes before the process has exited and been reaped
+    tokio::time::sleep(Duration::from_millis(50)).await;
 }
 
 async fn case(
@@ -647,7 +680,9 @@ async fn case(
         }
     );
     if matches!(imp, Impl::Graphile | Impl::Awa) {
-        return process_case(a, imp, workers, batch);
+        let r = process_case(a, imp, workers, batch);
+        backends_gone(admin).await;
+        return r;
     }
     let conn = match imp {
         Impl::Pgmq => a.pgmq.clone().expect("--pgmq"),
@@ -675,14 +710,19 @@ async fn case(
     }
     let lat = Arc::new(Mutex::new(Vec::with_capacity(a.jobs)));
     let (s0, c0, t0) = (server_cpu(), own_cpu(), Instant::now());
-    let done: usize = if imp == Impl::Client {
+    // connections stay open until the server's CPU is read (see run_workers)
+    let (done, open) = if imp == Impl::Client {
         drop(conns);
-        client_run(a, &q, workers, batch, lat.clone()).await
+        let (done, client) = client_run(a, &q, workers, batch, lat.clone()).await;
+        (done, Open::Client(client))
     } else {
-        run_workers(conns, imp, form, &q, batch, lat.clone(), None).await
+        let (done, conns) = run_workers(conns, imp, form, &q, batch, lat.clone(), None).await;
+        (done, Open::Conns(conns))
     };
     let secs = t0.elapsed().as_secs_f64();
     let (s1, c1) = (server_cpu(), own_cpu());
+    drop(open);
+    backends_gone(admin).await;
     assert_eq!(done, a.jobs, "{imp:?} {form:?}: every job settled once");
     let mut l = lat.lock().unwrap();
     let k = a.jobs as f64 / 1000.0;
@@ -821,7 +861,7 @@ async fn client_run(
     workers: usize,
     batch: usize,
     lat: Arc<Mutex<Vec<f64>>>,
-) -> usize {
+) -> (usize, settle::Client) {
     let queue = settle::Queue::new(q, q).form(settle::Form::Lease {
         ttl: Duration::from_secs(30),
     });
@@ -859,7 +899,7 @@ async fn client_run(
     for h in hs {
         n += h.await.unwrap();
     }
-    n
+    (n, client)
 }
 
 fn svg(results: &[Result_]) -> String {
@@ -962,7 +1002,7 @@ async fn scaling(a: &Args, admin: &Client) {
                     conns.push(connect(&a.conn).await);
                 }
                 let t0 = Instant::now();
-                let done =
+                let (done, _open) =
                     run_workers(conns, Impl::Settle, form, &q, b, lat.clone(), Some(jobs)).await;
                 let secs = t0.elapsed().as_secs_f64();
                 let mut l = lat.lock().unwrap();
