@@ -70,11 +70,86 @@ impl PlanKey {
     }
 }
 
+/// A kept SPI plan that PostgreSQL runs with one generic plan, never planning
+/// it again for the values of a call (`CURSOR_OPT_GENERIC_PLAN`).
+///
+/// For the settle statements (`id = ANY($1)`, a join with `unnest($1, $2)`)
+/// PostgreSQL's plan cache costs the generic plan for ten ids; for a call with
+/// fewer, a plan for the actual array always looks cheaper, so it planned
+/// every call of two or three ids anew (a third of such a call's time) — to
+/// the same index-driven plan.
+pub struct GenericPlan(std::ptr::NonNull<pg_sys::_SPI_plan>);
+
+impl GenericPlan {
+    fn prepare(sql: &str, args: &[pg_sys::Oid]) -> GenericPlan {
+        let c = std::ffi::CString::new(sql).expect("statements contain no NUL");
+        let mut types = args.to_vec();
+        // SAFETY: inside SPI (a connected SpiClient is borrowed by the caller);
+        // PostgreSQL raises its own error for a statement that does not prepare
+        let plan = unsafe {
+            pg_sys::SPI_prepare_cursor(
+                c.as_ptr(),
+                types.len() as i32,
+                types.as_mut_ptr(),
+                pg_sys::CURSOR_OPT_GENERIC_PLAN as i32,
+            )
+        };
+        let plan = std::ptr::NonNull::new(plan).unwrap_or_else(|| {
+            panic!("settle: SPI_prepare_cursor failed ({})", unsafe {
+                pg_sys::SPI_result
+            })
+        });
+        // SAFETY: a plan just prepared, kept once
+        let rc = unsafe { pg_sys::SPI_keepplan(plan.as_ptr()) };
+        assert_eq!(rc, 0, "settle: SPI_keepplan failed ({rc})");
+        GenericPlan(plan)
+    }
+
+    /// Run it (read-write); its rows are in SPI's current tuple table.
+    pub fn run(&self, args: &[DatumWithOid<'_>]) {
+        let (mut values, mut nulls): (Vec<pg_sys::Datum>, Vec<std::ffi::c_char>) = args
+            .iter()
+            .map(|a| match a.datum() {
+                Some(d) => (d.sans_lifetime(), b' ' as std::ffi::c_char),
+                None => (pg_sys::Datum::from(0usize), b'n' as std::ffi::c_char),
+            })
+            .unzip();
+        // SAFETY: inside SPI; the argument count and types are the plan's own
+        // (checked by SPI_execute_plan, which raises an error otherwise)
+        let rc = unsafe {
+            assert_eq!(
+                pg_sys::SPI_getargcount(self.0.as_ptr()) as usize,
+                args.len(),
+                "settle: arguments of a kept plan"
+            );
+            pg_sys::SPI_execute_plan(
+                self.0.as_ptr(),
+                values.as_mut_ptr(),
+                nulls.as_mut_ptr(),
+                false,
+                0,
+            )
+        };
+        assert!(rc >= 0, "settle: SPI_execute_plan failed ({rc})");
+    }
+}
+
+impl Drop for GenericPlan {
+    fn drop(&mut self) {
+        // SAFETY: kept by prepare, freed once
+        unsafe {
+            pg_sys::SPI_freeplan(self.0.as_ptr());
+        }
+    }
+}
+
 pub struct Queue {
     pub shape: Shape,
     pub id_type_oid: pg_sys::Oid,
     pub outcomes: HashMap<String, String>,
     plans: RefCell<HashMap<PlanKey, Rc<OwnedPreparedStatement>>>,
+    /// the settle statements' kept plans
+    settle_plans: RefCell<HashMap<PlanKey, Rc<GenericPlan>>>,
     /// writes a claimed row's jsonb (`shape.native_row`)
     pub encoder: Option<RefCell<RowEncoder>>,
 }
@@ -308,6 +383,7 @@ fn load(client: &SpiClient<'_>, name: &str) -> Result<(Queue, Vec<pg_sys::Oid>)>
             id_type_oid,
             outcomes: row.outcomes,
             plans: RefCell::new(HashMap::new()),
+            settle_plans: RefCell::new(HashMap::new()),
             encoder,
         },
         watch,
@@ -333,21 +409,40 @@ impl Queue {
         self.plan(client, if kept { literal } else { key(None) })
     }
 
+    /// The kept generic plan of a settle statement (`AckOne`, `AckMany`,
+    /// `Settle`), prepared on first use; `_client` proves SPI is connected.
+    pub fn settle_plan(&self, _client: &SpiClient<'_>, key: PlanKey) -> Rc<GenericPlan> {
+        if let Some(p) = self.settle_plans.borrow().get(&key) {
+            return p.clone();
+        }
+        use pg_sys::{INTERVALOID, TEXTARRAYOID, TEXTOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZOID};
+        let s = &self.shape;
+        let (sql, args) = match key {
+            PlanKey::AckMany => (s.ack_many(), vec![TEXTARRAYOID, TIMESTAMPTZARRAYOID]),
+            PlanKey::AckOne => (s.ack_one(), vec![TEXTOID, TIMESTAMPTZOID]),
+            PlanKey::Settle(w) => (
+                s.settle(w),
+                vec![TEXTARRAYOID, TIMESTAMPTZARRAYOID, INTERVALOID],
+            ),
+            other => unreachable!("not a settle statement: {other:?}"),
+        };
+        let p = Rc::new(GenericPlan::prepare(&sql, &args));
+        self.settle_plans.borrow_mut().insert(key, p.clone());
+        p
+    }
+
     /// The kept plan for `key`, prepared on first use.
     pub fn plan(&self, client: &SpiClient<'_>, key: PlanKey) -> Rc<OwnedPreparedStatement> {
         if let Some(p) = self.plans.borrow().get(&key) {
             return p.clone();
         }
-        use pg_sys::{
-            Oid, INT8OID, INTERVALOID, TEXTARRAYOID, TEXTOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZOID,
-        };
+        use pg_sys::{Oid, INT8OID, INTERVALOID, TEXTARRAYOID, TEXTOID, TIMESTAMPTZOID};
         let s = &self.shape;
         let (sql, args): (String, Vec<Oid>) = match &key {
             PlanKey::ClaimRowLock { limit } => (s.claim_row_lock(false, *limit), vec![INT8OID]),
-            PlanKey::ClaimRowLockExcept { limit } => (
-                s.claim_row_lock(true, *limit),
-                vec![INT8OID, TEXTARRAYOID],
-            ),
+            PlanKey::ClaimRowLockExcept { limit } => {
+                (s.claim_row_lock(true, *limit), vec![INT8OID, TEXTARRAYOID])
+            }
             PlanKey::Take { limit } => match s.form {
                 Form::Lease => (s.take(*limit), vec![INT8OID, INTERVALOID]),
                 _ => (s.take(None), vec![TEXTARRAYOID]),
@@ -356,16 +451,12 @@ impl Queue {
                 after: false,
                 limit,
             } => (s.advisory_candidates(false, *limit), vec![INT8OID]),
-            PlanKey::Candidates { after: true, limit } => (
-                s.advisory_candidates(true, *limit),
-                vec![INT8OID, TEXTOID],
-            ),
-            PlanKey::AckMany => (s.ack_many(), vec![TEXTARRAYOID, TIMESTAMPTZARRAYOID]),
-            PlanKey::AckOne => (s.ack_one(), vec![TEXTOID, TIMESTAMPTZOID]),
-            PlanKey::Settle(w) => (
-                s.settle(*w),
-                vec![TEXTARRAYOID, TIMESTAMPTZARRAYOID, INTERVALOID],
-            ),
+            PlanKey::Candidates { after: true, limit } => {
+                (s.advisory_candidates(true, *limit), vec![INT8OID, TEXTOID])
+            }
+            PlanKey::AckMany | PlanKey::AckOne | PlanKey::Settle(_) => {
+                unreachable!("a settle statement: see settle_plan")
+            }
             PlanKey::Extend => (s.extend(), vec![TEXTOID, TIMESTAMPTZOID, INTERVALOID]),
             PlanKey::Stats => (s.stats(), vec![]),
             PlanKey::DeadCount => (s.dead_count().expect("queue has a dead letter"), vec![]),

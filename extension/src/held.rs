@@ -81,7 +81,11 @@ impl RowClaims {
     /// a savepoint released: what it claimed and settled belongs to its parent
     fn commit_sub(&mut self, my: SubId, parent: SubId) {
         for row in self.claimed_by.remove(&my).unwrap_or_default() {
-            if let Some(sub) = self.claims.get_mut(&row.0).and_then(|ids| ids.get_mut(&row.1)) {
+            if let Some(sub) = self
+                .claims
+                .get_mut(&row.0)
+                .and_then(|ids| ids.get_mut(&row.1))
+            {
                 if *sub == my {
                     *sub = parent;
                     self.claimed_by.entry(parent).or_default().push(row);

@@ -68,7 +68,7 @@ fn read_claimed(
         .expect("SPI runs under the function's memory context");
     let mut enc = q.encoder.as_ref().map(|e| e.borrow_mut());
     unsafe {
-        spi_rows(&t, |values, nulls| {
+        spi_rows(t.len(), |values, nulls| {
             let is_dead = !nulls[0] && bool::from_datum(values[0], false).unwrap_or(false);
             let id = if nulls[1] {
                 String::new()
@@ -110,17 +110,14 @@ fn read_claimed(
     }
 }
 
-/// Each result row of the SPI statement that returned `t`, deformed once into
-/// values and nulls (pgrx's per-column `get` walks the tuple for every column
-/// it is asked for).
+/// Each of the `rows` result rows of the last SPI statement run, deformed once
+/// into values and nulls (pgrx's per-column `get` walks the tuple for every
+/// column it is asked for).
 ///
 /// # Safety
-/// `t` is the result of the last SPI statement run.
-unsafe fn spi_rows(
-    t: &pgrx::spi::SpiTupleTable<'_>,
-    mut each: impl FnMut(&[pg_sys::Datum], &[bool]),
-) {
-    let rows = t.len();
+/// The last SPI statement run returned `rows` rows, and its tuple table has
+/// not been freed.
+unsafe fn spi_rows(rows: usize, mut each: impl FnMut(&[pg_sys::Datum], &[bool])) {
     let tt = pg_sys::SPI_tuptable;
     assert!(
         !tt.is_null() && (*tt).numvals as usize == rows,
@@ -180,8 +177,11 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
                 // SKIP LOCKED does not skip: leave them out, or they come again
                 let held = held::rows_claimed(queue);
                 let t = if held.is_empty() {
-                    let plan =
-                        q.claim_plan(client, |limit| PlanKey::ClaimRowLock { limit }, batch as i64);
+                    let plan = q.claim_plan(
+                        client,
+                        |limit| PlanKey::ClaimRowLock { limit },
+                        batch as i64,
+                    );
                     spi(client.select(&*plan, None, &[(batch as i64).into()]))
                 } else {
                     let plan = q.claim_plan(
@@ -476,21 +476,21 @@ pub fn settle(
         let mut results: HashMap<String, String> = HashMap::new();
         if run_ids.len() == 1 && write == Write::Ack {
             // the hot path: one delivery acked or dropped, one plain statement
-            let plan = q.plan(client, PlanKey::AckOne);
+            let plan = q.settle_plan(client, PlanKey::AckOne);
             let token: Option<TimestampWithTimeZone> = run_tokens.first().copied();
-            let t = spi(client.update(&*plan, None, &[run_ids[0].into(), token.into()]));
-            read_results(t, &mut results);
+            plan.run(&[run_ids[0].into(), token.into()]);
+            read_results(&mut results);
         } else if write == Write::Ack && !run_ids.is_empty() {
-            let plan = q.plan(client, PlanKey::AckMany);
+            let plan = q.settle_plan(client, PlanKey::AckMany);
             let tokens = if form == Form::Lease {
                 run_tokens.clone().into()
             } else {
                 DatumWithOid::null::<Vec<TimestampWithTimeZone>>()
             };
-            let t = spi(client.update(&*plan, None, &[run_ids.clone().into(), tokens]));
-            read_results(t, &mut results);
+            plan.run(&[run_ids.clone().into(), tokens]);
+            read_results(&mut results);
         } else if !run_ids.is_empty() {
-            let plan = q.plan(client, PlanKey::Settle(write));
+            let plan = q.settle_plan(client, PlanKey::Settle(write));
             let args: [DatumWithOid; 3] = [
                 run_ids.clone().into(),
                 if form == Form::Lease {
@@ -500,8 +500,8 @@ pub fn settle(
                 },
                 delay.into(),
             ];
-            let t = spi(client.update(&*plan, None, &args));
-            read_results(t, &mut results);
+            plan.run(&args);
+            read_results(&mut results);
         }
         // a text id that is not in canonical form ('007' for a bigint) comes back canonical
         if results.len() < run_ids.len() || results.keys().any(|k| !seen.contains(k)) {
@@ -535,11 +535,13 @@ pub fn settle(
     })
 }
 
-/// Rows (id text, result text) of a settle statement.
-fn read_results(t: pgrx::spi::SpiTupleTable<'_>, into: &mut HashMap<String, String>) {
-    into.reserve(t.len());
+/// Rows (id text, result text) of the settle statement just run.
+fn read_results(into: &mut HashMap<String, String>) {
+    // SAFETY: called right after a settle statement ran
     unsafe {
-        spi_rows(&t, |values, nulls| {
+        let rows = pg_sys::SPI_processed as usize;
+        into.reserve(rows);
+        spi_rows(rows, |values, nulls| {
             assert!(
                 values.len() == 2 && !nulls[0] && !nulls[1],
                 "settle: a settle statement returns (id, result), never NULL"
@@ -751,8 +753,14 @@ pub fn statements(s: &crate::sql::Shape) -> Vec<(String, String)> {
         }
         Form::Lease => v.push(("claim".into(), s.take(None))),
         Form::Advisory => {
-            v.push(("claim_candidates".into(), s.advisory_candidates(false, None)));
-            v.push(("claim_candidates_after".into(), s.advisory_candidates(true, None)));
+            v.push((
+                "claim_candidates".into(),
+                s.advisory_candidates(false, None),
+            ));
+            v.push((
+                "claim_candidates_after".into(),
+                s.advisory_candidates(true, None),
+            ));
             v.push(("claim_take".into(), s.take(None)));
         }
     }
