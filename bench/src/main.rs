@@ -638,19 +638,24 @@ enum Open {
     Client(#[allow(dead_code)] settle::Client),
 }
 
-/// Wait (up to 5 s) until no backend but `admin`'s is left on the server, so
-/// that one case's backends, exiting, are not counted in the next case's CPU.
-async fn backends_gone(admin: &Client) {
+/// Client backends on the server other than `admin`'s.
+async fn other_backends(admin: &Client) -> i64 {
+    admin
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()",
+            &[],
+        )
+        .await
+        .expect("pg_stat_activity")
+        .get(0)
+}
+
+/// Wait (up to 5 s) until no more backends than `before` the case are left on
+/// the server, so that one case's backends, exiting, are not counted in the
+/// next case's CPU (other clients of a shared server are left out of it).
+async fn backends_gone(admin: &Client, before: i64) {
     for _ in 0..500 {
-        let n: i64 = admin
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()",
-                &[],
-            )
-            .await
-            .expect("pg_stat_activity")
-            .get(0);
-        if n == 0 {
+        if other_backends(admin).await <= before {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -679,9 +684,10 @@ async fn case(
             Impl::Awa => "awa",
         }
     );
+    let before = other_backends(admin).await;
     if matches!(imp, Impl::Graphile | Impl::Awa) {
         let r = process_case(a, imp, workers, batch);
-        backends_gone(admin).await;
+        backends_gone(admin, before).await;
         return r;
     }
     let conn = match imp {
@@ -722,7 +728,7 @@ async fn case(
     let secs = t0.elapsed().as_secs_f64();
     let (s1, c1) = (server_cpu(), own_cpu());
     drop(open);
-    backends_gone(admin).await;
+    backends_gone(admin, before).await;
     assert_eq!(done, a.jobs, "{imp:?} {form:?}: every job settled once");
     let mut l = lat.lock().unwrap();
     let k = a.jobs as f64 / 1000.0;
