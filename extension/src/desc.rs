@@ -114,8 +114,9 @@ impl GenericPlan {
                 None => (pg_sys::Datum::from(0usize), b'n' as std::ffi::c_char),
             })
             .unzip();
-        // SAFETY: inside SPI; the argument count and types are the plan's own
-        // (checked by SPI_execute_plan, which raises an error otherwise)
+        // SAFETY: inside SPI; SPI_execute_plan reads as many values as the plan
+        // has arguments (checked here) and trusts their types, which the
+        // callers give as prepared in settle_plan
         let rc = unsafe {
             assert_eq!(
                 pg_sys::SPI_getargcount(self.0.as_ptr()) as usize,
