@@ -11,6 +11,8 @@
 //! 1000 jobs of the server (its processes in /proc) and of this process. Results
 //! go to stdout, `results/bench.csv` and `results/bench.svg`.
 
+mod portable;
+
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -73,6 +75,14 @@ struct Args {
     batches: Vec<usize>,
     /// skip the Rust client cases (`--no-client`)
     client: bool,
+    /// run the portable-path grid instead (`--portable`)
+    portable: bool,
+    /// a MariaDB/MySQL URL for the portable grid (`--mariadb`)
+    mariadb: Option<String>,
+    /// a SQLite file for the portable grid (`--sqlite`)
+    sqlite: Option<String>,
+    /// settle with a mix of outcomes instead of ack only (`--mixed`, portable grid)
+    mixed: bool,
 }
 
 fn list(v: &str, flag: &str) -> Vec<usize> {
@@ -98,6 +108,10 @@ fn args() -> Args {
         forms: vec![Form::Lease, Form::RowLock, Form::Advisory],
         workers: vec![1, 4, 16],
         client: true,
+        portable: false,
+        mariadb: None,
+        sqlite: None,
+        mixed: false,
         batches: vec![1, 10, 100],
     };
     let mut i = 0;
@@ -159,12 +173,25 @@ fn args() -> Args {
                 i += 1;
             }
             "--no-client" => a.client = false,
+            "--portable" => a.portable = true,
+            "--mixed" => {
+                a.portable = true;
+                a.mixed = true;
+            }
+            "--mariadb" => {
+                a.mariadb = Some(v[i + 1].clone());
+                i += 1;
+            }
+            "--sqlite" => {
+                a.sqlite = Some(v[i + 1].clone());
+                i += 1;
+            }
             "--quick" => {
                 a.jobs = 2_000;
                 a.workers = vec![1, 4];
                 a.batches = vec![1, 100];
             }
-            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --pgmq CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --sustained SECONDS, --table-options OPTS"),
+            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --portable, --mixed, --mariadb URL, --sqlite PATH, --pgmq CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --sustained SECONDS, --table-options OPTS"),
         }
         i += 1;
     }
@@ -752,8 +779,9 @@ async fn case(
 /// stops (and may print more after, its own checks). The server's CPU is counted
 /// from before the process starts (~0.1 s of start-up included) to that first
 /// line; latency is not measured.
-fn process_case(a: &Args, imp: Impl, workers: usize, batch: usize) -> Result_ {
-    let cfg: tokio_postgres::Config = a.conn.parse().expect("--conn");
+/// Host, port and user of a tokio-postgres connection string.
+fn pg_parts(conn: &str) -> (String, String, String) {
+    let cfg: tokio_postgres::Config = conn.parse().expect("--conn");
     let host = match cfg.get_hosts().first() {
         Some(tokio_postgres::config::Host::Unix(p)) => p.display().to_string(),
         Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
@@ -761,6 +789,19 @@ fn process_case(a: &Args, imp: Impl, workers: usize, batch: usize) -> Result_ {
     };
     let port = cfg.get_ports().first().copied().unwrap_or(5432).to_string();
     let user = cfg.get_user().unwrap_or("postgres").to_owned();
+    (host, port, user)
+}
+
+/// The `--conn` database as a URL (sqlx, the portable path).
+fn pg_url(conn: &str) -> String {
+    let cfg: tokio_postgres::Config = conn.parse().expect("--conn");
+    let (host, port, user) = pg_parts(conn);
+    let db = cfg.get_dbname().unwrap_or(&user).to_owned();
+    format!("postgres://{user}@localhost/{db}?host={host}&port={port}")
+}
+
+fn process_case(a: &Args, imp: Impl, workers: usize, batch: usize) -> Result_ {
+    let (host, port, user) = pg_parts(&a.conn);
     // node graphile.cjs MODE HOST PORT USER DB ..., settle-bench-awa MODE URL ...
     let (program, lead, base, name): (String, Vec<String>, Vec<String>, &str) = match imp {
         Impl::Graphile => {
@@ -1150,6 +1191,10 @@ async fn main() {
     }
     if a.sustained > 0 {
         sustained(&a, &admin, a.sustained).await;
+        return;
+    }
+    if a.portable {
+        portable::grid(&a, &admin).await;
         return;
     }
     let version: String = admin

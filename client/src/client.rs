@@ -434,9 +434,14 @@ impl Client {
         })
     }
 
-    /// Settle many deliveries with one outcome. In the lease form this is one
-    /// statement (`queue_complete_many`) for all of them; in the others each is
-    /// settled on its own connection in turn. One result per delivery, in order;
+    /// Settle many deliveries with one outcome. On the extension this is one
+    /// statement (`queue_complete_many`) for all of them: in the lease form on any
+    /// pooled connection, in row_lock and advisory on the claim's connection when
+    /// they all come from one claim (a row_lock statement that fails is undone to
+    /// a savepoint and they are settled one by one, so each gets its own result;
+    /// an advisory statement that fails fails them all: it wrote nothing and its
+    /// keys were let go with it). Otherwise, and on the portable path, each is
+    /// settled in turn. One result per delivery, in order;
     /// a lease lost is [`Error::LeaseLost`] for that delivery only.
     pub async fn settle_many(
         &self,
@@ -444,6 +449,15 @@ impl Client {
         outcome: Outcome,
     ) -> Vec<Result<Settled>> {
         let portable = matches!(self.inner.backend, Backend::Portable(_));
+        let deliveries = if !portable && !matches!(self.inner.queue.form, Form::Lease { .. }) {
+            // row_lock / advisory: one statement on the claim's connection
+            match crate::delivery::settle_many_pinned(&self.inner, deliveries, &outcome).await {
+                Ok(out) => return out,
+                Err(ds) => ds,
+            }
+        } else {
+            deliveries
+        };
         if portable || !matches!(self.inner.queue.form, Form::Lease { .. }) || deliveries.len() < 2
         {
             let mut out = Vec::with_capacity(deliveries.len());

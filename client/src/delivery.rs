@@ -1,6 +1,6 @@
 //! A delivery and how it is settled (SPEC §3).
 
-use crate::client::{micros, Backend, Inner, COMPLETE_SQL, EXTEND_SQL, RELEASE_SQL};
+use crate::client::{micros, Backend, Inner, COMPLETE_MANY_SQL, COMPLETE_SQL, EXTEND_SQL, RELEASE_SQL};
 use crate::error::{Error, Result};
 use crate::portable::engine::{Claimed, PSession};
 use crate::queue::Form;
@@ -553,6 +553,135 @@ impl Delivery {
         .instrument(span)
         .await
     }
+}
+
+/// `Client::settle_many` for deliveries of one row_lock or advisory claim on the
+/// extension: one `queue_complete_many` on the claim's connection instead of a
+/// statement (and, for row_lock, a savepoint around it) per delivery. Gives the
+/// deliveries back untouched (`Err`) when it does not apply: fewer than two, not
+/// all of one claim, or one in transactional mode.
+pub(crate) async fn settle_many_pinned(
+    inner: &Arc<Inner>,
+    mut ds: Vec<Delivery>,
+    outcome: &Outcome,
+) -> std::result::Result<Vec<Result<Settled>>, Vec<Delivery>> {
+    let Some(s) = ds.first().and_then(|d| d.session.clone()) else {
+        return Err(ds);
+    };
+    if ds.len() < 2
+        || ds.iter().any(|d| {
+            d.tx.is_some() || !d.session.as_ref().is_some_and(|x| Arc::ptr_eq(x, &s))
+        })
+    {
+        return Err(ds);
+    }
+    let g = s.conn.clone().lock_owned().await;
+    let Some(obj) = g.obj.as_ref().filter(|_| !g.handler_savepoint) else {
+        drop(g);
+        return Err(ds);
+    };
+    if let Outcome::RetryAfter(_) = outcome {
+        if !inner.has_retry_after {
+            tracing::warn!(queue = %inner.queue.name, "queue has no retry_after column: retry_after is settled as retry");
+        }
+    }
+    let q = &inner.queue.name;
+    let ids: Vec<String> = ds.iter().map(|d| d.id.clone()).collect();
+    let delay = match outcome {
+        Outcome::RetryAfter(d) => Some(micros(*d)),
+        _ => None,
+    };
+    // row_lock: the siblings still open share the transaction; a failed
+    // statement is undone to the savepoint so they keep theirs
+    let fence = s.form == Form::RowLock;
+    let none: Option<Vec<SystemTime>> = None;
+    let res: Result<Vec<tokio_postgres::Row>> = async {
+        if fence {
+            obj.batch_execute(&format!("SAVEPOINT {OUTCOME_SP}")).await?;
+        }
+        let st = obj.prepare_cached(COMPLETE_MANY_SQL).await?;
+        let r = obj
+            .query(&st, &[q, &ids, &outcome.sql_name(), &delay, &none])
+            .await;
+        if fence {
+            let undo = if r.is_ok() {
+                format!("RELEASE SAVEPOINT {OUTCOME_SP}")
+            } else {
+                format!("ROLLBACK TO SAVEPOINT {OUTCOME_SP}; RELEASE SAVEPOINT {OUTCOME_SP}")
+            };
+            obj.batch_execute(&undo).await?;
+        }
+        Ok(r?)
+    }
+    .await;
+    let rows = match res {
+        // row_lock: undone to the savepoint, nothing written: settle them one
+        // by one, so each gets its own result (a custom outcome's SQL may fail
+        // for one row only)
+        Err(_) if fence && g.obj.is_some() => {
+            drop(g);
+            return Err(ds);
+        }
+        Err(e) => {
+            // advisory: the statement wrote nothing, and its keys were let go
+            // with its transaction; clean the connection before it goes back
+            s.dirty.store(true, Ordering::Release);
+            let msg = e.to_string();
+            drop(g);
+            let mut out = Vec::with_capacity(ds.len());
+            for d in &mut ds {
+                d.done = true;
+                d.session = None;
+                out.push(Err(Error::invalid(format!("batch settle failed: {msg}"))));
+                let _ = s.finish_one().await;
+            }
+            return Ok(out);
+        }
+        Ok(rows) => rows,
+    };
+    drop(g);
+    let by_id: std::collections::HashMap<String, String> = rows
+        .iter()
+        .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
+        .collect();
+    let mut out: Vec<Result<Settled>> = ids
+        .iter()
+        .map(|id| match by_id.get(id).map(String::as_str) {
+            Some("not_held") | None => Err(Error::NotHeld(crate::error::DbError {
+                code: Some("SQ006".into()),
+                message: format!("row {id} of queue \"{q}\" is not held by this session"),
+                source: None,
+            })),
+            Some(r) => {
+                let v = Settled::parse(r);
+                if v == Settled::DeadLettered {
+                    tracing::warn!(queue = %q, id = %id, "max_attempts reached: moved to the dead letter");
+                }
+                Ok(v)
+            }
+        })
+        .collect();
+    // the last delivery of the claim commits (row_lock) or cleans up; if that
+    // fails, nothing of this batch was kept
+    let mut closed: Result<()> = Ok(());
+    for d in &mut ds {
+        d.done = true;
+        d.session = None;
+        if let Err(e) = s.finish_one().await {
+            closed = Err(e);
+        }
+    }
+    if let Err(e) = closed {
+        let (code, msg) = (e.code().map(str::to_owned), e.to_string());
+        for r in out.iter_mut().filter(|r| r.is_ok()) {
+            *r = Err(Error::Database(crate::error::DbError {
+                code: code.clone(),
+                message: format!("the claim's transaction did not commit: {msg}"),
+                source: None,
+            }));
+        }
+    }
+    Ok(out)
 }
 
 /// Run an outcome on the pinned connection of a row_lock / advisory claim.

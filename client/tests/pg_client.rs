@@ -400,6 +400,66 @@ async fn batch_settle() {
     assert_eq!(state(&db, &t).await, vec![(2, 1, false, true)]);
 }
 
+/// settle_many in row_lock and advisory: one statement on the claim's connection.
+/// Siblings settled later keep the transaction; the last settle commits (row_lock)
+/// or lets the keys go (advisory); the outcome is the one given; a custom
+/// outcome whose SQL fails for one row is settled one by one so only that row fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_settle_on_the_claims_connection() {
+    let db = admin().await;
+    for form in [Form::RowLock, Form::Advisory] {
+        let t = table(&db, "pinned_many", 6).await;
+        let q = Queue::new(&t, &t)
+            .form(form)
+            .custom_outcome("only_odd", &format!("UPDATE {t} SET payload = jsonb_build_object('odd', 1 / (id % 2)) WHERE id = $1::bigint"));
+        let c = Client::connect(config(), 2, q).await.unwrap();
+        let mut ds = c.claim(6).await.unwrap();
+        assert_eq!(ds.len(), 6, "{form:?}");
+        let last = ds.pop().unwrap();
+        let retry: Vec<_> = ds.drain(3..).collect();
+        // 1..=3 acked, 4..=5 retried in two statements, 6 settled last
+        let r = c.settle_many(ds, settle::Outcome::Ack).await;
+        assert!(r.iter().all(|r| matches!(r, Ok(Settled::Deleted))), "{form:?}: {r:?}");
+        let r = c.settle_many(retry, settle::Outcome::Retry).await;
+        assert!(r.iter().all(|r| matches!(r, Ok(Settled::Retried))), "{form:?}: {r:?}");
+        if form == Form::RowLock {
+            // not committed yet: the claim's transaction is still open for row 6
+            assert_eq!(state(&db, &t).await.len(), 6, "row_lock: nothing visible before the last settle");
+        }
+        last.ack().await.unwrap();
+        // the attempt: row_lock counts it in the retry, advisory counted it at claim
+        let want = vec![(4, 1, false, false), (5, 1, false, false)];
+        assert_eq!(state(&db, &t).await, want, "{form:?}");
+        assert_eq!(keys_held(&db, &t, 6).await, 0, "{form:?}: no key left held");
+
+        // a custom outcome failing for an even id (division by zero)
+        let ds = c.claim(2).await.unwrap();
+        assert_eq!(ds.len(), 2, "{form:?}");
+        let r = c.settle_many(ds, settle::Outcome::Custom("only_odd".into())).await;
+        if form == Form::RowLock {
+            // undone to the savepoint, then one by one: row 5 settles, row 4 fails alone
+            assert!(r[0].is_err(), "row_lock: id 4 fails: {r:?}");
+            assert!(matches!(r[1], Ok(Settled::Custom)), "row_lock: id 5 settles: {r:?}");
+            let odd: i64 = db
+                .query_one(&format!("SELECT count(*) FROM {t} WHERE payload ? 'odd'"), &[])
+                .await
+                .unwrap()
+                .get(0);
+            assert_eq!(odd, 1, "row_lock: only row 5 took the custom outcome");
+        } else {
+            // advisory: one autocommitted statement failed, nothing was written
+            assert!(r.iter().all(|r| r.is_err()), "advisory: {r:?}");
+            let odd: i64 = db
+                .query_one(&format!("SELECT count(*) FROM {t} WHERE payload ? 'odd'"), &[])
+                .await
+                .unwrap()
+                .get(0);
+            assert_eq!(odd, 0, "advisory: nothing written");
+        }
+        assert_eq!(keys_held(&db, &t, 6).await, 0, "{form:?}: no key left held after a failed batch");
+    }
+}
+
 /// The worker: 8 concurrent handlers, 300 jobs, every job handled and acked
 /// exactly once (a unique constraint on the side table would reject a second run).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -235,6 +235,16 @@ impl Engine {
             opts = opts.after_connect(|conn: &mut sqlx::AnyConnection, _| {
                 Box::pin(async move {
                     sqlx::Executor::execute(&mut *conn, "SET time_zone = '+00:00'").await?;
+                    // InnoDB's default REPEATABLE READ makes a locking read also lock
+                    // the rows it passes over (leased rows, rows of other claims) and
+                    // the gaps between them, so concurrent claims and settles deadlock
+                    // (error 1213); READ COMMITTED locks only the rows a claim takes,
+                    // as PostgreSQL does
+                    sqlx::Executor::execute(
+                        &mut *conn,
+                        "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+                    )
+                    .await?;
                     Ok(())
                 })
             });
@@ -746,7 +756,25 @@ impl Engine {
     }
 
     /// Claim up to `n` rows. row_lock and advisory return the pinned session.
+    ///
+    /// A claim the database picks as a deadlock victim (InnoDB, SQLSTATE 40001)
+    /// has had its transaction rolled back whole — it wrote and holds nothing —
+    /// so it is run again, a few times, before the error reaches the caller.
     pub(crate) async fn claim(&self, n: usize) -> Result<(Vec<Claimed>, Option<PSession>)> {
+        let mut tries = 0;
+        loop {
+            match self.claim_once(n).await {
+                Err(e) if e.code() == Some("40001") && tries < 4 => {
+                    tries += 1;
+                    tracing::debug!(tries, "settle: claim was a deadlock victim, running it again");
+                    tokio::time::sleep(Duration::from_millis(tries)).await;
+                }
+                r => return r,
+            }
+        }
+    }
+
+    async fn claim_once(&self, n: usize) -> Result<(Vec<Claimed>, Option<PSession>)> {
         let s = &self.s;
         let d = s.d;
         match s.form {
