@@ -440,8 +440,9 @@ impl Client {
     /// they all come from one claim (a row_lock statement that fails is undone to
     /// a savepoint and they are settled one by one, so each gets its own result;
     /// an advisory statement that fails fails them all: it wrote nothing and its
-    /// keys were let go with it). Otherwise, and on the portable path, each is
-    /// settled in turn. One result per delivery, in order;
+    /// keys were let go with it). On the portable path an ack or drop of lease
+    /// deliveries is one short transaction (the rows still holding their tokens
+    /// locked, then one DELETE); everything else is settled in turn. One result per delivery, in order;
     /// a lease lost is [`Error::LeaseLost`] for that delivery only.
     pub async fn settle_many(
         &self,
@@ -449,6 +450,13 @@ impl Client {
         outcome: Outcome,
     ) -> Vec<Result<Settled>> {
         let portable = matches!(self.inner.backend, Backend::Portable(_));
+        if let (Backend::Portable(e), Form::Lease { .. }, Outcome::Ack | Outcome::Drop) =
+            (&self.inner.backend, self.inner.queue.form, &outcome)
+        {
+            if deliveries.len() > 1 {
+                return self.ack_many_portable(e, deliveries).await;
+            }
+        }
         let deliveries = if !portable && !matches!(self.inner.queue.form, Form::Lease { .. }) {
             // row_lock / advisory: one statement on the claim's connection
             match crate::delivery::settle_many_pinned(&self.inner, deliveries, &outcome).await {
@@ -522,6 +530,44 @@ impl Client {
                         }
                     })
                     .collect()
+            }
+        }
+    }
+
+    /// Portable lease form, ack or drop: one transaction for the batch.
+    async fn ack_many_portable(
+        &self,
+        e: &crate::portable::engine::Engine,
+        deliveries: Vec<Delivery>,
+    ) -> Vec<Result<Settled>> {
+        let items: Vec<(String, Option<i64>)> =
+            deliveries.into_iter().map(Delivery::into_portable_parts).collect();
+        match e.ack_many_lease(&items).await {
+            Ok(v) => items
+                .iter()
+                .zip(v)
+                .map(|((id, _), r)| {
+                    r.ok_or_else(|| {
+                        Error::LeaseLost(crate::error::DbError {
+                            code: Some("SQ001".into()),
+                            message: format!(
+                                "lease lost: row {id} of queue \"{}\" no longer holds this delivery's token",
+                                self.inner.queue.name
+                            ),
+                            source: None,
+                        })
+                    })
+                })
+                .collect(),
+            Err(err) => {
+                // nothing was written: give the rows back now, not at the deadline
+                let msg = err.to_string();
+                let mut out = Vec::with_capacity(items.len());
+                for (id, tok) in &items {
+                    let _ = e.release(None, None, id, *tok).await;
+                    out.push(Err(Error::invalid(format!("batch settle failed: {msg}"))));
+                }
+                out
             }
         }
     }

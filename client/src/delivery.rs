@@ -352,6 +352,13 @@ impl Delivery {
         (std::mem::take(&mut self.id), self.token)
     }
 
+    /// Portable lease form: the id and token (epoch microseconds), the delivery
+    /// marked settled (its caller writes the outcome or gives it back).
+    pub(crate) fn into_portable_parts(mut self) -> (String, Option<i64>) {
+        self.done = true;
+        (std::mem::take(&mut self.id), self.ptoken)
+    }
+
     /// Portable row_lock form: the claim transaction as a sqlx connection, for
     /// the handler's own writes (transactional mode, as [`Delivery::transaction`]
     /// on the extension backend): `ack` commits them with the outcome, every

@@ -258,6 +258,61 @@ async fn lease_lost_on_every_backend() {
     }
 }
 
+/// settle_many on every backend × form: a batch acked at once (on the portable
+/// lease path one transaction, elsewhere one statement or one by one); in the
+/// lease form a delivery whose lease was lost fails alone with LeaseLost and
+/// its row keeps the later delivery.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_ack_on_every_backend() {
+    for b in BACKENDS {
+        for (form, refused) in b.forms() {
+            if refused.is_some() {
+                continue;
+            }
+            let pool = admin(b).await;
+            let t = table(b, &pool, "batch", 5).await;
+            let lease = matches!(form, Form::Lease { .. });
+            let form = if lease {
+                Form::Lease {
+                    ttl: Duration::from_millis(300),
+                }
+            } else {
+                form
+            };
+            let c = b.client(Queue::new(&t, &t).form(form)).await.unwrap();
+            let ds = c.claim(4).await.unwrap();
+            assert_eq!(ds.len(), 4, "{b:?} {form:?}");
+            let mut later = None;
+            if lease {
+                // the leases run out; row 1 is claimed again (by a client with a
+                // long lease), rows 2-4 keep their tokens: nobody took them
+                tokio::time::sleep(Duration::from_millis(400)).await;
+                let c2 = b
+                    .client(Queue::new(&t, &t).form(Form::Lease {
+                        ttl: Duration::from_secs(30),
+                    }))
+                    .await
+                    .unwrap();
+                let mut again = c2.claim(1).await.unwrap();
+                assert_eq!(again.len(), 1, "{b:?}: an expired lease is claimed again");
+                assert_eq!(again[0].id(), "1", "{b:?}");
+                later = again.pop();
+            }
+            let r = c.settle_many(ds, settle::Outcome::Ack).await;
+            let (rows, _) = final_rows(b, &pool, &t).await;
+            if lease {
+                assert!(matches!(r[0], Err(Error::LeaseLost(_))), "{b:?}: {r:?}");
+                assert!(r[1..].iter().all(|r| matches!(r, Ok(Settled::Deleted))), "{b:?}: {r:?}");
+                assert_eq!(rows, vec![(1, 2, false, true), (5, 0, false, false)], "{b:?}");
+                assert_eq!(later.unwrap().ack().await.unwrap(), Settled::Deleted, "{b:?}");
+            } else {
+                assert!(r.iter().all(|r| matches!(r, Ok(Settled::Deleted))), "{b:?} {form:?}: {r:?}");
+                assert_eq!(rows, vec![(5, 0, false, false)], "{b:?} {form:?}");
+            }
+        }
+    }
+}
+
 /// Bad input: each a clear error naming the problem, nothing written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_descriptors_are_refused() {

@@ -1107,6 +1107,81 @@ impl Engine {
         }
     }
 
+    /// ack or drop many lease deliveries in one short transaction: lock the rows
+    /// that still hold their delivery's token, then one DELETE (or processed_at
+    /// UPDATE) for them. `None` for a delivery whose lease was lost (nothing
+    /// written for it).
+    pub(crate) async fn ack_many_lease(
+        &self,
+        items: &[(String, Option<i64>)],
+    ) -> Result<Vec<Option<Settled>>> {
+        let s = &self.s;
+        let d = s.d;
+        let l = s
+            .locked_until
+            .as_ref()
+            .ok_or_else(|| Error::invalid("the lease form needs a locked_until column"))?;
+        let mut tx = self.pool.begin_with(d.begin()).await?;
+        let mut cond = s.mine("a");
+        cond.push(format!(
+            "{} IN ({})",
+            s.c("a", &s.id),
+            in_list(d, 1, items.len(), s.id_kind)
+        ));
+        let sql = format!(
+            "SELECT {}, {} FROM {} a WHERE {}{}",
+            d.id_text(&s.c("a", &s.id)),
+            d.micros(&s.c("a", l)),
+            s.table,
+            cond.join(" AND "),
+            d.for_update()
+        );
+        let mut q = sqlx::query(&sql);
+        for (id, _) in items {
+            q = q.bind(id.as_str());
+        }
+        let now: HashMap<String, Option<i64>> = q
+            .fetch_all(&mut *tx)
+            .await?
+            .iter()
+            .map(|r| (r.get::<String, _>(0), r.get::<Option<i64>, _>(1)))
+            .collect();
+        let held: Vec<&str> = items
+            .iter()
+            .filter(|(id, tok)| tok.is_some() && now.get(id).is_some_and(|t| t == tok))
+            .map(|(id, _)| id.as_str())
+            .collect();
+        let settled = if s.processed_at.is_some() {
+            Settled::Marked
+        } else {
+            Settled::Deleted
+        };
+        if !held.is_empty() {
+            let list = in_list(d, 1, held.len(), s.id_kind);
+            let sql = match &s.processed_at {
+                Some(p) => format!(
+                    "UPDATE {} SET {} = {} WHERE {} IN ({list})",
+                    s.table,
+                    d.ident(p),
+                    d.now(),
+                    d.ident(&s.id)
+                ),
+                None => format!("DELETE FROM {} WHERE {} IN ({list})", s.table, d.ident(&s.id)),
+            };
+            let mut q = sqlx::query(&sql);
+            for id in &held {
+                q = q.bind(*id);
+            }
+            q.execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        let held: std::collections::HashSet<&str> = held.into_iter().collect();
+        Ok(items
+            .iter()
+            .map(|(id, _)| held.contains(id.as_str()).then_some(settled))
+            .collect())
+    }
+
     /// Settle a lease delivery (own short transaction).
     pub(crate) async fn settle_lease(
         &self,
