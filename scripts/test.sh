@@ -186,6 +186,19 @@ else
   failed=$((failed + 1))
 fi
 
+step "the benchmark's portable grid runs: the client on PostgreSQL (extension and plain), MariaDB, SQLite beside hand-written SQL, ack and the outcome mix"
+if cargo run -q -p settle-bench -- --portable --quick --jobs 300 --conn "$SETTLE_TEST_PG" \
+       --mariadb "$SETTLE_TEST_MYSQL_URL" --sqlite "$WORK/bench.db" >"$WORK/bench-portable.log" 2>&1 \
+  && cargo run -q -p settle-bench -- --mixed --quick --jobs 300 --conn "$SETTLE_TEST_PG" \
+       --mariadb "$SETTLE_TEST_MYSQL_URL" --sqlite "$WORK/bench.db" >>"$WORK/bench-portable.log" 2>&1; then
+  tail -3 "$WORK/bench-portable.log"
+  passed=$((passed + 1))
+else
+  cat "$WORK/bench-portable.log" 2>/dev/null
+  echo "FAILED: settle-bench --portable --quick"
+  failed=$((failed + 1))
+fi
+
 step "the quickstart runs (embedded SQLite, no server)"
 if cargo run -q --example quickstart; then
   passed=$((passed + 1))

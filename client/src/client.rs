@@ -561,11 +561,15 @@ impl Client {
                 .collect(),
             Err(err) => {
                 // nothing was written: give the rows back now, not at the deadline
-                let msg = err.to_string();
+                let (code, msg) = (err.code().map(str::to_owned), err.to_string());
                 let mut out = Vec::with_capacity(items.len());
                 for (id, tok) in &items {
                     let _ = e.release(None, None, id, *tok).await;
-                    out.push(Err(Error::invalid(format!("batch settle failed: {msg}"))));
+                    out.push(Err(Error::Database(crate::error::DbError {
+                        code: code.clone(),
+                        message: format!("batch settle failed, nothing written: {msg}"),
+                        source: None,
+                    })));
                 }
                 out
             }

@@ -1115,6 +1115,23 @@ impl Engine {
         &self,
         items: &[(String, Option<i64>)],
     ) -> Result<Vec<Option<Settled>>> {
+        // a deadlock victim (InnoDB, 40001) was rolled back whole: run it again
+        let mut tries = 0;
+        loop {
+            match self.ack_many_lease_once(items).await {
+                Err(e) if e.code() == Some("40001") && tries < 4 => {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(tries)).await;
+                }
+                r => return r,
+            }
+        }
+    }
+
+    async fn ack_many_lease_once(
+        &self,
+        items: &[(String, Option<i64>)],
+    ) -> Result<Vec<Option<Settled>>> {
         let s = &self.s;
         let d = s.d;
         let l = s
@@ -1189,8 +1206,18 @@ impl Engine {
         token: Option<i64>,
         outcome: &Outcome,
     ) -> Result<Settled> {
-        let tx = self.pool.begin_with(self.s.d.begin()).await?;
-        self.write_in(tx, id, token, outcome).await
+        // a deadlock victim (InnoDB, 40001) was rolled back whole: run it again
+        let mut tries = 0;
+        loop {
+            let tx = self.pool.begin_with(self.s.d.begin()).await?;
+            match self.write_in(tx, id, token, outcome).await {
+                Err(e) if e.code() == Some("40001") && tries < 4 => {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(tries)).await;
+                }
+                r => return r,
+            }
+        }
     }
 
     /// Write `outcome` in `tx` (a transaction or a savepoint), then commit it,
