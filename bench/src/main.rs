@@ -645,8 +645,13 @@ async fn run_workers(
 }
 
 /// The run with the median rate (the lower middle of an even count).
-fn median(mut runs: Vec<Result_>) -> Result_ {
-    runs.sort_by(|x, y| x.rate().total_cmp(&y.rate()));
+fn median(runs: Vec<Result_>) -> Result_ {
+    median_by(runs, Result_::rate)
+}
+
+/// The run with the median of `rate` (the lower middle of an even count).
+fn median_by<T>(mut runs: Vec<T>, rate: impl Fn(&T) -> f64) -> T {
+    runs.sort_by(|x, y| rate(x).total_cmp(&rate(y)));
     let mid = (runs.len() - 1) / 2;
     runs.swap_remove(mid)
 }

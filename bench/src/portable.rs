@@ -9,12 +9,11 @@ use crate::{pct, Args, Form};
 use sqlx::any::AnyPoolOptions;
 use sqlx::{AnyPool, Row};
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Db {
+enum Server {
     /// PostgreSQL through the extension (`Client::connect`); its floor is the
     /// same hand-written SQL as the portable PostgreSQL row's
     PgExt,
@@ -23,20 +22,20 @@ enum Db {
     Sqlite,
 }
 
-impl Db {
+impl Server {
     fn name(self) -> &'static str {
         match self {
-            Db::PgExt => "pg+ext",
-            Db::Postgres => "postgres",
-            Db::MariaDb => "mariadb",
-            Db::Sqlite => "sqlite",
+            Server::PgExt => "pg+ext",
+            Server::Postgres => "postgres",
+            Server::MariaDb => "mariadb",
+            Server::Sqlite => "sqlite",
         }
     }
     fn dialect(self) -> settle::Dialect {
         match self {
-            Db::PgExt | Db::Postgres => settle::Dialect::Postgres,
-            Db::MariaDb => settle::Dialect::MySql,
-            Db::Sqlite => settle::Dialect::Sqlite,
+            Server::PgExt | Server::Postgres => settle::Dialect::Postgres,
+            Server::MariaDb => settle::Dialect::MySql,
+            Server::Sqlite => settle::Dialect::Sqlite,
         }
     }
     /// The n-th bind parameter.
@@ -56,9 +55,9 @@ impl Db {
     /// The payload column as text.
     fn payload(self) -> &'static str {
         match self {
-            Db::Postgres | Db::PgExt => "CAST(payload AS TEXT)",
-            Db::MariaDb => "CAST(payload AS CHAR CHARACTER SET utf8mb4)",
-            Db::Sqlite => "payload",
+            Server::Postgres | Server::PgExt => "CAST(payload AS TEXT)",
+            Server::MariaDb => "CAST(payload AS CHAR CHARACTER SET utf8mb4)",
+            Server::Sqlite => "payload",
         }
     }
     fn ready(self) -> String {
@@ -70,17 +69,17 @@ impl Db {
     /// A lease token (epoch microseconds) bound as parameter `p`, in the column's type.
     fn token_value(self, p: &str) -> String {
         match self {
-            Db::Postgres | Db::PgExt => {
+            Server::Postgres | Server::PgExt => {
                 format!("(timestamptz 'epoch' + CAST({p} AS BIGINT) * interval '1 microsecond')")
             }
-            Db::MariaDb => format!("DATE_ADD('1970-01-01 00:00:00', INTERVAL {p} MICROSECOND)"),
-            Db::Sqlite => format!("CAST({p} AS INTEGER)"),
+            Server::MariaDb => format!("DATE_ADD('1970-01-01 00:00:00', INTERVAL {p} MICROSECOND)"),
+            Server::Sqlite => format!("CAST({p} AS INTEGER)"),
         }
     }
 }
 
 pub(crate) struct Backend {
-    db: Db,
+    db: Server,
     url: String,
 }
 
@@ -90,23 +89,23 @@ pub(crate) fn backends(a: &Args) -> Vec<Backend> {
     let url = crate::pg_url(&a.conn);
     let mut v = vec![
         Backend {
-            db: Db::PgExt,
+            db: Server::PgExt,
             url: url.clone(),
         },
         Backend {
-            db: Db::Postgres,
+            db: Server::Postgres,
             url,
         },
     ];
     if let Some(u) = &a.mariadb {
         v.push(Backend {
-            db: Db::MariaDb,
+            db: Server::MariaDb,
             url: u.replacen("mariadb://", "mysql://", 1),
         });
     }
     if let Some(p) = &a.sqlite {
         v.push(Backend {
-            db: Db::Sqlite,
+            db: Server::Sqlite,
             url: format!("sqlite://{p}?mode=rwc"),
         });
     }
@@ -138,7 +137,7 @@ impl Res {
 async fn pool(b: &Backend, max: u32) -> AnyPool {
     sqlx::any::install_default_drivers();
     let mut o = AnyPoolOptions::new().max_connections(max);
-    if b.db == Db::MariaDb {
+    if b.db == Server::MariaDb {
         // InnoDB's locking reads in REPEATABLE READ also lock the rows they pass
         // over (leased rows, for instance) and the gaps, so concurrent claims and
         // deletes deadlock (1213); a queue on InnoDB runs in READ COMMITTED
@@ -153,7 +152,7 @@ async fn pool(b: &Backend, max: u32) -> AnyPool {
             })
         });
     }
-    if b.db == Db::Sqlite {
+    if b.db == Server::Sqlite {
         // what settle's engine sets on its SQLite connections
         o = o.after_connect(|c: &mut sqlx::AnyConnection, _| {
             Box::pin(async move {
@@ -171,34 +170,43 @@ async fn pool(b: &Backend, max: u32) -> AnyPool {
 
 /// A fresh canonical queue table (`sql/<dialect>/queue.sql`) with `jobs` rows.
 async fn prepare(p: &AnyPool, b: &Backend, t: &str, jobs: usize) {
-    if b.db == Db::PgExt {
+    if b.db == Server::PgExt {
         sqlx::query(&format!("SELECT queue_unregister('{t}')"))
             .execute(p)
             .await
             .expect("queue_unregister");
     }
-    for s in [format!("DROP TABLE IF EXISTS {t}_dead"), format!("DROP TABLE IF EXISTS {t}")] {
+    for s in [
+        format!("DROP TABLE IF EXISTS {t}_dead"),
+        format!("DROP TABLE IF EXISTS {t}"),
+    ] {
         sqlx::query(&s).execute(p).await.expect("drop");
     }
     for s in b.db.dialect().create_queue_sql(t) {
-        sqlx::query(&s).execute(p).await.expect("create the queue table");
+        sqlx::query(&s)
+            .execute(p)
+            .await
+            .expect("create the queue table");
     }
     let mut tx = p.begin().await.unwrap();
     let mut n = 1;
     while n <= jobs {
         let end = (n + 999).min(jobs);
         let values: Vec<String> = (n..=end).map(|i| format!("('{{\"n\": {i}}}')")).collect();
-        sqlx::query(&format!("INSERT INTO {t} (payload) VALUES {}", values.join(", ")))
-            .execute(&mut *tx)
-            .await
-            .expect("enqueue");
+        sqlx::query(&format!(
+            "INSERT INTO {t} (payload) VALUES {}",
+            values.join(", ")
+        ))
+        .execute(&mut *tx)
+        .await
+        .expect("enqueue");
         n = end + 1;
     }
     tx.commit().await.unwrap();
     let analyze = match b.db {
-        Db::Postgres | Db::PgExt => format!("VACUUM ANALYZE {t}"),
-        Db::MariaDb => format!("ANALYZE TABLE {t}"),
-        Db::Sqlite => format!("ANALYZE {t}"),
+        Server::Postgres | Server::PgExt => format!("VACUUM ANALYZE {t}"),
+        Server::MariaDb => format!("ANALYZE TABLE {t}"),
+        Server::Sqlite => format!("ANALYZE {t}"),
     };
     sqlx::query(&analyze).execute(p).await.expect("analyze");
 }
@@ -206,11 +214,11 @@ async fn prepare(p: &AnyPool, b: &Backend, t: &str, jobs: usize) {
 /// CPU seconds of the database server: PostgreSQL's postmaster and backends,
 /// MariaDB's one process (its pid file), SQLite none (it runs in this process,
 /// so its work is in the client's column).
-async fn server_cpu(p: &AnyPool, db: Db) -> f64 {
+async fn server_cpu(p: &AnyPool, db: Server) -> f64 {
     match db {
-        Db::Postgres | Db::PgExt => crate::server_cpu(),
-        Db::Sqlite => f64::NAN,
-        Db::MariaDb => {
+        Server::Postgres | Server::PgExt => crate::server_cpu(),
+        Server::Sqlite => f64::NAN,
+        Server::MariaDb => {
             let file: String = sqlx::query("SELECT CAST(@@pid_file AS CHAR)")
                 .fetch_one(p)
                 .await
@@ -313,7 +321,7 @@ const AGAIN: usize = usize::MAX;
 /// is one), as a handler needs them.
 async fn floor_worker(
     p: AnyPool,
-    db: Db,
+    db: Server,
     form: Form,
     t: String,
     batch: usize,
@@ -327,7 +335,7 @@ async fn floor_worker(
         let t0 = Instant::now();
         let round: Result<usize, sqlx::Error> = async { Ok(match form {
             Form::RowLock => {
-                let begin = if db == Db::Sqlite { "BEGIN IMMEDIATE" } else { "BEGIN" };
+                let begin = if db == Server::Sqlite { "BEGIN IMMEDIATE" } else { "BEGIN" };
                 sqlx::query(begin).execute(&mut *c).await?;
                 let rows = sqlx::query(&format!(
                     "SELECT id, {} FROM {t} WHERE {} ORDER BY id LIMIT {}{}",
@@ -350,8 +358,8 @@ async fn floor_worker(
             Form::Lease => {
                 let (ids, token): (Vec<i64>, i64) = match db {
                     // one statement: lock the candidates, write the token, count the attempt
-                    Db::Postgres | Db::PgExt | Db::Sqlite => {
-                        let (lock, tok) = if matches!(db, Db::Postgres | Db::PgExt) {
+                    Server::Postgres | Server::PgExt | Server::Sqlite => {
+                        let (lock, tok) = if matches!(db, Server::Postgres | Server::PgExt) {
                             (
                                 " FOR UPDATE SKIP LOCKED",
                                 "date_trunc('milliseconds', now() + interval '30 seconds')",
@@ -376,7 +384,7 @@ async fn floor_worker(
                         (rows.iter().map(|r| r.get(0)).collect(), tok)
                     }
                     // no UPDATE … RETURNING: read and lock, then write the token, in one transaction
-                    Db::MariaDb => {
+                    Server::MariaDb => {
                         sqlx::query("BEGIN").execute(&mut *c).await?;
                         let rows = sqlx::query(&format!(
                             "SELECT id, {}, CAST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', \
@@ -423,7 +431,7 @@ async fn floor_worker(
                 // lock the candidates' keys in one statement, re-check and count the
                 // attempt with a fresh read, delete, unlock
                 let lock = match db {
-                    Db::Postgres | Db::PgExt => "pg_try_advisory_lock(id)",
+                    Server::Postgres | Server::PgExt => "pg_try_advisory_lock(id)",
                     _ => "GET_LOCK(CONCAT('bench:', id), 0) = 1",
                 };
                 let locked: Vec<i64> = sqlx::query(&format!(
@@ -440,34 +448,26 @@ async fn floor_worker(
                 let mut n = 0;
                 if !locked.is_empty() {
                     let list = db.list(1, locked.len());
-                    let taken: Vec<i64> = if matches!(db, Db::Postgres | Db::PgExt) {
-                        let sql = format!(
-                            "UPDATE {t} SET attempt = attempt + 1 WHERE id IN ({list}) RETURNING id, {}",
-                            db.payload()
-                        );
-                        bind_all(sqlx::query(&sql), &locked)
-                            .fetch_all(&mut *c)
-                            .await?
-                            .iter()
-                            .map(|r| r.get(0))
-                            .collect()
+                    let count = format!("UPDATE {t} SET attempt = attempt + 1 WHERE id IN ({list})");
+                    // MariaDB has no UPDATE … RETURNING: count, then read the rows left
+                    let read = if matches!(db, Server::Postgres | Server::PgExt) {
+                        format!("{count} RETURNING id, {}", db.payload())
                     } else {
-                        let sql = format!("UPDATE {t} SET attempt = attempt + 1 WHERE id IN ({list})");
-                        bind_all(sqlx::query(&sql), &locked).execute(&mut *c).await?;
-                        let sql = format!("SELECT id, {} FROM {t} WHERE id IN ({list})", db.payload());
-                        bind_all(sqlx::query(&sql), &locked)
-                            .fetch_all(&mut *c)
-                            .await?
-                            .iter()
-                            .map(|r| r.get(0))
-                            .collect()
+                        bind_all(sqlx::query(&count), &locked).execute(&mut *c).await?;
+                        format!("SELECT id, {} FROM {t} WHERE id IN ({list})", db.payload())
                     };
+                    let taken: Vec<i64> = bind_all(sqlx::query(&read), &locked)
+                        .fetch_all(&mut *c)
+                        .await?
+                        .iter()
+                        .map(|r| r.get(0))
+                        .collect();
                     if !taken.is_empty() {
                         let sql = format!("DELETE FROM {t} WHERE id IN ({})", db.list(1, taken.len()));
                         bind_all(sqlx::query(&sql), &taken).execute(&mut *c).await?;
                     }
                     let unlock = match db {
-                        Db::Postgres | Db::PgExt => "SELECT pg_advisory_unlock_all()",
+                        Server::Postgres | Server::PgExt => "SELECT pg_advisory_unlock_all()",
                         _ => "SELECT RELEASE_ALL_LOCKS()",
                     };
                     sqlx::query(unlock).execute(&mut *c).await?;
@@ -504,7 +504,10 @@ async fn floor_worker(
     }
     lat.lock().unwrap().extend(mine);
     if deadlocks > 0 {
-        eprintln!("floor {} {form:?}: {deadlocks} deadlock(s), rounds run again", db.name());
+        eprintln!(
+            "floor {} {form:?}: {deadlocks} deadlock(s), rounds run again",
+            db.name()
+        );
     }
     done
 }
@@ -522,7 +525,11 @@ async fn case(
 ) -> Res {
     let t = format!(
         "bench_p_{}_{}_{}",
-        if b.db == Db::PgExt { "ext" } else { b.db.name() },
+        if b.db == Server::PgExt {
+            "ext"
+        } else {
+            b.db.name()
+        },
         form.name(),
         if imp == Imp::Floor { "floor" } else { "client" }
     );
@@ -540,7 +547,7 @@ async fn case(
     // connections open before the clock starts, on both sides
     let client = if imp == Imp::Client {
         let q = settle::Queue::new(&t, &t).form(settle_form);
-        let c = if b.db == Db::PgExt {
+        let c = if b.db == Server::PgExt {
             settle::Client::connect(a.conn.parse().unwrap(), workers, q)
                 .await
                 .expect("Client::connect")
@@ -560,7 +567,6 @@ async fn case(
         None
     };
     let (s0, c0, t0) = (server_cpu(&p, b.db).await, crate::own_cpu(), Instant::now());
-    let done = AtomicUsize::new(0);
     let hs: Vec<_> = (0..workers)
         .map(|_| match &client {
             Some(c) => tokio::spawn(client_worker(
@@ -571,25 +577,37 @@ async fn case(
                 mixed,
                 lat.clone(),
             )),
-            None => tokio::spawn(floor_worker(p.clone(), b.db, form, t.clone(), batch, lat.clone())),
+            None => tokio::spawn(floor_worker(
+                p.clone(),
+                b.db,
+                form,
+                t.clone(),
+                batch,
+                lat.clone(),
+            )),
         })
         .collect();
+    let mut deliveries = 0;
     for h in hs {
-        done.fetch_add(h.await.unwrap(), Ordering::Relaxed);
+        deliveries += h.await.unwrap();
     }
     let secs = t0.elapsed().as_secs_f64();
     let (s1, c1) = (server_cpu(&p, b.db).await, crate::own_cpu());
-    let deliveries = done.load(Ordering::Relaxed);
-    let want = if mixed { mixed_deliveries(a.jobs) } else { a.jobs };
+    let want = if mixed {
+        mixed_deliveries(a.jobs)
+    } else {
+        a.jobs
+    };
     assert_eq!(
-        deliveries, want,
+        deliveries,
+        want,
         "{} {imp:?} {form:?}: every job delivered the expected number of times",
         b.db.name()
     );
     assert_eq!(remaining(&p, &t).await, 0, "every row settled");
     drop(client);
     p.close().await;
-    if matches!(b.db, Db::Postgres | Db::PgExt) {
+    if matches!(b.db, Server::Postgres | Server::PgExt) {
         crate::backends_gone(admin, before).await;
     }
     let mut l = lat.lock().unwrap();
@@ -605,12 +623,6 @@ async fn case(
     }
 }
 
-fn median(mut v: Vec<Res>) -> Res {
-    v.sort_by(|x, y| x.rate().total_cmp(&y.rate()));
-    let mid = (v.len() - 1) / 2;
-    v.swap_remove(mid)
-}
-
 /// The portable grid: every backend × form it supports × W × B, floor and client
 /// in rounds (`--repeat`), the median run shown, and `results/portable.csv`.
 pub(crate) async fn grid(a: &Args, admin: &tokio_postgres::Client) {
@@ -622,24 +634,41 @@ pub(crate) async fn grid(a: &Args, admin: &tokio_postgres::Client) {
     );
     println!(
         "{:<9} {:<8} {:<9} {:>3} {:>4} {:>9} {:>8} {:>8} {:>13} {:>13} {:>12}",
-        "backend", "impl", "form", "W", "B", "jobs/s", "p50 ms", "p99 ms", "srv cpu s/1k", "cli cpu s/1k", "client/floor"
+        "backend",
+        "impl",
+        "form",
+        "W",
+        "B",
+        "jobs/s",
+        "p50 ms",
+        "p99 ms",
+        "srv cpu s/1k",
+        "cli cpu s/1k",
+        "client/floor"
     );
     let mut csv = String::from("backend,impl,form,workers,batch,mixed,jobs,deliveries,seconds,jobs_per_s,p50_ms,p99_ms,server_cpu_s_per_1k,client_cpu_s_per_1k\n");
     for b in backends(a) {
         for &form in &a.forms {
-            if b.db == Db::Sqlite && form == Form::Advisory {
+            if b.db == Server::Sqlite && form == Form::Advisory {
                 continue; // refused by design (SPEC §5)
             }
             for &w in &a.workers {
                 for &bs in &a.batches {
-                    let imps: &[Imp] = if a.mixed { &[Imp::Client] } else { &[Imp::Floor, Imp::Client] };
+                    let imps: &[Imp] = if a.mixed {
+                        &[Imp::Client]
+                    } else {
+                        &[Imp::Floor, Imp::Client]
+                    };
                     let mut runs: Vec<Vec<Res>> = imps.iter().map(|_| Vec::new()).collect();
                     for _ in 0..a.repeat {
                         for (i, &imp) in imps.iter().enumerate() {
                             runs[i].push(case(a, admin, &b, imp, form, w, bs, a.mixed).await);
                         }
                     }
-                    let meds: Vec<Res> = runs.into_iter().map(median).collect();
+                    let meds: Vec<Res> = runs
+                        .into_iter()
+                        .map(|v| crate::median_by(v, Res::rate))
+                        .collect();
                     let floor_rate = (!a.mixed).then(|| meds[0].rate());
                     for (imp, r) in imps.iter().zip(&meds) {
                         let ratio = match (imp, floor_rate) {
@@ -658,8 +687,20 @@ pub(crate) async fn grid(a: &Args, admin: &tokio_postgres::Client) {
                         let _ = writeln!(
                             csv,
                             "{},{},{},{},{},{},{},{},{:.3},{:.0},{:.3},{:.3},{:.4},{:.4}",
-                            b.db.name(), name, form.name(), w, bs, a.mixed, r.jobs, r.deliveries, r.secs,
-                            r.rate(), r.p50, r.p99, r.srv, r.cli
+                            b.db.name(),
+                            name,
+                            form.name(),
+                            w,
+                            bs,
+                            a.mixed,
+                            r.jobs,
+                            r.deliveries,
+                            r.secs,
+                            r.rate(),
+                            r.p50,
+                            r.p99,
+                            r.srv,
+                            r.cli
                         );
                     }
                 }

@@ -540,8 +540,10 @@ impl Client {
         e: &crate::portable::engine::Engine,
         deliveries: Vec<Delivery>,
     ) -> Vec<Result<Settled>> {
-        let items: Vec<(String, Option<i64>)> =
-            deliveries.into_iter().map(Delivery::into_portable_parts).collect();
+        let items: Vec<(String, Option<i64>)> = deliveries
+            .into_iter()
+            .map(Delivery::into_portable_parts)
+            .collect();
         match e.ack_many_lease(&items).await {
             Ok(v) => items
                 .iter()

@@ -1,6 +1,8 @@
 //! A delivery and how it is settled (SPEC §3).
 
-use crate::client::{micros, Backend, Inner, COMPLETE_MANY_SQL, COMPLETE_SQL, EXTEND_SQL, RELEASE_SQL};
+use crate::client::{
+    micros, Backend, Inner, COMPLETE_MANY_SQL, COMPLETE_SQL, EXTEND_SQL, RELEASE_SQL,
+};
 use crate::error::{Error, Result};
 use crate::portable::engine::{Claimed, PSession};
 use crate::queue::Form;
@@ -576,9 +578,9 @@ pub(crate) async fn settle_many_pinned(
         return Err(ds);
     };
     if ds.len() < 2
-        || ds.iter().any(|d| {
-            d.tx.is_some() || !d.session.as_ref().is_some_and(|x| Arc::ptr_eq(x, &s))
-        })
+        || ds
+            .iter()
+            .any(|d| d.tx.is_some() || !d.session.as_ref().is_some_and(|x| Arc::ptr_eq(x, &s)))
     {
         return Err(ds);
     }
@@ -603,22 +605,13 @@ pub(crate) async fn settle_many_pinned(
     let fence = s.form == Form::RowLock;
     let none: Option<Vec<SystemTime>> = None;
     let res: Result<Vec<tokio_postgres::Row>> = async {
-        if fence {
-            obj.batch_execute(&format!("SAVEPOINT {OUTCOME_SP}")).await?;
-        }
         let st = obj.prepare_cached(COMPLETE_MANY_SQL).await?;
-        let r = obj
-            .query(&st, &[q, &ids, &outcome.sql_name(), &delay, &none])
-            .await;
-        if fence {
-            let undo = if r.is_ok() {
-                format!("RELEASE SAVEPOINT {OUTCOME_SP}")
-            } else {
-                format!("ROLLBACK TO SAVEPOINT {OUTCOME_SP}; RELEASE SAVEPOINT {OUTCOME_SP}")
-            };
-            obj.batch_execute(&undo).await?;
-        }
-        Ok(r?)
+        fenced(
+            obj,
+            fence,
+            obj.query(&st, &[q, &ids, &outcome.sql_name(), &delay, &none]),
+        )
+        .await
     }
     .await;
     let rows = match res {
@@ -726,15 +719,30 @@ async fn settle_pinned(
     // in a shared row_lock transaction a failed statement would abort the
     // siblings' settlements too: fence it with a savepoint
     let fence = s.form == Form::RowLock && s.batch > 1;
+    let st = obj.prepare_cached(COMPLETE_SQL).await?;
+    let none: Option<SystemTime> = None;
+    let row = fenced(
+        obj,
+        fence,
+        obj.query_one(&st, &[&queue, &id, &outcome, &delay, &none]),
+    )
+    .await?;
+    Ok(row.get(0))
+}
+
+/// Run `stmt` on `obj`, inside a savepoint when `fence`: released when it
+/// succeeds, rolled back to when it fails, so a failed statement leaves the
+/// shared transaction usable for the deliveries still open in it.
+async fn fenced<T>(
+    obj: &Object,
+    fence: bool,
+    stmt: impl std::future::Future<Output = std::result::Result<T, tokio_postgres::Error>>,
+) -> Result<T> {
     if fence {
         obj.batch_execute(&format!("SAVEPOINT {OUTCOME_SP}"))
             .await?;
     }
-    let st = obj.prepare_cached(COMPLETE_SQL).await?;
-    let none: Option<SystemTime> = None;
-    let r = obj
-        .query_one(&st, &[&queue, &id, &outcome, &delay, &none])
-        .await;
+    let r = stmt.await;
     if fence {
         let undo = if r.is_ok() {
             format!("RELEASE SAVEPOINT {OUTCOME_SP}")
@@ -743,7 +751,7 @@ async fn settle_pinned(
         };
         obj.batch_execute(&undo).await?;
     }
-    Ok(r?.get(0))
+    Ok(r?)
 }
 
 /// Give a delivery back (release(), or an unsettled drop).

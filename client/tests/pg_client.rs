@@ -419,12 +419,22 @@ async fn batch_settle_on_the_claims_connection() {
         let retry: Vec<_> = ds.drain(3..).collect();
         // 1..=3 acked, 4..=5 retried in two statements, 6 settled last
         let r = c.settle_many(ds, settle::Outcome::Ack).await;
-        assert!(r.iter().all(|r| matches!(r, Ok(Settled::Deleted))), "{form:?}: {r:?}");
+        assert!(
+            r.iter().all(|r| matches!(r, Ok(Settled::Deleted))),
+            "{form:?}: {r:?}"
+        );
         let r = c.settle_many(retry, settle::Outcome::Retry).await;
-        assert!(r.iter().all(|r| matches!(r, Ok(Settled::Retried))), "{form:?}: {r:?}");
+        assert!(
+            r.iter().all(|r| matches!(r, Ok(Settled::Retried))),
+            "{form:?}: {r:?}"
+        );
         if form == Form::RowLock {
             // not committed yet: the claim's transaction is still open for row 6
-            assert_eq!(state(&db, &t).await.len(), 6, "row_lock: nothing visible before the last settle");
+            assert_eq!(
+                state(&db, &t).await.len(),
+                6,
+                "row_lock: nothing visible before the last settle"
+            );
         }
         last.ack().await.unwrap();
         // the attempt: row_lock counts it in the retry, advisory counted it at claim
@@ -435,13 +445,21 @@ async fn batch_settle_on_the_claims_connection() {
         // a custom outcome failing for an even id (division by zero)
         let ds = c.claim(2).await.unwrap();
         assert_eq!(ds.len(), 2, "{form:?}");
-        let r = c.settle_many(ds, settle::Outcome::Custom("only_odd".into())).await;
+        let r = c
+            .settle_many(ds, settle::Outcome::Custom("only_odd".into()))
+            .await;
         if form == Form::RowLock {
             // undone to the savepoint, then one by one: row 5 settles, row 4 fails alone
             assert!(r[0].is_err(), "row_lock: id 4 fails: {r:?}");
-            assert!(matches!(r[1], Ok(Settled::Custom)), "row_lock: id 5 settles: {r:?}");
+            assert!(
+                matches!(r[1], Ok(Settled::Custom)),
+                "row_lock: id 5 settles: {r:?}"
+            );
             let odd: i64 = db
-                .query_one(&format!("SELECT count(*) FROM {t} WHERE payload ? 'odd'"), &[])
+                .query_one(
+                    &format!("SELECT count(*) FROM {t} WHERE payload ? 'odd'"),
+                    &[],
+                )
                 .await
                 .unwrap()
                 .get(0);
@@ -450,13 +468,20 @@ async fn batch_settle_on_the_claims_connection() {
             // advisory: one autocommitted statement failed, nothing was written
             assert!(r.iter().all(|r| r.is_err()), "advisory: {r:?}");
             let odd: i64 = db
-                .query_one(&format!("SELECT count(*) FROM {t} WHERE payload ? 'odd'"), &[])
+                .query_one(
+                    &format!("SELECT count(*) FROM {t} WHERE payload ? 'odd'"),
+                    &[],
+                )
                 .await
                 .unwrap()
                 .get(0);
             assert_eq!(odd, 0, "advisory: nothing written");
         }
-        assert_eq!(keys_held(&db, &t, 6).await, 0, "{form:?}: no key left held after a failed batch");
+        assert_eq!(
+            keys_held(&db, &t, 6).await,
+            0,
+            "{form:?}: no key left held after a failed batch"
+        );
     }
 }
 

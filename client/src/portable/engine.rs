@@ -761,17 +761,7 @@ impl Engine {
     /// has had its transaction rolled back whole — it wrote and holds nothing —
     /// so it is run again, a few times, before the error reaches the caller.
     pub(crate) async fn claim(&self, n: usize) -> Result<(Vec<Claimed>, Option<PSession>)> {
-        let mut tries = 0;
-        loop {
-            match self.claim_once(n).await {
-                Err(e) if e.code() == Some("40001") && tries < 4 => {
-                    tries += 1;
-                    tracing::debug!(tries, "settle: claim was a deadlock victim, running it again");
-                    tokio::time::sleep(Duration::from_millis(tries)).await;
-                }
-                r => return r,
-            }
-        }
+        again_if_deadlock(|| self.claim_once(n)).await
     }
 
     async fn claim_once(&self, n: usize) -> Result<(Vec<Claimed>, Option<PSession>)> {
@@ -1115,17 +1105,7 @@ impl Engine {
         &self,
         items: &[(String, Option<i64>)],
     ) -> Result<Vec<Option<Settled>>> {
-        // a deadlock victim (InnoDB, 40001) was rolled back whole: run it again
-        let mut tries = 0;
-        loop {
-            match self.ack_many_lease_once(items).await {
-                Err(e) if e.code() == Some("40001") && tries < 4 => {
-                    tries += 1;
-                    tokio::time::sleep(Duration::from_millis(tries)).await;
-                }
-                r => return r,
-            }
-        }
+        again_if_deadlock(|| self.ack_many_lease_once(items)).await
     }
 
     async fn ack_many_lease_once(
@@ -1183,7 +1163,11 @@ impl Engine {
                     d.now(),
                     d.ident(&s.id)
                 ),
-                None => format!("DELETE FROM {} WHERE {} IN ({list})", s.table, d.ident(&s.id)),
+                None => format!(
+                    "DELETE FROM {} WHERE {} IN ({list})",
+                    s.table,
+                    d.ident(&s.id)
+                ),
             };
             let mut q = sqlx::query(&sql);
             for id in &held {
@@ -1206,18 +1190,11 @@ impl Engine {
         token: Option<i64>,
         outcome: &Outcome,
     ) -> Result<Settled> {
-        // a deadlock victim (InnoDB, 40001) was rolled back whole: run it again
-        let mut tries = 0;
-        loop {
+        again_if_deadlock(|| async {
             let tx = self.pool.begin_with(self.s.d.begin()).await?;
-            match self.write_in(tx, id, token, outcome).await {
-                Err(e) if e.code() == Some("40001") && tries < 4 => {
-                    tries += 1;
-                    tokio::time::sleep(Duration::from_millis(tries)).await;
-                }
-                r => return r,
-            }
-        }
+            self.write_in(tx, id, token, outcome).await
+        })
+        .await
     }
 
     /// Write `outcome` in `tx` (a transaction or a savepoint), then commit it,
@@ -1491,6 +1468,28 @@ impl Engine {
 pub(crate) const HANDLER_SP: &str = "settle_handler";
 
 /// Close the handler's savepoint: keep its writes (ack) or roll them back.
+/// Run `f` again (up to 4 more times) while it fails as a deadlock victim
+/// (InnoDB, SQLSTATE 40001). Only for work in a transaction of its own: the
+/// database rolled the victim's transaction back whole, so it wrote and holds
+/// nothing, and running it again can neither lose nor duplicate a delivery.
+async fn again_if_deadlock<T, F, Fut>(mut f: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let mut tries = 0;
+    loop {
+        match f().await {
+            Err(e) if e.code() == Some("40001") && tries < 4 => {
+                tries += 1;
+                tracing::debug!(tries, "settle: a deadlock victim, running it again");
+                tokio::time::sleep(Duration::from_millis(tries)).await;
+            }
+            r => return r,
+        }
+    }
+}
+
 async fn end_handler_savepoint(tx: &mut Transaction<'static, Any>, keep: bool) -> Result<()> {
     let conn: &mut sqlx::AnyConnection = tx;
     if !keep {
