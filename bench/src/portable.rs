@@ -43,6 +43,20 @@ impl Server {
         self.dialect().p(n)
     }
     /// `n` parameters from the `first`-th on, comma-separated.
+    /// `DELETE` of `n` ids (parameters from 1), `and` a further condition.
+    /// MariaDB: through a derived table of the ids, so InnoDB reaches each row by
+    /// its key — with `IN (…)` of many ids on a small table it scans the whole
+    /// table, waiting on every row another worker holds (deadlocks).
+    fn delete_ids(self, t: &str, n: usize, and: &str) -> String {
+        if self == Server::MariaDb {
+            let ids = vec!["SELECT CAST(? AS SIGNED) AS k"; n].join(" UNION ALL ");
+            let and = if and.is_empty() { String::new() } else { format!(" WHERE a.{and}") };
+            format!("DELETE a FROM ({ids}) AS ids JOIN {t} a ON a.id = ids.k{and}")
+        } else {
+            let and = if and.is_empty() { String::new() } else { format!(" AND {and}") };
+            format!("DELETE FROM {t} WHERE id IN ({}){and}", self.list(1, n))
+        }
+    }
     fn list(self, first: usize, n: usize) -> String {
         (first..first + n)
             .map(|i| self.p(i))
@@ -349,7 +363,7 @@ async fn floor_worker(
                 .await?;
                 let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
                 if !ids.is_empty() {
-                    let sql = format!("DELETE FROM {t} WHERE id IN ({})", db.list(1, ids.len()));
+                    let sql = db.delete_ids(&t, ids.len(), "");
                     bind_all(sqlx::query(&sql), &ids).execute(&mut *c).await?;
                 }
                 sqlx::query("COMMIT").execute(&mut *c).await?;
@@ -414,10 +428,10 @@ async fn floor_worker(
                     }
                 };
                 if !ids.is_empty() {
-                    let sql = format!(
-                        "DELETE FROM {t} WHERE id IN ({}) AND locked_until = {}",
-                        db.list(1, ids.len()),
-                        db.token_value(&db.p(ids.len() + 1))
+                    let sql = db.delete_ids(
+                        &t,
+                        ids.len(),
+                        &format!("locked_until = {}", db.token_value(&db.p(ids.len() + 1))),
                     );
                     let r = bind_all(sqlx::query(&sql), &ids)
                         .bind(token)
@@ -463,7 +477,7 @@ async fn floor_worker(
                         .map(|r| r.get(0))
                         .collect();
                     if !taken.is_empty() {
-                        let sql = format!("DELETE FROM {t} WHERE id IN ({})", db.list(1, taken.len()));
+                        let sql = db.delete_ids(&t, taken.len(), "");
                         bind_all(sqlx::query(&sql), &taken).execute(&mut *c).await?;
                     }
                     let unlock = match db {

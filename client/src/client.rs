@@ -450,21 +450,28 @@ impl Client {
         outcome: Outcome,
     ) -> Vec<Result<Settled>> {
         let portable = matches!(self.inner.backend, Backend::Portable(_));
-        if let (Backend::Portable(e), Form::Lease { .. }, Outcome::Ack | Outcome::Drop) =
-            (&self.inner.backend, self.inner.queue.form, &outcome)
-        {
-            if deliveries.len() > 1 {
-                return self.ack_many_portable(e, deliveries).await;
+        let lease = matches!(self.inner.queue.form, Form::Lease { .. });
+        let deliveries = match &self.inner.backend {
+            Backend::Portable(e)
+                if deliveries.len() > 1 && !matches!(outcome, Outcome::Custom(_)) =>
+            {
+                if lease {
+                    return self.settle_many_portable(e, deliveries, &outcome).await;
+                }
+                // row_lock / advisory: one transaction (or savepoint) on the claim's connection
+                match crate::delivery::settle_many_portable_pinned(e, deliveries, &outcome).await {
+                    Ok(out) => return out,
+                    Err(ds) => ds,
+                }
             }
-        }
-        let deliveries = if !portable && !matches!(self.inner.queue.form, Form::Lease { .. }) {
             // row_lock / advisory: one statement on the claim's connection
-            match crate::delivery::settle_many_pinned(&self.inner, deliveries, &outcome).await {
-                Ok(out) => return out,
-                Err(ds) => ds,
+            Backend::Ext(_) if !lease => {
+                match crate::delivery::settle_many_pinned(&self.inner, deliveries, &outcome).await {
+                    Ok(out) => return out,
+                    Err(ds) => ds,
+                }
             }
-        } else {
-            deliveries
+            _ => deliveries,
         };
         if portable || !matches!(self.inner.queue.form, Form::Lease { .. }) || deliveries.len() < 2
         {
@@ -534,17 +541,18 @@ impl Client {
         }
     }
 
-    /// Portable lease form, ack or drop: one transaction for the batch.
-    async fn ack_many_portable(
+    /// Portable lease form: one transaction for the batch.
+    async fn settle_many_portable(
         &self,
         e: &crate::portable::engine::Engine,
         deliveries: Vec<Delivery>,
+        outcome: &Outcome,
     ) -> Vec<Result<Settled>> {
         let items: Vec<(String, Option<i64>)> = deliveries
             .into_iter()
             .map(Delivery::into_portable_parts)
             .collect();
-        match e.ack_many_lease(&items).await {
+        match e.settle_many_lease(&items, outcome).await {
             Ok(v) => items
                 .iter()
                 .zip(v)

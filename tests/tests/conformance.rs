@@ -313,6 +313,117 @@ async fn batch_ack_on_every_backend() {
     }
 }
 
+/// A batch of retries in which some deliveries reached max_attempts: one
+/// `settle_many`, each delivery its own result, the same rows on every backend
+/// and form (the portable path writes the batch in one transaction or savepoint).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_retry_and_dead_letter_on_every_backend() {
+    for b in BACKENDS {
+        for (form, refused) in b.forms() {
+            if refused.is_some() {
+                continue;
+            }
+            let pool = admin(b).await;
+            let t = table(b, &pool, "bretry", 5).await;
+            let c = b
+                .client(
+                    Queue::new(&t, &t)
+                        .form(form)
+                        .dead_letter(2, format!("{t}_dead")),
+                )
+                .await
+                .unwrap();
+            let ds = c.claim(2).await.unwrap();
+            let r = c.settle_many(ds, settle::Outcome::Retry).await;
+            assert!(
+                r.iter().all(|r| matches!(r, Ok(Settled::Retried))),
+                "{b:?} {form:?}: {r:?}"
+            );
+            let ds = c.claim(4).await.unwrap();
+            let seen: Vec<(String, u32)> =
+                ds.iter().map(|d| (d.id().to_owned(), d.attempt())).collect();
+            let want: Vec<(String, u32)> =
+                [("1", 2), ("2", 2), ("3", 1), ("4", 1)].iter().map(|(i, a)| (i.to_string(), *a)).collect();
+            assert_eq!(seen, want, "{b:?} {form:?}");
+            let r = c
+                .settle_many(ds, settle::Outcome::RetryAfter(Duration::from_secs(3600)))
+                .await;
+            let r: Vec<Settled> = r
+                .into_iter()
+                .map(|r| r.unwrap_or_else(|e| panic!("{b:?} {form:?}: {e}")))
+                .collect();
+            assert_eq!(
+                r,
+                vec![
+                    Settled::DeadLettered,
+                    Settled::DeadLettered,
+                    Settled::Delayed,
+                    Settled::Delayed
+                ],
+                "{b:?} {form:?}"
+            );
+            let (rows, dead) = final_rows(b, &pool, &t).await;
+            assert_eq!(
+                rows,
+                vec![(3, 1, true, false), (4, 1, true, false), (5, 0, false, false)],
+                "{b:?} {form:?}"
+            );
+            assert_eq!(dead, vec![(1, 2), (2, 2)], "{b:?} {form:?}");
+        }
+    }
+}
+
+/// row_lock: an ack runs without a savepoint of its own (one would leave dead
+/// rows PostgreSQL's index scans cannot skip), so an ack that fails — here a
+/// row another table still refers to — rolls back the whole claim: every
+/// delivery of it reports an error, and every row goes back to the queue
+/// unchanged and free, nothing lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_ack_gives_the_whole_claim_back() {
+    for b in BACKENDS {
+        let pool = admin(b).await;
+        let t = table(b, &pool, "ackfail", 3).await;
+        let keep = match b {
+            // SQLite enforces foreign keys only when asked on each connection
+            Backend::Sqlite => vec![format!(
+                "CREATE TRIGGER {t}_keep BEFORE DELETE ON {t} WHEN old.id = 1 \
+                 BEGIN SELECT RAISE(ABORT, 'row 1 is kept'); END"
+            )],
+            _ => vec![
+                format!("CREATE TABLE {t}_ref (qid BIGINT NOT NULL, FOREIGN KEY (qid) REFERENCES {t} (id))"),
+                format!("INSERT INTO {t}_ref (qid) VALUES (1)"),
+            ],
+        };
+        for sql in keep {
+            sqlx::query(&sql).execute(&pool).await.unwrap();
+        }
+        let c = b
+            .client(Queue::new(&t, &t).form(Form::RowLock))
+            .await
+            .unwrap();
+        let mut ds = c.claim(2).await.unwrap();
+        assert_eq!(ds.len(), 2, "{b:?}");
+        let two = ds.pop().unwrap();
+        let one = ds.pop().unwrap();
+        let r1 = one.ack().await;
+        assert!(r1.is_err(), "{b:?}: the ack of row 1 fails: {r1:?}");
+        let r2 = two.ack().await;
+        assert!(r2.is_err(), "{b:?}: the claim was rolled back, row 2 too: {r2:?}");
+        let (rows, _) = final_rows(b, &pool, &t).await;
+        assert_eq!(
+            rows,
+            vec![(1, 0, false, false), (2, 0, false, false), (3, 0, false, false)],
+            "{b:?}: every row back, unchanged"
+        );
+        // and free: a new claim takes them all
+        let again = c.claim(3).await.unwrap();
+        assert_eq!(again.len(), 3, "{b:?}: nothing left locked");
+        for d in again {
+            d.release().await.unwrap();
+        }
+    }
+}
+
 /// Bad input: each a clear error naming the problem, nothing written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_descriptors_are_refused() {
