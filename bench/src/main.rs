@@ -572,7 +572,10 @@ async fn worker(
             }
             (Impl::Pgmq, _) => {
                 let rows = c
-                    .query("SELECT msg_id, message FROM pgmq.read('bench', 30, $1)", &[&b])
+                    .query(
+                        "SELECT msg_id, message FROM pgmq.read('bench', 30, $1)",
+                        &[&b],
+                    )
                     .await
                     .unwrap();
                 if rows.len() == 1 {

@@ -50,10 +50,18 @@ impl Server {
     fn delete_ids(self, t: &str, n: usize, and: &str) -> String {
         if self == Server::MariaDb {
             let ids = vec!["SELECT CAST(? AS SIGNED) AS k"; n].join(" UNION ALL ");
-            let and = if and.is_empty() { String::new() } else { format!(" WHERE a.{and}") };
+            let and = if and.is_empty() {
+                String::new()
+            } else {
+                format!(" WHERE a.{and}")
+            };
             format!("DELETE a FROM ({ids}) AS ids JOIN {t} a ON a.id = ids.k{and}")
         } else {
-            let and = if and.is_empty() { String::new() } else { format!(" AND {and}") };
+            let and = if and.is_empty() {
+                String::new()
+            } else {
+                format!(" AND {and}")
+            };
             format!("DELETE FROM {t} WHERE id IN ({}){and}", self.list(1, n))
         }
     }

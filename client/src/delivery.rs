@@ -162,7 +162,9 @@ impl Session {
                 // an outcome failed outside a savepoint: PostgreSQL would answer
                 // COMMIT with a silent ROLLBACK
                 return match obj.batch_execute("ROLLBACK").await {
-                    Ok(()) => Err(Session::rolled_back("the outcomes settled in it were not kept")),
+                    Ok(()) => Err(Session::rolled_back(
+                        "the outcomes settled in it were not kept",
+                    )),
                     Err(e) => {
                         Session::discard(obj);
                         Err(e.into())
@@ -795,7 +797,9 @@ async fn settle_pinned(
         .as_ref()
         .ok_or_else(|| Error::invalid("the claim's connection is gone"))?;
     if s.form == Form::RowLock && s.dirty.load(Ordering::Acquire) {
-        return Err(Session::rolled_back(&format!("nothing was written for row {id}")));
+        return Err(Session::rolled_back(&format!(
+            "nothing was written for row {id}"
+        )));
     }
     if g.handler_savepoint {
         // transactional mode: ack keeps the handler's writes, anything else undoes them

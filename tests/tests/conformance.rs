@@ -302,11 +302,25 @@ async fn batch_ack_on_every_backend() {
             let (rows, _) = final_rows(b, &pool, &t).await;
             if lease {
                 assert!(matches!(r[0], Err(Error::LeaseLost(_))), "{b:?}: {r:?}");
-                assert!(r[1..].iter().all(|r| matches!(r, Ok(Settled::Deleted))), "{b:?}: {r:?}");
-                assert_eq!(rows, vec![(1, 2, false, true), (5, 0, false, false)], "{b:?}");
-                assert_eq!(later.unwrap().ack().await.unwrap(), Settled::Deleted, "{b:?}");
+                assert!(
+                    r[1..].iter().all(|r| matches!(r, Ok(Settled::Deleted))),
+                    "{b:?}: {r:?}"
+                );
+                assert_eq!(
+                    rows,
+                    vec![(1, 2, false, true), (5, 0, false, false)],
+                    "{b:?}"
+                );
+                assert_eq!(
+                    later.unwrap().ack().await.unwrap(),
+                    Settled::Deleted,
+                    "{b:?}"
+                );
             } else {
-                assert!(r.iter().all(|r| matches!(r, Ok(Settled::Deleted))), "{b:?} {form:?}: {r:?}");
+                assert!(
+                    r.iter().all(|r| matches!(r, Ok(Settled::Deleted))),
+                    "{b:?} {form:?}: {r:?}"
+                );
                 assert_eq!(rows, vec![(5, 0, false, false)], "{b:?} {form:?}");
             }
         }
@@ -340,10 +354,14 @@ async fn batch_retry_and_dead_letter_on_every_backend() {
                 "{b:?} {form:?}: {r:?}"
             );
             let ds = c.claim(4).await.unwrap();
-            let seen: Vec<(String, u32)> =
-                ds.iter().map(|d| (d.id().to_owned(), d.attempt())).collect();
-            let want: Vec<(String, u32)> =
-                [("1", 2), ("2", 2), ("3", 1), ("4", 1)].iter().map(|(i, a)| (i.to_string(), *a)).collect();
+            let seen: Vec<(String, u32)> = ds
+                .iter()
+                .map(|d| (d.id().to_owned(), d.attempt()))
+                .collect();
+            let want: Vec<(String, u32)> = [("1", 2), ("2", 2), ("3", 1), ("4", 1)]
+                .iter()
+                .map(|(i, a)| (i.to_string(), *a))
+                .collect();
             assert_eq!(seen, want, "{b:?} {form:?}");
             let r = c
                 .settle_many(ds, settle::Outcome::RetryAfter(Duration::from_secs(3600)))
@@ -365,7 +383,11 @@ async fn batch_retry_and_dead_letter_on_every_backend() {
             let (rows, dead) = final_rows(b, &pool, &t).await;
             assert_eq!(
                 rows,
-                vec![(3, 1, true, false), (4, 1, true, false), (5, 0, false, false)],
+                vec![
+                    (3, 1, true, false),
+                    (4, 1, true, false),
+                    (5, 0, false, false)
+                ],
                 "{b:?} {form:?}"
             );
             assert_eq!(dead, vec![(1, 2), (2, 2)], "{b:?} {form:?}");
@@ -408,11 +430,18 @@ async fn failed_ack_gives_the_whole_claim_back() {
         let r1 = one.ack().await;
         assert!(r1.is_err(), "{b:?}: the ack of row 1 fails: {r1:?}");
         let r2 = two.ack().await;
-        assert!(r2.is_err(), "{b:?}: the claim was rolled back, row 2 too: {r2:?}");
+        assert!(
+            r2.is_err(),
+            "{b:?}: the claim was rolled back, row 2 too: {r2:?}"
+        );
         let (rows, _) = final_rows(b, &pool, &t).await;
         assert_eq!(
             rows,
-            vec![(1, 0, false, false), (2, 0, false, false), (3, 0, false, false)],
+            vec![
+                (1, 0, false, false),
+                (2, 0, false, false),
+                (3, 0, false, false)
+            ],
             "{b:?}: every row back, unchanged"
         );
         // and free: a new claim takes them all
@@ -420,6 +449,50 @@ async fn failed_ack_gives_the_whole_claim_back() {
         assert_eq!(again.len(), 3, "{b:?}: nothing left locked");
         for d in again {
             d.release().await.unwrap();
+        }
+    }
+}
+
+/// Crash loops (SPEC §3): in the lease and advisory forms a row whose
+/// deliveries keep ending unsettled is moved to the dead letter by the claim
+/// that finds its attempt at max_attempts, instead of being delivered again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crash_loop_moves_to_the_dead_letter() {
+    for b in BACKENDS {
+        for (form, refused) in b.forms() {
+            if refused.is_some() || form == Form::RowLock {
+                continue;
+            }
+            let pool = admin(b).await;
+            let t = table(b, &pool, "crash", 2).await;
+            let c = b
+                .client(
+                    Queue::new(&t, &t)
+                        .form(form)
+                        .dead_letter(2, format!("{t}_dead")),
+                )
+                .await
+                .unwrap();
+            for attempt in 1..=2 {
+                let mut ds = c.claim(1).await.unwrap();
+                let d = ds.pop().unwrap();
+                assert_eq!((d.id(), d.attempt()), ("1", attempt), "{b:?} {form:?}");
+                // the handler "crashed": the delivery comes back unsettled
+                d.release().await.unwrap();
+            }
+            let ds = c.claim(2).await.unwrap();
+            let ids: Vec<&str> = ds.iter().map(|d| d.id()).collect();
+            assert_eq!(
+                ids,
+                vec!["2"],
+                "{b:?} {form:?}: row 1 is not delivered a third time"
+            );
+            for d in ds {
+                d.ack().await.unwrap();
+            }
+            let (rows, dead) = final_rows(b, &pool, &t).await;
+            assert_eq!(rows, vec![], "{b:?} {form:?}");
+            assert_eq!(dead, vec![(1, 2)], "{b:?} {form:?}");
         }
     }
 }
