@@ -1569,10 +1569,10 @@ impl Engine {
                     end_handler_savepoint(tx, ack).await?;
                 }
                 if !session.fence(outcome, 1) {
-                    return self.write(tx, id, None, outcome).await.map_err(|e| {
-                        session.break_with(&e);
-                        e
-                    });
+                    return self
+                        .write(tx, id, None, outcome)
+                        .await
+                        .inspect_err(|e| session.break_with(e));
                 }
                 // a savepoint fences this outcome from its siblings in the claim transaction
                 let mut sp = tx.begin().await?;
@@ -1639,10 +1639,9 @@ impl Engine {
                 }
                 if !session.fence(outcome, items.len()) {
                     // a failure aborts the claim transaction (see `PSession::fence`)
-                    self.write_many(tx, &items, outcome).await.map_err(|e| {
-                        session.break_with(&e);
-                        e
-                    })?
+                    self.write_many(tx, &items, outcome)
+                        .await
+                        .inspect_err(|e| session.break_with(e))?
                 } else {
                     let mut sp = tx.begin().await.map_err(|e| give_back(e.into()))?;
                     match self.write_many(&mut sp, &items, outcome).await {
