@@ -118,7 +118,6 @@ impl Session {
         drop(Object::take(obj));
     }
 
-    /// One delivery of this session is done; the last one closes the session.
     /// Whether a row_lock outcome for `n` of this claim's deliveries runs in a
     /// savepoint of its own, so that if it fails the deliveries still open keep
     /// the claim transaction. Not for ack and drop: a row locked by the claim
@@ -149,6 +148,7 @@ impl Session {
         })
     }
 
+    /// One delivery of this session is done; the last one closes the session.
     async fn finish_one(&self) -> Result<()> {
         if self.open.fetch_sub(1, Ordering::AcqRel) != 1 {
             return Ok(());

@@ -889,7 +889,7 @@ impl Engine {
         if let Some(a) = &s.attempt {
             sets.push(format!("{0} = COALESCE(a.{0}, 0) + 1", d.ident(a)));
         }
-        let (live, poison) = match s.max {
+        let (live, poison) = match s.max.filter(|_| s.dead.is_some()) {
             Some(m) => (
                 format!(" AND c.att < {m}"),
                 format!(
@@ -921,7 +921,12 @@ impl Engine {
             if r.try_get::<i32, _>(4)? == 0 {
                 out.push(claimed(r, 0)?);
             } else {
-                self.move_poison(&text(r, 0)?).await?;
+                // the rows above are already leased: a failed move must not lose
+                // them (the row stays, and a later claim tries again)
+                let id = text(r, 0)?;
+                if let Err(e) = self.move_poison(&id).await {
+                    tracing::warn!(queue = %s.queue, id = %id, error = %e, "could not move a crash-looping row to the dead letter; a later claim tries again");
+                }
             }
         }
         Ok(out)
@@ -932,7 +937,7 @@ impl Engine {
     async fn move_poison(&self, id: &str) -> Result<()> {
         let s = &self.s;
         let d = s.d;
-        let (Some(max), Some(a)) = (s.max, &s.attempt) else {
+        let (Some(max), Some(a), Some(_)) = (s.max, &s.attempt, &s.dead) else {
             return Ok(());
         };
         let mut tx = self.pool.begin_with(d.begin()).await?;
@@ -1060,9 +1065,12 @@ impl Engine {
         conn: &mut sqlx::AnyConnection,
         ids: &[String],
     ) -> Result<Vec<String>> {
+        let d = self.s.d;
+        if d == Dialect::Sqlite {
+            return Err(Error::invalid("SQLite has no advisory locks"));
+        }
         let mut got = Vec::new();
         for chunk in ids.chunks(LOCKS_PER_STATEMENT) {
-            let d = self.s.d;
             let cols: Vec<String> = (1..=chunk.len())
                 .map(|i| match d {
                     Dialect::Postgres => format!(
@@ -1072,9 +1080,6 @@ impl Engine {
                     _ => format!("CAST(GET_LOCK({}, 0) AS SIGNED)", d.p(i)),
                 })
                 .collect();
-            if d == Dialect::Sqlite {
-                return Err(Error::invalid("SQLite has no advisory locks"));
-            }
             let sql = format!("SELECT {}", cols.join(", "));
             let row = self
                 .bind_keys(sqlx::query(&sql), chunk)
@@ -1592,8 +1597,16 @@ impl Engine {
                     Ok(tx) => self.write_in(tx, id, None, outcome).await,
                     Err(e) => Err(e.into()),
                 };
-                // the outcome committed (or failed and rolled back): now the key goes
-                self.unlock(conn, id).await?;
+                // the outcome committed (or failed and rolled back): now the key
+                // goes (if that fails, the session's end tries again, or closes
+                // the connection; the outcome stands)
+                if self.unlock(conn, id).await.is_err() {
+                    session
+                        .held
+                        .lock()
+                        .unwrap()
+                        .insert(id.to_owned(), advisory_key(&self.s.queue, id));
+                }
                 r
             }
         }
@@ -1670,7 +1683,9 @@ impl Engine {
                         v
                     }
                     Err(e) => {
-                        tx.rollback().await?;
+                        // (a failed rollback means a broken connection: the
+                        // session's end then closes it, and the keys go with it)
+                        let _ = tx.rollback().await;
                         return Err(give_back(e));
                     }
                 }
