@@ -716,6 +716,14 @@ pub(crate) async fn settle_many_pinned(
             closed = Err(e);
         }
     }
+    uncommitted(&mut out, closed);
+    Ok(out)
+}
+
+/// A batch whose claim did not end cleanly (`closed`: the row_lock commit, or
+/// the connection's clean-up, failed): nothing of it was kept, so every result
+/// that says otherwise becomes that error.
+fn uncommitted(out: &mut [Result<Settled>], closed: Result<()>) {
     if let Err(e) = closed {
         let (code, msg) = (e.code().map(str::to_owned), e.to_string());
         for r in out.iter_mut().filter(|r| r.is_ok()) {
@@ -726,7 +734,6 @@ pub(crate) async fn settle_many_pinned(
             }));
         }
     }
-    Ok(out)
 }
 
 /// `Client::settle_many` for deliveries of one row_lock or advisory claim on the
@@ -769,16 +776,7 @@ pub(crate) async fn settle_many_portable_pinned(
             closed = Err(err);
         }
     }
-    if let Err(err) = closed {
-        let (code, msg) = (err.code().map(str::to_owned), err.to_string());
-        for r in out.iter_mut().filter(|r| r.is_ok()) {
-            *r = Err(Error::Database(crate::error::DbError {
-                code: code.clone(),
-                message: format!("the claim's transaction did not commit: {msg}"),
-                source: None,
-            }));
-        }
-    }
+    uncommitted(&mut out, closed);
     Ok(out)
 }
 

@@ -901,13 +901,12 @@ impl Engine {
         let sql = format!(
             "WITH c AS (SELECT a.{idc} AS k, {att} AS att FROM {t} a WHERE {ready} ORDER BY a.{idc} LIMIT $1 FOR UPDATE SKIP LOCKED), \
                   u AS (UPDATE {t} a SET {sets} FROM c WHERE a.{idc} = c.k{live} RETURNING a.*) \
-             SELECT {id}, {att_u}, {token}, {json}, 0, a.{idc} FROM u a{poison} ORDER BY 6",
+             SELECT {id}, {att}, {token}, {json}, 0, a.{idc} FROM u a{poison} ORDER BY 6",
             att = s.attempt_sel("a"),
             t = s.table,
             ready = s.ready("a"),
             sets = sets.join(", "),
             id = d.id_text(&s.c("a", &s.id)),
-            att_u = s.attempt_sel("a"),
             token = s.token_sel("a"),
             json = d.json_row("a", &s.cols),
         );
@@ -1265,7 +1264,6 @@ impl Engine {
                 go.push(id);
             }
         }
-        let set_col = |c: &str| d.ident(c);
         // MySQL/MariaDB row_lock with integer ids: one statement per id, sent
         // together in one round trip. InnoDB's locking scan of `IN (…)` (range or
         // join alike) reads a record past each id — another worker's row when
@@ -1276,14 +1274,25 @@ impl Engine {
             && s.form == Form::RowLock
             && s.id_kind == IdKind::Integer
             && go.len() > 1;
-        let (sql, delay, settled) = match outcome {
+        // the statement up to its WHERE (None: nothing to write), and the delay
+        // it binds first
+        let (verb, delay, settled) = match outcome {
             Outcome::Ack | Outcome::Drop => match &s.processed_at {
                 Some(p) => (
-                    Some(format!("SET {} = {}", set_col(p), d.now())),
+                    Some(format!(
+                        "UPDATE {} SET {} = {}",
+                        s.table,
+                        d.ident(p),
+                        d.now()
+                    )),
                     None,
                     Settled::Marked,
                 ),
-                None => (None, None, Settled::Deleted),
+                None => (
+                    Some(format!("DELETE FROM {}", s.table)),
+                    None,
+                    Settled::Deleted,
+                ),
             },
             Outcome::Retry | Outcome::RetryAfter(_) => {
                 let delay = match outcome {
@@ -1297,40 +1306,34 @@ impl Engine {
                     _ => None,
                 };
                 let mut sets = Vec::new();
-                if delay.is_some() {
+                if let Some(us) = delay {
                     // parameter order: the delay first, then the ids
-                    let p = match delay {
-                        Some(us) if one_by_one => us.to_string(),
-                        _ => d.p(1),
-                    };
+                    let p = if one_by_one { us.to_string() } else { d.p(1) };
                     sets.push(format!(
                         "{} = {}",
-                        set_col(s.retry_after.as_ref().unwrap()),
+                        d.ident(s.retry_after.as_ref().unwrap()),
                         d.now_plus(&p)
                     ));
                 }
                 if s.form == Form::RowLock {
                     if let Some(a) = &s.attempt {
-                        sets.push(format!("{0} = COALESCE({0}, 0) + 1", set_col(a)));
+                        sets.push(format!("{0} = COALESCE({0}, 0) + 1", d.ident(a)));
                     }
                 }
                 if let (Some(l), Form::Lease { .. }) = (&s.locked_until, s.form) {
-                    sets.push(format!("{} = NULL", set_col(l)));
+                    sets.push(format!("{} = NULL", d.ident(l)));
                 }
                 let settled = if delay.is_some() {
                     Settled::Delayed
                 } else if sets.is_empty() && s.form == Form::RowLock {
-                    // row_lock without an attempt column: nothing to write
                     Settled::Released
                 } else {
                     Settled::Retried
                 };
-                if sets.is_empty() {
-                    // row_lock without an attempt column, advisory retry: nothing to write
-                    (None, None, settled)
-                } else {
-                    (Some(format!("SET {}", sets.join(", "))), delay, settled)
-                }
+                // row_lock without an attempt column, advisory retry: nothing to write
+                let verb = (!sets.is_empty())
+                    .then(|| format!("UPDATE {} SET {}", s.table, sets.join(", ")));
+                (verb, delay, settled)
             }
             Outcome::Custom(_) => {
                 return Err(Error::invalid(
@@ -1338,14 +1341,8 @@ impl Engine {
                 ))
             }
         };
-        let write = matches!(outcome, Outcome::Ack | Outcome::Drop) || sql.is_some();
-        if write && !go.is_empty() {
-            let first = 1 + usize::from(delay.is_some());
-            let verb = match sql {
-                None => format!("DELETE FROM {}", s.table),
-                Some(set) => format!("UPDATE {} {set}", s.table),
-            };
-            if one_by_one {
+        match verb {
+            Some(verb) if !go.is_empty() && one_by_one => {
                 let idc = d.ident(&s.id);
                 let mut text = String::new();
                 for id in &go {
@@ -1356,31 +1353,23 @@ impl Engine {
                 }
                 // no parameters: sent as one text query, the statements run in turn
                 sqlx::Executor::execute(&mut *conn, text.as_str()).await?;
-                return Ok(self.written(items, &held, &dead, settled));
             }
-            let (key, tail) = s.by_ids(&d.ident(&s.id), first, go.len());
-            let sql = format!("{verb} WHERE {key}{tail}");
-            let mut q = sqlx::query(&sql);
-            if let Some(us) = delay {
-                q = q.bind(us);
+            Some(verb) if !go.is_empty() => {
+                let first = 1 + usize::from(delay.is_some());
+                let (key, tail) = s.by_ids(&d.ident(&s.id), first, go.len());
+                let sql = format!("{verb} WHERE {key}{tail}");
+                let mut q = sqlx::query(&sql);
+                if let Some(us) = delay {
+                    q = q.bind(us);
+                }
+                for id in &go {
+                    q = q.bind(*id);
+                }
+                q.execute(&mut *conn).await?;
             }
-            for id in &go {
-                q = q.bind(*id);
-            }
-            q.execute(&mut *conn).await?;
+            _ => {}
         }
-        Ok(self.written(items, &held, &dead, settled))
-    }
-
-    /// What `write_many` reports for each item.
-    fn written(
-        &self,
-        items: &[(String, Option<i64>)],
-        held: &HashMap<String, i64>,
-        dead: &std::collections::HashSet<&str>,
-        settled: Settled,
-    ) -> Vec<Option<Settled>> {
-        items
+        Ok(items
             .iter()
             .map(|(id, _)| {
                 if dead.contains(id.as_str()) {
@@ -1389,7 +1378,7 @@ impl Engine {
                     held.contains_key(id).then_some(settled)
                 }
             })
-            .collect()
+            .collect())
     }
 
     /// Settle many lease deliveries with one ack, drop, retry or retry_after in
@@ -1417,13 +1406,10 @@ impl Engine {
         .await
     }
 
-    /// Ack or drop lease deliveries that share one token (PostgreSQL, SQLite):
-    /// one autocommitted statement, writing only the rows that still hold it.
-    async fn ack_many_lease(
-        &self,
-        items: &[(String, Option<i64>)],
-        token: i64,
-    ) -> Result<Vec<Option<Settled>>> {
+    /// The ack (or drop) of `n` lease deliveries that share one token: ids bound
+    /// as parameters 1..=n, the token as n + 1; it writes only the rows that
+    /// still hold the token.
+    fn ack_lease_sql(&self, n: usize) -> (String, Settled) {
         let s = &self.s;
         let d = s.d;
         let t = &s.table;
@@ -1431,30 +1417,32 @@ impl Engine {
         cond.push(format!(
             "{} IN ({})",
             s.c(t, &s.id),
-            in_list(d, 1, items.len(), s.id_kind)
+            in_list(d, 1, n, s.id_kind)
         ));
         let l = s.locked_until.as_ref().expect("lease: locked_until");
-        cond.push(format!(
-            "{} = {}",
-            d.micros(&s.c(t, l)),
-            d.p(items.len() + 1)
-        ));
+        cond.push(format!("{} = {}", d.micros(&s.c(t, l)), d.p(n + 1)));
         let cond = cond.join(" AND ");
-        let back = d.id_text(&d.ident(&s.id));
-        let (sql, settled) = match &s.processed_at {
+        match &s.processed_at {
             Some(p) => (
-                format!(
-                    "UPDATE {t} SET {} = {} WHERE {cond} RETURNING {back}",
-                    d.ident(p),
-                    d.now()
-                ),
+                format!("UPDATE {t} SET {} = {} WHERE {cond}", d.ident(p), d.now()),
                 Settled::Marked,
             ),
-            None => (
-                format!("DELETE FROM {t} WHERE {cond} RETURNING {back}"),
-                Settled::Deleted,
-            ),
-        };
+            None => (format!("DELETE FROM {t} WHERE {cond}"), Settled::Deleted),
+        }
+    }
+
+    /// Ack or drop lease deliveries that share one token (PostgreSQL, SQLite):
+    /// one autocommitted statement, reporting the rows it wrote.
+    async fn ack_many_lease(
+        &self,
+        items: &[(String, Option<i64>)],
+        token: i64,
+    ) -> Result<Vec<Option<Settled>>> {
+        let (sql, settled) = self.ack_lease_sql(items.len());
+        let sql = format!(
+            "{sql} RETURNING {}",
+            self.s.d.id_text(&self.s.d.ident(&self.s.id))
+        );
         let mut q = sqlx::query(&sql);
         for (id, _) in items {
             q = q.bind(id.as_str());
@@ -1492,25 +1480,7 @@ impl Engine {
     /// Ack or drop one lease delivery: one autocommitted statement that writes
     /// only while the row still holds the delivery's token.
     async fn ack_lease(&self, id: &str, token: i64) -> Result<Settled> {
-        let s = &self.s;
-        let d = s.d;
-        let t = &s.table;
-        let mut cond = s.mine(t);
-        cond.push(format!(
-            "{} = {}",
-            s.c(t, &s.id),
-            d.id_param(&d.p(1), s.id_kind)
-        ));
-        let l = s.locked_until.as_ref().expect("lease: locked_until");
-        cond.push(format!("{} = {}", d.micros(&s.c(t, l)), d.p(2)));
-        let cond = cond.join(" AND ");
-        let (sql, settled) = match &s.processed_at {
-            Some(p) => (
-                format!("UPDATE {t} SET {} = {} WHERE {cond}", d.ident(p), d.now()),
-                Settled::Marked,
-            ),
-            None => (format!("DELETE FROM {t} WHERE {cond}"), Settled::Deleted),
-        };
+        let (sql, settled) = self.ack_lease_sql(1);
         let n = sqlx::query(&sql)
             .bind(id)
             .bind(token)
