@@ -50,6 +50,8 @@ pub enum PlanKey {
     Settle(Write),
     AckOne,
     AckMany,
+    /// row_lock ack by the claimed rows' ctids (`Shape::by_ctid`)
+    AckTids,
     Extend,
     Stats,
     DeadCount,
@@ -247,6 +249,20 @@ fn columns_of(client: &SpiClient<'_>, rel: pg_sys::Oid) -> Vec<Column> {
     .collect()
 }
 
+/// A plain table of the heap access method, whose ctid names one row version
+/// (not a partitioned table, where the same ctid exists in every partition).
+fn plain_heap(client: &SpiClient<'_>, rel: pg_sys::Oid) -> bool {
+    spi(client
+        .select(
+            "SELECT c.relkind OPERATOR(pg_catalog.=) 'r' AND c.relam OPERATOR(pg_catalog.=) $2 \
+             FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
+            None,
+            &[rel.into(), pg_sys::HEAP_TABLE_AM_OID.into()],
+        )
+        .and_then(|t| t.first().get_one::<bool>()))
+    .unwrap_or(false)
+}
+
 fn qualified_name(client: &SpiClient<'_>, rel: pg_sys::Oid) -> Option<String> {
     spi(client
         .select(
@@ -370,6 +386,7 @@ fn load(client: &SpiClient<'_>, name: &str) -> Result<(Queue, Vec<pg_sys::Oid>)>
             .iter()
             .all(|c| crate::rowjson::supported(c.type_oid) && !c.name.starts_with("_s_")),
         row_cols: cols.iter().map(|c| (c.name.clone(), c.type_oid)).collect(),
+        by_ctid: form == Form::RowLock && plain_heap(client, row.tbl),
     };
     let encoder = shape
         .native_row
@@ -416,11 +433,14 @@ impl Queue {
         if let Some(p) = self.settle_plans.borrow().get(&key) {
             return p.clone();
         }
-        use pg_sys::{INTERVALOID, TEXTARRAYOID, TEXTOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZOID};
+        use pg_sys::{
+            INTERVALOID, TEXTARRAYOID, TEXTOID, TIDARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZOID,
+        };
         let s = &self.shape;
         let (sql, args) = match key {
             PlanKey::AckMany => (s.ack_many(), vec![TEXTARRAYOID, TIMESTAMPTZARRAYOID]),
             PlanKey::AckOne => (s.ack_one(), vec![TEXTOID, TIMESTAMPTZOID]),
+            PlanKey::AckTids => (s.ack_tids(), vec![TIDARRAYOID]),
             PlanKey::Settle(w) => (
                 s.settle(w),
                 vec![TEXTARRAYOID, TIMESTAMPTZARRAYOID, INTERVALOID],
@@ -455,7 +475,7 @@ impl Queue {
             PlanKey::Candidates { after: true, limit } => {
                 (s.advisory_candidates(true, *limit), vec![INT8OID, TEXTOID])
             }
-            PlanKey::AckMany | PlanKey::AckOne | PlanKey::Settle(_) => {
+            PlanKey::AckMany | PlanKey::AckOne | PlanKey::AckTids | PlanKey::Settle(_) => {
                 unreachable!("a settle statement: see settle_plan")
             }
             PlanKey::Extend => (s.extend(), vec![TEXTOID, TIMESTAMPTZOID, INTERVALOID]),

@@ -28,6 +28,15 @@ thread_local! {
 
 type RowKey = (String, String);
 type SubId = pg_sys::SubTransactionId;
+/// The ctid of the row version a row_lock claim locked (`Shape::by_ctid`).
+pub type Tid = pg_sys::ItemPointerData;
+
+/// A claimed row: the subtransaction that claimed it, and its ctid.
+#[derive(Clone, Copy)]
+struct Held {
+    sub: SubId,
+    tid: Option<Tid>,
+}
 type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<rustc_hash::FxHasher>>;
 
 /// The row_lock claim list, indexed by subtransaction so that a savepoint's end
@@ -37,7 +46,7 @@ type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<rustc_hash::FxHasher>>;
 struct RowClaims {
     /// claimed and not settled, with the subtransaction that claimed it: by
     /// queue, then id, so a lookup needs no owned key
-    claims: FxMap<String, FxMap<String, SubId>>,
+    claims: FxMap<String, FxMap<String, Held>>,
     /// the rows each subtransaction claimed (entries whose row was settled
     /// since, or retagged, are stale: checked against `claims`)
     claimed_by: FxMap<SubId, Vec<RowKey>>,
@@ -50,30 +59,30 @@ struct RowClaims {
 
 struct RowSettle {
     row: RowKey,
-    claimed_in: SubId,
+    claimed: Held,
 }
 
 impl RowClaims {
-    fn get(&self, queue: &str, id: &str) -> Option<SubId> {
+    fn get(&self, queue: &str, id: &str) -> Option<Held> {
         self.claims.get(queue)?.get(id).copied()
     }
 
-    fn remove(&mut self, queue: &str, id: &str) -> Option<SubId> {
+    fn remove(&mut self, queue: &str, id: &str) -> Option<Held> {
         self.claims.get_mut(queue)?.remove(id)
     }
 
-    fn claim(&mut self, queue: &str, id: String, sub: SubId) {
+    fn claim(&mut self, queue: &str, id: String, held: Held) {
         self.claimed_by
-            .entry(sub)
+            .entry(held.sub)
             .or_default()
             .push((queue.to_owned(), id.clone()));
         match self.claims.get_mut(queue) {
             Some(ids) => {
-                ids.insert(id, sub);
+                ids.insert(id, held);
             }
             None => {
                 self.claims
-                    .insert(queue.to_owned(), FxMap::from_iter([(id, sub)]));
+                    .insert(queue.to_owned(), FxMap::from_iter([(id, held)]));
             }
         }
     }
@@ -81,21 +90,21 @@ impl RowClaims {
     /// a savepoint released: what it claimed and settled belongs to its parent
     fn commit_sub(&mut self, my: SubId, parent: SubId) {
         for row in self.claimed_by.remove(&my).unwrap_or_default() {
-            if let Some(sub) = self
+            if let Some(held) = self
                 .claims
                 .get_mut(&row.0)
                 .and_then(|ids| ids.get_mut(&row.1))
             {
-                if *sub == my {
-                    *sub = parent;
+                if held.sub == my {
+                    held.sub = parent;
                     self.claimed_by.entry(parent).or_default().push(row);
                 }
             }
         }
         if let Some(mut settled) = self.settles.remove(&my) {
             for e in &mut settled {
-                if e.claimed_in == my {
-                    e.claimed_in = parent;
+                if e.claimed.sub == my {
+                    e.claimed.sub = parent;
                 }
             }
             self.settles.entry(parent).or_default().append(&mut settled);
@@ -106,14 +115,14 @@ impl RowClaims {
     /// are undone, so rows claimed outside it are held (and settleable) again
     fn abort_sub(&mut self, my: SubId) {
         for (queue, id) in self.claimed_by.remove(&my).unwrap_or_default() {
-            if self.get(&queue, &id) == Some(my) {
+            if self.get(&queue, &id).map(|h| h.sub) == Some(my) {
                 self.remove(&queue, &id);
             }
         }
         for e in self.settles.remove(&my).unwrap_or_default() {
-            if e.claimed_in != my {
+            if e.claimed.sub != my {
                 let (queue, id) = e.row;
-                self.claim(&queue, id, e.claimed_in);
+                self.claim(&queue, id, e.claimed);
             }
         }
     }
@@ -123,9 +132,16 @@ fn current_subxact() -> SubId {
     unsafe { pg_sys::GetCurrentSubTransactionId() }
 }
 
-pub fn row_claimed(queue: &str, id: String) {
+/// `tid`: the ctid of the version the claim locked, where the queue has one
+/// (`Shape::by_ctid`).
+pub fn row_claimed(queue: &str, id: String, tid: Option<Tid>) {
     let sub = current_subxact();
-    ROW_CLAIMS.with(|c| c.borrow_mut().claim(queue, id, sub));
+    ROW_CLAIMS.with(|c| c.borrow_mut().claim(queue, id, Held { sub, tid }));
+}
+
+/// The ctid a claimed, unsettled row was locked at, if recorded.
+pub fn row_tid(queue: &str, id: &str) -> Option<Tid> {
+    ROW_CLAIMS.with(|c| c.borrow().get(queue, id).and_then(|h| h.tid))
 }
 
 /// Ids of `queue` this transaction holds (claimed, not settled).
@@ -146,11 +162,11 @@ pub fn row_is_claimed(queue: &str, id: &str) -> bool {
 pub fn row_settled(queue: &str, id: &str) {
     ROW_CLAIMS.with(|c| {
         let mut c = c.borrow_mut();
-        if let Some(claimed_in) = c.remove(queue, id) {
+        if let Some(claimed) = c.remove(queue, id) {
             let settled_in = current_subxact();
             c.settles.entry(settled_in).or_default().push(RowSettle {
                 row: (queue.to_owned(), id.to_owned()),
-                claimed_in,
+                claimed,
             });
         }
     });

@@ -109,6 +109,9 @@ pub struct Shape {
     /// the row's columns (live, table order; names as they are), which a claim
     /// returns when `native_row`
     pub row_cols: Vec<(String, pgrx::pg_sys::Oid)>,
+    /// row_lock on a plain heap table: the claim also returns each row's `ctid`,
+    /// and an ack finds the row by it (see [`ack_tids`](Self::ack_tids))
+    pub by_ctid: bool,
 }
 
 /// Quote a string as an SQL literal (standard_conforming_strings on, as since 9.1).
@@ -294,7 +297,8 @@ impl Shape {
     /// does not skip a transaction's own row locks, so a second claim would
     /// deliver them again).
     /// Columns: dead bool, id text, attempt int4, token timestamptz, then the
-    /// payload: the row's columns or its jsonb (see [`row_out`](Self::row_out)).
+    /// payload: the row's columns or its jsonb (see [`row_out`](Self::row_out)),
+    /// then with `by_ctid` the locked row version's ctid.
     pub fn claim_row_lock(&self, except: bool, n: Option<u32>) -> String {
         let att = match &self.attempt {
             Some(c) => format!(
@@ -304,9 +308,10 @@ impl Shape {
             None => "NULL::pg_catalog.int4".into(),
         };
         format!(
-            "SELECT false, ({id})::pg_catalog.text, {att}, NULL::pg_catalog.timestamptz, {row} \
+            "SELECT false, ({id})::pg_catalog.text, {att}, NULL::pg_catalog.timestamptz, {row}{ctid} \
              FROM {t} _s_t WHERE {ready}{except} ORDER BY {id} {limit} FOR UPDATE OF _s_t SKIP LOCKED",
             id = self.id_of("_s_t"),
+            ctid = if self.by_ctid { ", _s_t.ctid" } else { "" },
             limit = limit(n),
             row = self.row_out("_s_t"),
             // NOT IN over a subquery, which PostgreSQL hashes: `NOT (id = ANY($2))`
@@ -637,6 +642,19 @@ impl Shape {
                 cond.push(format!("{id} {EQ} {}", self.cast_id("$1")))
             }
         }
+        self.ack_write(None, &join_and(cond))
+    }
+
+    /// row_lock ack / drop of rows found by the ctid their claim locked: a TID
+    /// scan, no index descent per row (the by-id DELETE's largest cost after the
+    /// claim). Params: $1 tid[]. Sound because the claim list is exact: the
+    /// version a row lock of this transaction holds cannot be pruned while the
+    /// transaction runs, so its ctid names that row, and if this transaction has
+    /// since updated or deleted the row, that version is invisible and the row
+    /// is not returned (the caller falls back to [`ack_many`](Self::ack_many)).
+    pub fn ack_tids(&self) -> String {
+        let mut cond = self.mine("_s_t");
+        cond.push(format!("_s_t.ctid {EQ} ANY ($1::pg_catalog.tid[])"));
         self.ack_write(None, &join_and(cond))
     }
 

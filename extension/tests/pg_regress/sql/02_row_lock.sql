@@ -127,3 +127,46 @@ SELECT id FROM queue_claim('rl_again', 2);
 ROLLBACK TO SAVEPOINT s;
 SELECT id FROM queue_claim('rl_again', 2);
 ROLLBACK;
+-- an ack finds a claimed row by the ctid its claim locked (a TID scan, see
+-- queue_sql's ack_tids); a row this transaction changed since its claim is at
+-- another ctid, and is found by its id instead
+CREATE TABLE rl_tid (id bigint PRIMARY KEY, note text);
+SELECT queue_register('rl_tid', 'rl_tid', 'row_lock');
+INSERT INTO rl_tid SELECT g, 'n' FROM generate_series(1, 6) g;
+BEGIN;
+SELECT id FROM queue_claim('rl_tid', 3);
+UPDATE rl_tid SET note = 'changed' WHERE id = 2;
+SELECT * FROM queue_complete_many('rl_tid', '{1,2,3}', 'ack') ORDER BY id;
+SELECT id FROM queue_claim('rl_tid', 1);
+UPDATE rl_tid SET note = 'changed' WHERE id = 4;
+SELECT queue_complete('rl_tid', '4', 'ack');
+COMMIT;
+SELECT id, note FROM rl_tid ORDER BY id;
+-- a row the transaction deleted itself is not held any more: as before, by id
+BEGIN;
+SELECT id FROM queue_claim('rl_tid', 1);
+DELETE FROM rl_tid WHERE id = 5;
+SELECT * FROM queue_complete_many('rl_tid', '{5}', 'ack');
+ROLLBACK;
+-- an update rolled back to a savepoint leaves the claimed version in place
+BEGIN;
+SELECT id FROM queue_claim('rl_tid', 1);
+SAVEPOINT s;
+UPDATE rl_tid SET note = 'undone' WHERE id = 5;
+ROLLBACK TO SAVEPOINT s;
+SELECT queue_complete('rl_tid', '5', 'ack');
+COMMIT;
+SELECT id, note FROM rl_tid ORDER BY id;
+-- a partitioned table has the same ctid in every partition: its acks go by id
+CREATE TABLE rl_part (id bigint PRIMARY KEY) PARTITION BY LIST (id);
+CREATE TABLE rl_part_a PARTITION OF rl_part FOR VALUES IN (1);
+CREATE TABLE rl_part_b PARTITION OF rl_part FOR VALUES IN (2);
+SELECT queue_register('rl_part', 'rl_part', 'row_lock');
+INSERT INTO rl_part VALUES (1), (2);
+SELECT ctid, tableoid::regclass, id FROM rl_part ORDER BY id;
+SELECT count(*) AS ack_tids FROM queue_sql('rl_part') WHERE statement = 'ack_tids';
+BEGIN;
+SELECT id FROM queue_claim('rl_part', 1);
+SELECT queue_complete('rl_part', '1', 'ack');
+COMMIT;
+SELECT id FROM rl_part;

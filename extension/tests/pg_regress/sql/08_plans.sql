@@ -9,6 +9,7 @@ BEGIN
     types := CASE
       WHEN r.statement IN ('ack', 'retry', 'retry_after', 'release', 'custom_check') THEN 'text[], timestamptz[], interval'
       WHEN r.statement = 'ack_many' THEN 'text[], timestamptz[]'
+      WHEN r.statement = 'ack_tids' THEN 'tid[]'
       WHEN r.statement = 'extend' THEN 'text, timestamptz, interval'
       WHEN r.statement = 'ack_one' THEN 'text, timestamptz'
       WHEN r.statement = 'claim_take' THEN 'text[]'
@@ -67,6 +68,16 @@ BEGIN
   RETURN hashed;
 END $$;
 SELECT claim_again_hashed('big_rowlock');
+-- a row_lock ack finds its rows by ctid: a TID scan, no index descent per row
+CREATE FUNCTION ack_tids_plan(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE stmt text;
+BEGIN
+  SELECT s.sql INTO stmt FROM queue_sql(q) s WHERE s.statement = 'ack_tids';
+  EXECUTE format('PREPARE p_tids(tid[]) AS %s', stmt);
+  RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) EXECUTE p_tids(NULL)';
+  DEALLOCATE p_tids;
+END $$;
+SELECT * FROM ack_tids_plan('big_rowlock');
 RESET plan_cache_mode;
 -- the generated SQL of one queue, verbatim (quoted identifiers, qualified operators)
 SELECT statement, sql FROM queue_sql('big_advisory') WHERE statement LIKE 'claim%';
