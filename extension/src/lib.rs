@@ -16,6 +16,7 @@ mod ops;
 mod rawjsonb;
 mod rowjson;
 mod sql;
+mod srf;
 
 ::pgrx::pg_module_magic!();
 

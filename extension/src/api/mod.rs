@@ -8,6 +8,7 @@ use crate::desc::{self, spi, Registration};
 use crate::error::{ok_or_raise, Result, SettleError};
 use crate::ops::{self, Action, Outcome};
 use crate::sql::{ident, literal};
+use crate::srf;
 use pgrx::datum::{Interval, TimestampWithTimeZone};
 use pgrx::prelude::*;
 use pgrx::{JsonB, PgRelation};
@@ -53,7 +54,7 @@ fn queue_claim(
     queue: Option<&str>,
     batch: default!(Option<i32>, 1),
     lease: default!(Option<Interval>, "NULL"),
-) -> TableIterator<
+) -> srf::TableIterator<
     'static,
     (
         name!(id, String),
@@ -64,7 +65,7 @@ fn queue_claim(
 > {
     let r = (|| ops::claim(need(queue, "queue")?, batch, lease))();
     let rows = ok_or_raise(r);
-    TableIterator::new(
+    srf::TableIterator::new(
         rows.into_iter()
             .map(|d| (d.id, d.attempt, d.token, d.payload)),
     )
@@ -101,7 +102,7 @@ fn queue_complete_many(
     outcome: Option<&str>,
     delay: default!(Option<Interval>, "NULL"),
     tokens: default!(Option<Vec<Option<TimestampWithTimeZone>>>, "NULL"),
-) -> TableIterator<'static, (name!(id, String), name!(result, String))> {
+) -> srf::TableIterator<'static, (name!(id, String), name!(result, String))> {
     let r = (|| {
         let queue = need(queue, "queue")?;
         let outcome = Outcome::parse(need(outcome, "outcome")?)?;
@@ -127,7 +128,7 @@ fn queue_complete_many(
             })
             .collect::<Vec<_>>())
     })();
-    TableIterator::new(ok_or_raise(r))
+    srf::TableIterator::new(ok_or_raise(r))
 }
 
 /// Give a delivery back without settling it: lease cleared at once, advisory
