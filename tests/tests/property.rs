@@ -37,6 +37,9 @@ async fn round_trip(
     };
     let ts = if pg { "timestamptz" } else { "INTEGER" };
     let ddl = [
+        // a database kept between runs may hold a table of the same random name
+        format!("DROP TABLE IF EXISTS {}", ident(&table)),
+        format!("DROP TABLE IF EXISTS {}", ident(&format!("{table}_dead"))),
         format!(
             "CREATE TABLE {} ({} bigint PRIMARY KEY, {} int NOT NULL DEFAULT 0, {} {ts})",
             ident(&table),
