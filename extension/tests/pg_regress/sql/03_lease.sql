@@ -76,3 +76,21 @@ SELECT id, attempt, locked_until FROM ls WHERE id = 5;
 SELECT id, attempt FROM queue_claim('ls', 2);
 SELECT queue_complete('ls', id::text, 'drop', token => locked_until) FROM ls WHERE locked_until > now() ORDER BY id;
 SELECT id, attempt, locked_until IS NOT NULL AS leased, retry_after IS NOT NULL AS delayed FROM ls ORDER BY id;
+-- a lease claim updates the rows it locked by their ctid (a TID scan) on a plain
+-- table; a partitioned table has the same ctid in every partition, so its claim
+-- goes by id: one row claimed leaves the other partition's row alone
+CREATE TABLE ls_part (id bigint PRIMARY KEY, attempt int NOT NULL DEFAULT 0, locked_until timestamptz) PARTITION BY LIST (id);
+CREATE TABLE ls_part_a PARTITION OF ls_part FOR VALUES IN (1);
+CREATE TABLE ls_part_b PARTITION OF ls_part FOR VALUES IN (2);
+SELECT queue_register('ls_part', 'ls_part', 'lease');
+INSERT INTO ls_part (id) VALUES (1), (2);
+SELECT ctid, id FROM ls_part ORDER BY id;
+SELECT id, attempt FROM queue_claim('ls_part', 1);
+SELECT id, attempt, locked_until IS NOT NULL AS leased FROM ls_part ORDER BY id;
+SELECT position('ctid' IN sql) > 0 AS by_ctid FROM queue_sql('ls_part') WHERE statement = 'claim';
+CREATE TABLE ls_plain (id bigint PRIMARY KEY, attempt int NOT NULL DEFAULT 0, locked_until timestamptz);
+SELECT queue_register('ls_plain', 'ls_plain', 'lease');
+INSERT INTO ls_plain (id) SELECT generate_series(1, 3);
+SELECT id, attempt FROM queue_claim('ls_plain', 2);
+SELECT id, attempt, locked_until IS NOT NULL AS leased FROM ls_plain ORDER BY id;
+SELECT position('ctid' IN sql) > 0 AS by_ctid FROM queue_sql('ls_plain') WHERE statement = 'claim';
