@@ -50,6 +50,8 @@ pub enum PlanKey {
     Settle(Write),
     AckOne,
     AckMany,
+    /// lease ack of many deliveries sharing one token
+    AckManyOneToken,
     /// row_lock ack by the claimed rows' ctids (`Shape::by_ctid`)
     AckTids,
     Extend,
@@ -441,6 +443,9 @@ impl Queue {
         let s = &self.shape;
         let (sql, args) = match key {
             PlanKey::AckMany => (s.ack_many(), vec![TEXTARRAYOID, TIMESTAMPTZARRAYOID]),
+            PlanKey::AckManyOneToken => {
+                (s.ack_many_one_token(), vec![TEXTARRAYOID, TIMESTAMPTZOID])
+            }
             PlanKey::AckOne => (s.ack_one(), vec![TEXTOID, TIMESTAMPTZOID]),
             PlanKey::AckTids => (s.ack_tids(), vec![TIDARRAYOID]),
             PlanKey::Settle(w) => (
@@ -477,7 +482,11 @@ impl Queue {
             PlanKey::Candidates { after: true, limit } => {
                 (s.advisory_candidates(true, *limit), vec![INT8OID, TEXTOID])
             }
-            PlanKey::AckMany | PlanKey::AckOne | PlanKey::AckTids | PlanKey::Settle(_) => {
+            PlanKey::AckMany
+            | PlanKey::AckManyOneToken
+            | PlanKey::AckOne
+            | PlanKey::AckTids
+            | PlanKey::Settle(_) => {
                 unreachable!("a settle statement: see settle_plan")
             }
             PlanKey::Extend => (s.extend(), vec![TEXTOID, TIMESTAMPTZOID, INTERVALOID]),

@@ -505,6 +505,15 @@ pub fn settle(
             let token: Option<TimestampWithTimeZone> = run_tokens.first().copied();
             plan.run(&[rest[0].into(), token.into()]);
             read_results(&mut results);
+        } else if write == Write::Ack
+            && form == Form::Lease
+            && !rest.is_empty()
+            && run_tokens.windows(2).all(|w| w[0] == w[1])
+        {
+            // claimed together: one token, one index scan over the ids
+            let plan = q.settle_plan(client, PlanKey::AckManyOneToken);
+            plan.run(&[rest.into(), run_tokens[0].into()]);
+            read_results(&mut results);
         } else if write == Write::Ack && !rest.is_empty() {
             let plan = q.settle_plan(client, PlanKey::AckMany);
             let tokens = if form == Form::Lease {
@@ -837,6 +846,9 @@ pub fn statements(s: &crate::sql::Shape) -> Vec<(String, String)> {
     }
     v.push(("ack_one".into(), s.ack_one()));
     v.push(("ack_many".into(), s.ack_many()));
+    if s.form == Form::Lease {
+        v.push(("ack_many_one_token".into(), s.ack_many_one_token()));
+    }
     if s.by_ctid {
         v.push(("ack_tids".into(), s.ack_tids()));
     }

@@ -627,6 +627,24 @@ impl Shape {
         self.ack_write(from.as_deref(), &join_and(cond))
     }
 
+    /// Lease ack / drop of many deliveries that share one token (claimed
+    /// together): `id = ANY($1) AND locked_until = $2`, one index scan over the
+    /// sorted ids, where [`ack_many`](Self::ack_many) joins id-token pairs and
+    /// descends the index once per pair. Params: $1 text[] ids, $2 timestamptz.
+    pub fn ack_many_one_token(&self) -> String {
+        let id = self.id_of("_s_t");
+        let mut cond = self.mine("_s_t");
+        cond.push(format!(
+            "{id} {EQ} ANY (($1::pg_catalog.text[])::{}[])",
+            self.id_type
+        ));
+        cond.push(format!(
+            "{} {EQ} $2",
+            self.col("_s_t", self.locked_until.as_ref().unwrap())
+        ));
+        self.ack_write(None, &join_and(cond))
+    }
+
     /// The statement ack and drop write: mark processed_at, or delete. `with`
     /// is a relation joined in (UPDATE … FROM / DELETE … USING).
     fn ack_write(&self, with: Option<&str>, cond: &str) -> String {

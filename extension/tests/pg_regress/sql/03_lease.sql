@@ -94,3 +94,14 @@ INSERT INTO ls_plain (id) SELECT generate_series(1, 3);
 SELECT id, attempt FROM queue_claim('ls_plain', 2);
 SELECT id, attempt, locked_until IS NOT NULL AS leased FROM ls_plain ORDER BY id;
 SELECT position('ctid' IN sql) > 0 AS by_ctid FROM queue_sql('ls_plain') WHERE statement = 'claim';
+-- a batch whose deliveries share one token (claimed together) is acked by one
+-- statement (ack_many_one_token); an id not held, or a stale token, is lease_lost
+CREATE TABLE ls_tok (id bigint PRIMARY KEY, attempt int NOT NULL DEFAULT 0, locked_until timestamptz);
+SELECT queue_register('ls_tok', 'ls_tok', 'lease');
+INSERT INTO ls_tok (id) SELECT generate_series(1, 4);
+SELECT count(*) FROM queue_claim('ls_tok', 3);
+SELECT * FROM queue_complete_many('ls_tok', ARRAY['1', '2', '4'], 'ack', NULL,
+    ARRAY(SELECT locked_until FROM ls_tok WHERE id = 1 UNION ALL SELECT locked_until FROM ls_tok WHERE id = 1 UNION ALL SELECT locked_until FROM ls_tok WHERE id = 1))
+  ORDER BY id;
+SELECT * FROM queue_complete_many('ls_tok', ARRAY['3'], 'ack', NULL, ARRAY[now()]);
+SELECT id, locked_until IS NOT NULL AS leased FROM ls_tok ORDER BY id;

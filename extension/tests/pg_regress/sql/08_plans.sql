@@ -10,6 +10,7 @@ BEGIN
       WHEN r.statement IN ('ack', 'retry', 'retry_after', 'release', 'custom_check') THEN 'text[], timestamptz[], interval'
       WHEN r.statement = 'ack_many' THEN 'text[], timestamptz[]'
       WHEN r.statement = 'ack_tids' THEN 'tid[]'
+      WHEN r.statement = 'ack_many_one_token' THEN 'text[], timestamptz'
       WHEN r.statement = 'extend' THEN 'text, timestamptz, interval'
       WHEN r.statement = 'ack_one' THEN 'text, timestamptz'
       WHEN r.statement = 'claim_take' THEN 'text[]'
