@@ -341,29 +341,21 @@ impl Delivery {
     /// The row's `payload` column deserialised into `T` (the canonical layout
     /// made by `queue_create`).
     pub fn payload<T: DeserializeOwned>(&self) -> Result<T> {
-        let v = match &self.row {
-            RowData::Text(t) => {
-                // straight into T; if that fails (say a text column holding JSON),
-                // the general path below decides, with its error
-                if let Ok(col) = serde_json::from_slice::<PayloadColumn<T>>(t) {
-                    return match col.payload {
-                        Some(p) => Ok(p),
-                        None => {
-                            serde_json::from_value(serde_json::Value::Null).map_err(Error::Payload)
-                        }
-                    };
-                }
-                self.row()
-                    .get("payload")
-                    .cloned()
-                    .unwrap_or(serde_json::Value::Null)
+        if let RowData::Text(t) = &self.row {
+            // straight into T; if that fails (say a text column holding JSON),
+            // the general path below decides, with its error
+            if let Ok(col) = serde_json::from_slice::<PayloadColumn<T>>(t) {
+                return match col.payload {
+                    Some(p) => Ok(p),
+                    None => serde_json::from_value(serde_json::Value::Null).map_err(Error::Payload),
+                };
             }
-            RowData::Portable(_) | RowData::Value(_) => self
-                .row()
-                .get("payload")
-                .cloned()
-                .unwrap_or(serde_json::Value::Null),
-        };
+        }
+        let v = self
+            .row()
+            .get("payload")
+            .cloned()
+            .unwrap_or(serde_json::Value::Null);
         // databases that keep JSON as text (SQLite, MariaDB) hand it over as a string
         if let serde_json::Value::String(text) = &v {
             if let Ok(t) = serde_json::from_str::<T>(text) {

@@ -1244,11 +1244,17 @@ impl Engine {
         if items.is_empty() {
             return Ok(Vec::new());
         }
+        // row_lock/advisory ack or drop on PostgreSQL or SQLite: one statement that
+        // writes the rows still there and returns which it wrote. The claim's
+        // transaction (row_lock) or key (advisory) holds them already and an ack
+        // counts nothing, so there is nothing to lock or read first — the floor's
+        // single DELETE. (MySQL has no RETURNING; MariaDB's row_lock batches go
+        // one statement per id, below.)
         if matches!(outcome, Outcome::Ack | Outcome::Drop)
             && matches!(s.form, Form::RowLock | Form::Advisory)
             && d != Dialect::MySql
         {
-            return self.ack_held(conn, items).await;
+            return self.ack_returning(conn, items, None).await;
         }
         let held = self.lock_held(conn, items).await?;
         let retrying = matches!(outcome, Outcome::Retry | Outcome::RetryAfter(_));
@@ -1390,20 +1396,6 @@ impl Engine {
             .collect())
     }
 
-    /// Ack or drop row_lock or advisory deliveries on PostgreSQL or SQLite: one
-    /// statement that writes the rows still there and returns which it wrote.
-    /// The claim's transaction (row_lock) or key (advisory) holds them already,
-    /// and an ack counts nothing, so there is nothing to lock or read first — the
-    /// floor's single DELETE. (MySQL has no RETURNING, and MariaDB's batches go one
-    /// statement per id: see write_many.)
-    async fn ack_held(
-        &self,
-        conn: &mut sqlx::AnyConnection,
-        items: &[(String, Option<i64>)],
-    ) -> Result<Vec<Option<Settled>>> {
-        self.ack_returning(conn, items, None).await
-    }
-
     /// Run [`ack_sql`](Self::ack_sql) for `items` (with `token`: only the rows
     /// still holding it) with `RETURNING` the ids written, on `exec`; `None` for
     /// an item it did not write.
@@ -1453,8 +1445,9 @@ impl Engine {
             && token.is_some()
             && items.iter().all(|(_, t)| *t == token)
         {
-            // claimed together, one deadline: one statement, as for one delivery
-            return self.ack_many_lease(items, token.unwrap_or_default()).await;
+            // claimed together, one deadline: one autocommitted statement, as for
+            // one delivery, reporting the rows it wrote (PostgreSQL, SQLite)
+            return self.ack_returning(&self.pool, items, token).await;
         }
         again_if_deadlock(|| async {
             let mut tx = self.pool.begin_with(self.s.d.begin()).await?;
@@ -1465,16 +1458,27 @@ impl Engine {
         .await
     }
 
-    /// The ack (or drop) of `n` lease deliveries that share one token: ids bound
-    /// as parameters 1..=n, the token as n + 1; it writes only the rows that
-    /// still hold the token.
-    fn ack_lease_sql(&self, n: usize) -> (String, Settled) {
-        self.ack_sql(n, true)
+    /// The ack (or drop) of `n` rows of this queue not settled yet: ids bound as
+    /// parameters 1..=n, and with `token` the lease token as n + 1 (only the
+    /// rows that still hold it are written).
+    fn ack_sql(&self, n: usize, token: bool) -> (String, Settled) {
+        let s = &self.s;
+        let d = s.d;
+        let t = &s.table;
+        let cond = self.held_cond(n, token);
+        match &s.processed_at {
+            Some(p) => (
+                format!("UPDATE {t} SET {} = {} WHERE {cond}", d.ident(p), d.now()),
+                Settled::Marked,
+            ),
+            None => (format!("DELETE FROM {t} WHERE {cond}"), Settled::Deleted),
+        }
     }
 
-    /// The ack (or drop) of `n` rows of this queue not settled yet: ids bound as
-    /// parameters 1..=n, and with `token` the lease token as n + 1.
-    fn ack_sql(&self, n: usize, token: bool) -> (String, Settled) {
+    /// The WHERE of a write to `n` rows of this queue not settled yet, the ids
+    /// bound as parameters 1..=n; with `token`, only rows that still hold the
+    /// lease token bound as n + 1.
+    fn held_cond(&self, n: usize, token: bool) -> String {
         let s = &self.s;
         let d = s.d;
         let t = &s.table;
@@ -1488,24 +1492,7 @@ impl Engine {
             let l = s.locked_until.as_ref().expect("lease: locked_until");
             cond.push(format!("{} = {}", d.micros(&s.c(t, l)), d.p(n + 1)));
         }
-        let cond = cond.join(" AND ");
-        match &s.processed_at {
-            Some(p) => (
-                format!("UPDATE {t} SET {} = {} WHERE {cond}", d.ident(p), d.now()),
-                Settled::Marked,
-            ),
-            None => (format!("DELETE FROM {t} WHERE {cond}"), Settled::Deleted),
-        }
-    }
-
-    /// Ack or drop lease deliveries that share one token (PostgreSQL, SQLite):
-    /// one autocommitted statement, reporting the rows it wrote.
-    async fn ack_many_lease(
-        &self,
-        items: &[(String, Option<i64>)],
-        token: i64,
-    ) -> Result<Vec<Option<Settled>>> {
-        self.ack_returning(&self.pool, items, Some(token)).await
+        cond.join(" AND ")
     }
 
     /// Settle a lease delivery (own short transaction).
@@ -1528,7 +1515,7 @@ impl Engine {
     /// Ack or drop one lease delivery: one autocommitted statement that writes
     /// only while the row still holds the delivery's token.
     async fn ack_lease(&self, id: &str, token: i64) -> Result<Settled> {
-        let (sql, settled) = self.ack_lease_sql(1);
+        let (sql, settled) = self.ack_sql(1, true);
         let n = sqlx::query(&sql)
             .bind(id)
             .bind(token)
@@ -1735,23 +1722,11 @@ impl Engine {
         match (p, self.s.form) {
             (_, Form::Lease { .. }) => {
                 let s = &self.s;
-                let d = s.d;
-                let mut cond = s.mine("x");
-                cond.push(format!(
-                    "{} = {}",
-                    format!("x.{}", d.ident(&s.id)),
-                    d.id_param(&d.p(1), s.id_kind)
-                ));
-                cond.push(format!(
-                    "{} = {}",
-                    d.micros(&format!("x.{}", d.ident(s.locked_until.as_ref().unwrap()))),
-                    d.p(2)
-                ));
-                let cond = cond.join(" AND ");
                 let sql = format!(
-                    "UPDATE {} AS x SET {} = NULL WHERE {cond}",
+                    "UPDATE {} SET {} = NULL WHERE {}",
                     s.table,
-                    d.ident(s.locked_until.as_ref().unwrap())
+                    s.d.ident(s.locked_until.as_ref().unwrap()),
+                    self.held_cond(1, true)
                 );
                 let n = sqlx::query(&sql)
                     .bind(id)
