@@ -362,7 +362,6 @@ fn load(client: &SpiClient<'_>, name: &str) -> Result<(Queue, Vec<pg_sys::Oid>)>
         q(role("created_at")?),
     );
     let (id_name, id_type_oid) = (ident(&id.name), id.type_oid);
-    let heap = plain_heap(client, row.tbl);
     let shape = Shape {
         queue: name.to_owned(),
         form,
@@ -389,8 +388,7 @@ fn load(client: &SpiClient<'_>, name: &str) -> Result<(Queue, Vec<pg_sys::Oid>)>
             .iter()
             .all(|c| crate::rowjson::supported(c.type_oid) && !c.name.starts_with("_s_")),
         row_cols: cols.iter().map(|c| (c.name.clone(), c.type_oid)).collect(),
-        by_ctid: form == Form::RowLock && heap,
-        plain_heap: heap,
+        plain_heap: plain_heap(client, row.tbl),
     };
     let encoder = shape
         .native_row

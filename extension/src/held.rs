@@ -139,11 +139,6 @@ pub fn row_claimed(queue: &str, id: String, tid: Option<Tid>) {
     ROW_CLAIMS.with(|c| c.borrow_mut().claim(queue, id, Held { sub, tid }));
 }
 
-/// The ctid a claimed, unsettled row was locked at, if recorded.
-pub fn row_tid(queue: &str, id: &str) -> Option<Tid> {
-    ROW_CLAIMS.with(|c| c.borrow().get(queue, id).and_then(|h| h.tid))
-}
-
 /// Ids of `queue` this transaction holds (claimed, not settled).
 pub fn rows_claimed(queue: &str) -> Vec<String> {
     ROW_CLAIMS.with(|c| {
@@ -155,8 +150,10 @@ pub fn rows_claimed(queue: &str) -> Vec<String> {
     })
 }
 
-pub fn row_is_claimed(queue: &str, id: &str) -> bool {
-    ROW_CLAIMS.with(|c| c.borrow().get(queue, id).is_some())
+/// `Some` when this transaction claimed the row and has not settled it, with
+/// the ctid its claim locked, if recorded.
+pub fn row_claim(queue: &str, id: &str) -> Option<Option<Tid>> {
+    ROW_CLAIMS.with(|c| c.borrow().get(queue, id).map(|h| h.tid))
 }
 
 pub fn row_settled(queue: &str, id: &str) {

@@ -209,7 +209,7 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
                     t,
                     &mut out,
                     &mut dead,
-                    q.shape.by_ctid.then_some(&mut tids),
+                    q.shape.by_ctid().then_some(&mut tids),
                 );
                 for (i, d) in out.iter().enumerate() {
                     held::row_claimed(queue, d.id.clone(), tids.get(i).copied());
@@ -475,9 +475,14 @@ pub fn settle(
         // advisory: only ids whose key this session holds reach the statement
         let mut run_ids: Vec<&str> = Vec::with_capacity(ids.len());
         let mut run_tokens = Vec::with_capacity(tokens.len());
+        // row_lock: the ctid each claim locked, where recorded, beside run_ids
+        let mut run_tids: Vec<Option<held::Tid>> = Vec::new();
         for (i, id) in ids.iter().enumerate() {
-            if form == Form::RowLock && !held::row_is_claimed(queue, id) {
-                continue;
+            if form == Form::RowLock {
+                match held::row_claim(queue, id) {
+                    Some(tid) => run_tids.push(tid),
+                    None => continue,
+                }
             }
             if form == Form::Advisory {
                 let key = held::key_of(queue, id);
@@ -496,8 +501,8 @@ pub fn settle(
         let mut results: HashMap<String, String> = HashMap::default();
         // what the statements below still have to write
         let mut rest = run_ids.clone();
-        if form == Form::RowLock && write == Write::Ack && s.by_ctid && !rest.is_empty() {
-            ack_by_tids(client, &q, &mut rest, &mut results);
+        if form == Form::RowLock && write == Write::Ack && s.by_ctid() && !rest.is_empty() {
+            ack_by_tids(client, &q, &mut rest, &run_tids, &mut results);
         }
         if rest.len() == 1 && write == Write::Ack {
             // the hot path: one delivery acked or dropped, one plain statement
@@ -570,21 +575,18 @@ pub fn settle(
 }
 
 /// row_lock ack / drop of the held rows in `run_ids` by the ctids their claim
-/// locked (`Shape::ack_tids`); those written leave `run_ids` for `results`. A row
-/// this transaction updated or deleted since its claim is not found by its
-/// ctid, and stays in `run_ids` for the by-id statement.
+/// locked (`tids`, row for row; `Shape::ack_tids`); those written leave
+/// `run_ids` for `results`. A row this transaction updated or deleted since its
+/// claim is not found by its ctid, and stays in `run_ids` for the by-id statement.
 fn ack_by_tids(
     client: &SpiClient<'_>,
     q: &Queue,
     run_ids: &mut Vec<&str>,
+    tids: &[Option<held::Tid>],
     results: &mut HashMap<String, String>,
 ) {
     let queue = q.shape.queue.as_str();
-    let Some(tids) = run_ids
-        .iter()
-        .map(|id| held::row_tid(queue, id))
-        .collect::<Option<Vec<held::Tid>>>()
-    else {
+    let Some(tids) = tids.iter().copied().collect::<Option<Vec<held::Tid>>>() else {
         return;
     };
     // SAFETY: construct_array copies each element (a 6-byte, short-aligned tid)
@@ -849,7 +851,7 @@ pub fn statements(s: &crate::sql::Shape) -> Vec<(String, String)> {
     if s.form == Form::Lease {
         v.push(("ack_many_one_token".into(), s.ack_many_one_token()));
     }
-    if s.by_ctid {
+    if s.by_ctid() {
         v.push(("ack_tids".into(), s.ack_tids()));
     }
     v.push(("ack".into(), s.settle(Write::Ack)));

@@ -109,10 +109,8 @@ pub struct Shape {
     /// the row's columns (live, table order; names as they are), which a claim
     /// returns when `native_row`
     pub row_cols: Vec<(String, pgrx::pg_sys::Oid)>,
-    /// row_lock on a plain heap table: the claim also returns each row's `ctid`,
-    /// and an ack finds the row by it (see [`ack_tids`](Self::ack_tids))
-    pub by_ctid: bool,
-    /// a plain table of the heap access method (see `desc::plain_heap`)
+    /// a plain table of the heap access method (see `desc::plain_heap`): a
+    /// ctid names one row version, so statements can find rows they locked by it
     pub plain_heap: bool,
 }
 
@@ -129,6 +127,22 @@ pub fn ident(s: &str) -> String {
 impl Shape {
     fn col(&self, a: &str, c: &str) -> String {
         format!("{a}.{c}")
+    }
+
+    /// row_lock on a plain heap table: the claim also returns each row's `ctid`,
+    /// and an ack finds the row by it (see [`ack_tids`](Self::ack_tids)).
+    pub fn by_ctid(&self) -> bool {
+        self.form == Form::RowLock && self.plain_heap
+    }
+
+    /// How a claim's write finds the rows of alias `a` it has just locked: by
+    /// the locked version's ctid on a plain heap table (a TID scan), else by id.
+    fn locator(&self, a: &str) -> String {
+        if self.plain_heap {
+            format!("{a}.ctid")
+        } else {
+            self.id_of(a)
+        }
     }
 
     fn id_of(&self, a: &str) -> String {
@@ -313,7 +327,7 @@ impl Shape {
             "SELECT false, ({id})::pg_catalog.text, {att}, NULL::pg_catalog.timestamptz, {row}{ctid} \
              FROM {t} _s_t WHERE {ready}{except} ORDER BY {id} {limit} FOR UPDATE OF _s_t SKIP LOCKED",
             id = self.id_of("_s_t"),
-            ctid = if self.by_ctid { ", _s_t.ctid" } else { "" },
+            ctid = if self.by_ctid() { ", _s_t.ctid" } else { "" },
             limit = limit(n),
             row = self.row_out("_s_t"),
             // NOT IN over a subquery, which PostgreSQL hashes: `NOT (id = ANY($2))`
@@ -353,41 +367,32 @@ impl Shape {
                 self.token_expr("$2")
             )];
             sets.extend(self.attempt_plus_one("_s_t"));
-            // plain heap table: the candidates' ctids, the versions this
-            // statement has just locked, so the UPDATE finds them by TID scan
-            let (key, cid) = if self.plain_heap {
-                ("_s_t.ctid".to_owned(), "_s_c.ctid".to_owned())
-            } else {
-                (id.clone(), self.id_of("_s_c"))
-            };
             return format!(
                 "UPDATE {t} _s_t SET {sets} WHERE {key} {EQ} ANY (ARRAY(SELECT {cid} FROM {t} _s_c WHERE {ready} ORDER BY {oid} {limit} FOR UPDATE OF _s_c SKIP LOCKED)) \
                  RETURNING false, ({id})::pg_catalog.text, {att}, _s_t.{lu}, {row}",
                 sets = sets.join(", "),
                 limit = limit(n),
                 row = self.row_out("_s_t"),
+                key = self.locator("_s_t"),
+                cid = self.locator("_s_c"),
                 oid = self.id_of("_s_c"),
                 ready = self.ready("_s_c"),
                 att = self.attempt_out("_s_t"),
                 lu = self.locked_until.as_ref().unwrap(),
             );
         }
-        // the candidates are locked (FOR UPDATE) by this statement: on a plain
-        // heap table the UPDATE below finds them by the ctid of the locked version
-        let tid = if self.plain_heap {
-            "_s_t.ctid"
-        } else {
-            "NULL::pg_catalog.tid"
-        };
+        // the candidates are locked (FOR UPDATE) by this statement, and the
+        // write below finds them by _s_key (see `locator`)
+        let key = self.locator("_s_t");
         let cand = match self.form {
             Form::Lease => format!(
-                "SELECT {id} AS _s_id, {att} AS _s_att, {tid} AS _s_tid FROM {t} _s_t WHERE {ready} ORDER BY {id} {limit} FOR UPDATE OF _s_t SKIP LOCKED",
+                "SELECT {id} AS _s_id, {att} AS _s_att, {key} AS _s_key FROM {t} _s_t WHERE {ready} ORDER BY {id} {limit} FOR UPDATE OF _s_t SKIP LOCKED",
                 att = self.att_sel("_s_t"),
                 limit = limit(n),
                 ready = self.ready("_s_t")
             ),
             Form::Advisory => format!(
-                "SELECT {id} AS _s_id, {att} AS _s_att, {tid} AS _s_tid FROM {t} _s_t WHERE {id} {EQ} ANY ({ids}) AND {ready} FOR UPDATE OF _s_t",
+                "SELECT {id} AS _s_id, {att} AS _s_att, {key} AS _s_key FROM {t} _s_t WHERE {id} {EQ} ANY ({ids}) AND {ready} FOR UPDATE OF _s_t",
                 att = self.att_sel("_s_t"),
                 ids = format!("($1::pg_catalog.text[])::{}[]", self.id_type),
                 ready = self.ready("_s_t")
@@ -397,15 +402,10 @@ impl Shape {
         let mut ctes = vec![
             format!("_s_c AS ({cand})"),
             format!(
-                "_s_x AS (SELECT _s_id, _s_tid, {} AS _s_dead FROM _s_c)",
+                "_s_x AS (SELECT _s_id, _s_key, {} AS _s_dead FROM _s_c)",
                 self.dead_flag("_s_att")
             ),
         ];
-        let (key, took) = if self.plain_heap {
-            ("_s_t.ctid".to_owned(), "_s_x._s_tid")
-        } else {
-            (id.clone(), "_s_x._s_id")
-        };
         ctes.extend(self.dead_ctes("_s_x"));
         let mut sets = Vec::new();
         if self.form == Form::Lease {
@@ -419,11 +419,11 @@ impl Shape {
         if sets.is_empty() {
             // advisory without an attempt column: nothing to count, the rows are locked by _s_c
             ctes.push(format!(
-                "_s_took AS (SELECT _s_t.* FROM {t} _s_t WHERE {key} {EQ} ANY (ARRAY(SELECT {took} FROM _s_x WHERE NOT _s_x._s_dead)))"
+                "_s_took AS (SELECT _s_t.* FROM {t} _s_t WHERE {key} {EQ} ANY (ARRAY(SELECT _s_x._s_key FROM _s_x WHERE NOT _s_x._s_dead)))"
             ));
         } else {
             ctes.push(format!(
-                "_s_took AS (UPDATE {t} _s_t SET {sets} WHERE {key} {EQ} ANY (ARRAY(SELECT {took} FROM _s_x WHERE NOT _s_x._s_dead)) RETURNING _s_t.*)",
+                "_s_took AS (UPDATE {t} _s_t SET {sets} WHERE {key} {EQ} ANY (ARRAY(SELECT _s_x._s_key FROM _s_x WHERE NOT _s_x._s_dead)) RETURNING _s_t.*)",
                 sets = sets.join(", ")
             ));
         }

@@ -101,7 +101,7 @@ SELECT queue_register('ls_tok', 'ls_tok', 'lease');
 INSERT INTO ls_tok (id) SELECT generate_series(1, 4);
 SELECT count(*) FROM queue_claim('ls_tok', 3);
 SELECT * FROM queue_complete_many('ls_tok', ARRAY['1', '2', '4'], 'ack', NULL,
-    ARRAY(SELECT locked_until FROM ls_tok WHERE id = 1 UNION ALL SELECT locked_until FROM ls_tok WHERE id = 1 UNION ALL SELECT locked_until FROM ls_tok WHERE id = 1))
+    array_fill((SELECT locked_until FROM ls_tok WHERE id = 1), ARRAY[3]))
   ORDER BY id;
 SELECT * FROM queue_complete_many('ls_tok', ARRAY['3'], 'ack', NULL, ARRAY[now()]);
 SELECT id, locked_until IS NOT NULL AS leased FROM ls_tok ORDER BY id;
