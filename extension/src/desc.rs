@@ -389,6 +389,7 @@ fn load(client: &SpiClient<'_>, name: &str) -> Result<(Queue, Vec<pg_sys::Oid>)>
             .all(|c| crate::rowjson::supported(c.type_oid) && !c.name.starts_with("_s_")),
         row_cols: cols.iter().map(|c| (c.name.clone(), c.type_oid)).collect(),
         plain_heap: plain_heap(client, row.tbl),
+        int_id: [pg_sys::INT2OID, pg_sys::INT4OID, pg_sys::INT8OID].contains(&id_type_oid),
     };
     let encoder = shape
         .native_row

@@ -220,6 +220,10 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
                 let plan = q.claim_plan(client, |limit| PlanKey::Take { limit }, batch as i64);
                 let t = spi(client.select(&*plan, None, &[(batch as i64).into(), lease.into()]));
                 read_claimed(&q, t, &mut out, &mut dead, None);
+                if q.shape.int_id {
+                    // oldest first (the statement orders any other id type itself)
+                    out.sort_unstable_by_key(|d| d.id.parse::<i64>().unwrap_or(i64::MAX));
+                }
             }
             Form::Advisory => advisory_claim(client, &q, batch as usize, &mut out, &mut dead),
         }

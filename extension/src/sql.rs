@@ -112,6 +112,9 @@ pub struct Shape {
     /// a plain table of the heap access method (see `desc::plain_heap`): a
     /// ctid names one row version, so statements can find rows they locked by it
     pub plain_heap: bool,
+    /// the id column is an integer (int2/int4/int8): its text sorts by value
+    /// once parsed, so the extension can put claimed rows in id order itself
+    pub int_id: bool,
 }
 
 /// Quote a string as an SQL literal (standard_conforming_strings on, as since 9.1).
@@ -367,18 +370,32 @@ impl Shape {
                 self.token_expr("$2")
             )];
             sets.extend(self.attempt_plus_one("_s_t"));
-            return format!(
-                "UPDATE {t} _s_t SET {sets} WHERE {key} {EQ} ANY (ARRAY(SELECT {cid} FROM {t} _s_c WHERE {ready} ORDER BY {oid} {limit} FOR UPDATE OF _s_c SKIP LOCKED)) \
-                 RETURNING false, ({id})::pg_catalog.text, {att}, _s_t.{lu}, {row}",
+            // RETURNING gives the rows in the order the write found them (a TID
+            // scan: physical order), and a claim returns them oldest first: an
+            // integer id is sorted by `ops::claim`, any other by the statement
+            let update = format!(
+                "UPDATE {t} _s_t SET {sets} WHERE {key} {EQ} ANY (ARRAY(SELECT {cid} FROM {t} _s_c WHERE {ready} ORDER BY {oid} {limit} FOR UPDATE OF _s_c SKIP LOCKED))",
                 sets = sets.join(", "),
                 limit = limit(n),
-                row = self.row_out("_s_t"),
                 key = self.locator("_s_t"),
                 cid = self.locator("_s_c"),
                 oid = self.id_of("_s_c"),
                 ready = self.ready("_s_c"),
-                att = self.attempt_out("_s_t"),
-                lu = self.locked_until.as_ref().unwrap(),
+            );
+            let lu = self.locked_until.as_ref().unwrap();
+            if self.int_id {
+                return format!(
+                    "{update} RETURNING false, ({id})::pg_catalog.text, {att}, _s_t.{lu}, {row}",
+                    att = self.attempt_out("_s_t"),
+                    row = self.row_out("_s_t"),
+                );
+            }
+            return format!(
+                "WITH _s_took AS ({update} RETURNING _s_t.*) \
+                 SELECT false, (_s_took.{idc})::pg_catalog.text, {att}, _s_took.{lu}, {row} FROM _s_took ORDER BY _s_took.{idc}",
+                idc = self.id,
+                att = self.attempt_out("_s_took"),
+                row = self.row_out("_s_took"),
             );
         }
         // the candidates are locked (FOR UPDATE) by this statement, and the

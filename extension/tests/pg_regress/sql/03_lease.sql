@@ -105,3 +105,19 @@ SELECT * FROM queue_complete_many('ls_tok', ARRAY['1', '2', '4'], 'ack', NULL,
   ORDER BY id;
 SELECT * FROM queue_complete_many('ls_tok', ARRAY['3'], 'ack', NULL, ARRAY[now()]);
 SELECT id, locked_until IS NOT NULL AS leased FROM ls_tok ORDER BY id;
+-- a claim returns its rows oldest first (FIFO by id), although the TID scan that
+-- writes them meets them in physical order: rows 1 and 10 were updated, so they
+-- now sit after the others (integer ids are put in order by the extension,
+-- others by the statement; a claim without ORDER BY would show 2, 3, 1, 10)
+CREATE TABLE ls_order (id bigint PRIMARY KEY, attempt int NOT NULL DEFAULT 0, locked_until timestamptz);
+SELECT queue_register('ls_order', 'ls_order', 'lease');
+INSERT INTO ls_order (id) SELECT generate_series(1, 10);
+UPDATE ls_order SET attempt = 0 WHERE id IN (1, 10);
+SELECT ctid, id FROM ls_order WHERE id IN (1, 2, 3, 10) ORDER BY ctid;
+DELETE FROM ls_order WHERE id BETWEEN 4 AND 9;
+SELECT id FROM queue_claim('ls_order', 4);
+CREATE TABLE ls_order_text (id text PRIMARY KEY, attempt int NOT NULL DEFAULT 0, locked_until timestamptz);
+SELECT queue_register('ls_order_text', 'ls_order_text', 'lease');
+INSERT INTO ls_order_text (id) VALUES ('a'), ('b'), ('c');
+UPDATE ls_order_text SET attempt = 0 WHERE id = 'a';
+SELECT id FROM queue_claim('ls_order_text', 3);
