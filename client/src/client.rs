@@ -122,6 +122,8 @@ pub(crate) struct Inner {
     pub(crate) queue: Queue,
     pub(crate) has_retry_after: bool,
     pub(crate) listen: Option<tokio_postgres::Config>,
+    /// concurrent lease settles, combined (extension backend)
+    pub(crate) acks: crate::combine::Combiner,
 }
 
 /// A handle on one queue over PostgreSQL with the settle extension. Cheap to
@@ -260,6 +262,7 @@ impl Client {
                 queue,
                 has_retry_after,
                 listen,
+                acks: Default::default(),
             }),
         })
     }
@@ -282,6 +285,7 @@ impl Client {
                 queue,
                 has_retry_after,
                 listen: None,
+                acks: Default::default(),
             }),
         })
     }
@@ -488,57 +492,32 @@ impl Client {
             ids.push(id);
             tokens.push(token);
         }
-        let delay = match &outcome {
-            Outcome::RetryAfter(d) => Some(micros(*d)),
-            _ => None,
+        if let Outcome::RetryAfter(_) = outcome {
+            if !self.inner.has_retry_after {
+                tracing::warn!(queue = %self.inner.queue.name, "queue has no retry_after column: retry_after is settled as retry");
+            }
+        }
+        let results = match crate::combine::many(&self.inner, &ids, &tokens, &outcome).await {
+            Ok(rs) => rs,
+            Err(_) => {
+                // nothing was written: each alone, for its own result
+                let mut rs = Vec::with_capacity(ids.len());
+                for (id, token) in ids.iter().zip(&tokens) {
+                    rs.push(crate::combine::one(&self.inner, id, *token, &outcome).await);
+                }
+                rs
+            }
         };
-        let res: Result<Vec<tokio_postgres::Row>> = async {
-            let c = self.inner.pool()?.get().await?;
-            let st = c.prepare_cached(COMPLETE_MANY_SQL).await?;
-            Ok(c.query(
-                &st,
-                &[
-                    &self.inner.queue.name,
-                    &ids,
-                    &outcome.sql_name(),
-                    &delay,
-                    &tokens,
-                ],
-            )
-            .await?)
-        }
-        .await;
-        match res {
-            Err(e) => {
-                // nothing was written; the leases run out (or are reclaimed) as usual
-                let msg = e.to_string();
-                ids.iter()
-                    .map(|_| Err(Error::invalid(format!("batch settle failed: {msg}"))))
-                    .collect()
-            }
-            Ok(rows) => {
-                let by_id: std::collections::HashMap<String, String> = rows
-                    .iter()
-                    .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
-                    .collect();
-                ids.iter()
-                    .map(|id| match by_id.get(id).map(String::as_str) {
-                        Some("lease_lost") | None => Err(Error::LeaseLost(crate::error::DbError {
-                            code: Some("SQ001".into()),
-                            message: format!("lease lost: row {id} of queue \"{}\"", self.inner.queue.name),
-                            source: None,
-                        })),
-                        Some(r) => {
-                            let s = Settled::parse(r);
-                            if s == Settled::DeadLettered {
-                                tracing::warn!(queue = %self.inner.queue.name, id = %id, "max_attempts reached: moved to the dead letter");
-                            }
-                            Ok(s)
-                        }
-                    })
-                    .collect()
-            }
-        }
+        ids.iter()
+            .zip(results)
+            .map(|(id, r)| {
+                let s = Settled::parse(&r?);
+                if s == Settled::DeadLettered {
+                    tracing::warn!(queue = %self.inner.queue.name, id = %id, "max_attempts reached: moved to the dead letter");
+                }
+                Ok(s)
+            })
+            .collect()
     }
 
     /// Portable lease form: one transaction for the batch.

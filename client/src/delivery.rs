@@ -567,17 +567,12 @@ impl Delivery {
             let q = &inner.queue.name;
             let o = outcome.sql();
             let result: Result<String> = match (&session, inner.queue.form) {
+                // combined with the client's concurrent settles (a custom outcome runs alone)
+                (_, Form::Lease { .. }) if !matches!(outcome, Outcome::Custom(_)) => {
+                    crate::combine::settle(&inner, id.clone(), token, outcome.clone()).await
+                }
                 (_, Form::Lease { .. }) | (None, _) => {
-                    let c = inner.pool()?.get().await?;
-                    let st = c.prepare_cached(COMPLETE_SQL).await?;
-                    let r: Result<String> =
-                        c.query_one(&st, &[q, &id, &o, &delay, &token]).await.map(|r| r.get(0)).map_err(Into::into);
-                    drop(c);
-                    if matches!(&r, Err(err) if !matches!(err, Error::LeaseLost(_))) {
-                        // nothing was written: give the row back now, not at the deadline
-                        let _ = release(&inner, &id, token, None, None).await;
-                    }
-                    r
+                    crate::combine::one(&inner, &id, token, &outcome).await
                 }
                 (Some(s), _) => {
                     let mut g = match tx {
@@ -861,7 +856,7 @@ async fn fenced<T>(
 }
 
 /// Give a delivery back (release(), or an unsettled drop).
-async fn release(
+pub(crate) async fn release(
     inner: &Arc<Inner>,
     id: &str,
     token: Option<SystemTime>,

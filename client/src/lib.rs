@@ -38,6 +38,7 @@
 #![warn(missing_docs)]
 
 mod client;
+mod combine;
 mod delivery;
 mod error;
 mod portable;

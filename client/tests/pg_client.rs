@@ -400,6 +400,193 @@ async fn batch_settle() {
     assert_eq!(state(&db, &t).await, vec![(2, 1, false, true)]);
 }
 
+/// A statement-level trigger on `t` that logs how many rows each DELETE took, so
+/// a test can see which settles went as one statement.
+async fn log_deletes(db: &tokio_postgres::Client, t: &str) {
+    db.batch_execute(&format!(
+        "CREATE TABLE {t}_log (at serial, n bigint);
+         CREATE FUNCTION {t}_count() RETURNS trigger LANGUAGE plpgsql AS
+           $$ BEGIN INSERT INTO {t}_log (n) SELECT count(*) FROM old; RETURN NULL; END $$;
+         CREATE TRIGGER count_deletes AFTER DELETE ON {t} REFERENCING OLD TABLE AS old
+           FOR EACH STATEMENT EXECUTE FUNCTION {t}_count();"
+    ))
+    .await
+    .unwrap();
+}
+
+/// (statements, largest, rows) of the DELETEs logged since log row `after`
+async fn deletes(db: &tokio_postgres::Client, t: &str, after: i32) -> (i64, i64, i64) {
+    let r = db
+        .query_one(
+            &format!("SELECT count(*), coalesce(max(n), 0), coalesce(sum(n), 0)::bigint FROM {t}_log WHERE at > $1 AND n > 0"),
+            &[&after],
+        )
+        .await
+        .unwrap();
+    (r.get(0), r.get(1), r.get(2))
+}
+
+/// Settle every delivery at once from its own task (they start together), with
+/// the outcome `pick` gives its id; results by id.
+async fn settle_together(
+    ds: Vec<settle::Delivery>,
+    pick: fn(i64) -> settle::Outcome,
+) -> std::collections::BTreeMap<i64, Vec<settle::Result<Settled>>> {
+    let go = std::sync::Arc::new(tokio::sync::Barrier::new(ds.len()));
+    let hs: Vec<_> = ds
+        .into_iter()
+        .map(|d| {
+            let go = go.clone();
+            tokio::spawn(async move {
+                let id: i64 = d.id().parse().unwrap();
+                go.wait().await;
+                (id, d.settle(pick(id)).await)
+            })
+        })
+        .collect();
+    let mut out = std::collections::BTreeMap::<i64, Vec<_>>::new();
+    for h in hs {
+        let (id, r) = h.await.unwrap();
+        out.entry(id).or_default().push(r);
+    }
+    out
+}
+
+/// Lease settles of concurrent deliveries go together: the first alone, those
+/// that arrive while it runs as one statement per outcome. Each still gets its
+/// own result: a lease lost fails only its own delivery; retry and retry_after
+/// write what they write alone. (One runtime thread, so the tasks queue behind
+/// the first deterministically.)
+#[tokio::test]
+async fn concurrent_lease_settles_are_combined() {
+    let db = admin().await;
+    let t = table(&db, "combine", 30).await;
+    log_deletes(&db, &t).await;
+    let q = Queue::new(&t, &t).form(Form::Lease {
+        ttl: Duration::from_secs(30),
+    });
+    let c = Client::connect(config(), 4, q).await.unwrap();
+    let mut ds = Vec::new();
+    for _ in 0..3 {
+        ds.extend(c.claim(10).await.unwrap());
+    }
+    assert_eq!(ds.len(), 30);
+    // row 5 is taken by a later claim (another token) before it is settled
+    db.batch_execute(&format!(
+        "UPDATE {t} SET locked_until = locked_until + interval '1 second' WHERE id = 5"
+    ))
+    .await
+    .unwrap();
+    let r = settle_together(ds, |id| match id {
+        ..=20 => settle::Outcome::Ack,
+        21..=25 => settle::Outcome::Retry,
+        _ => settle::Outcome::RetryAfter(Duration::from_secs(3600)),
+    })
+    .await;
+    for (id, rs) in &r {
+        let want = match id {
+            5 => "lease lost",
+            ..=20 => "Deleted",
+            21..=25 => "Retried",
+            _ => "Delayed",
+        };
+        let got = match &rs[0] {
+            Err(Error::LeaseLost(_)) => "lease lost".to_owned(),
+            other => format!("{:?}", other.as_ref().unwrap()),
+        };
+        assert_eq!(got, want, "row {id}");
+    }
+    let mut want = vec![(5, 1, false, true)];
+    want.extend((21..=25).map(|id| (id, 1, false, false)));
+    want.extend((26..=30).map(|id| (id, 1, true, false)));
+    assert_eq!(state(&db, &t).await, want);
+    let (statements, largest, rows) = deletes(&db, &t, 0).await;
+    assert_eq!(rows, 19, "every ack deleted its row once");
+    assert!(
+        largest > 1 && statements < 19,
+        "acks that arrived together went as one statement: {statements} DELETEs, the largest of {largest} rows"
+    );
+}
+
+/// A combined statement that fails as a whole writes nothing; its deliveries are
+/// then settled one by one, so only the row at fault fails (and is given back at
+/// once), as it would alone. Two deliveries of one row (a stale one and the
+/// reclaim) settling together: the stale one loses its lease, the other settles.
+#[tokio::test]
+async fn combined_settles_fail_only_their_own_row() {
+    let db = admin().await;
+    let t = table(&db, "combine_fail", 12).await;
+    log_deletes(&db, &t).await;
+    db.batch_execute(&format!(
+        "CREATE FUNCTION {t}_refuse() RETURNS trigger LANGUAGE plpgsql AS
+           $$ BEGIN IF OLD.id = 10 THEN RAISE EXCEPTION 'row % refuses to go', OLD.id; END IF; RETURN OLD; END $$;
+         CREATE TRIGGER refuse BEFORE DELETE ON {t} FOR EACH ROW EXECUTE FUNCTION {t}_refuse();"
+    ))
+    .await
+    .unwrap();
+    let q = Queue::new(&t, &t).form(Form::Lease {
+        ttl: Duration::from_secs(30),
+    });
+    let c = Client::connect(config(), 4, q).await.unwrap();
+    let ds = c.claim(10).await.unwrap();
+    let r = settle_together(ds, |_| settle::Outcome::Ack).await;
+    for (id, rs) in &r {
+        match (id, &rs[0]) {
+            (10, Err(Error::Database(e))) => {
+                assert!(e.to_string().contains("refuses to go"), "{e}")
+            }
+            (10, other) => panic!("row 10: {other:?}"),
+            (_, other) => assert!(matches!(other, Ok(Settled::Deleted)), "row {id}: {other:?}"),
+        }
+    }
+    // row 10 was given back at once (attempt counted, no lease)
+    assert_eq!(
+        state(&db, &t).await,
+        vec![(10, 1, false, false), (11, 0, false, false), (12, 0, false, false)]
+    );
+    assert_eq!(deletes(&db, &t, 0).await.2, 9);
+
+    // rows 11 and 12; row 11's lease runs out and is claimed again
+    let mut ds = c.claim(2).await.unwrap();
+    let ids: Vec<&str> = ds.iter().map(|d| d.id()).collect();
+    assert_eq!(ids, ["10", "11"]);
+    ds.extend(c.claim(1).await.unwrap());
+    db.batch_execute(&format!(
+        "UPDATE {t} SET locked_until = now() - interval '1 second' WHERE id = 11"
+    ))
+    .await
+    .unwrap();
+    let again = c.claim(1).await.unwrap();
+    assert_eq!(again[0].id(), "11");
+    ds.extend(again);
+    let logged: i32 = db
+        .query_one(&format!("SELECT coalesce(max(at), 0) FROM {t}_log"), &[])
+        .await
+        .unwrap()
+        .get(0);
+    let r = settle_together(ds, |id| {
+        if id == 10 {
+            settle::Outcome::Retry
+        } else {
+            settle::Outcome::Ack
+        }
+    })
+    .await;
+    assert!(matches!(r[&10][..], [Ok(Settled::Retried)]), "{:?}", r[&10]);
+    assert!(matches!(r[&12][..], [Ok(Settled::Deleted)]), "{:?}", r[&12]);
+    let mut r11: Vec<String> = r[&11]
+        .iter()
+        .map(|x| match x {
+            Err(Error::LeaseLost(_)) => "lease lost".into(),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    r11.sort();
+    assert_eq!(r11, ["Ok(Deleted)", "lease lost"], "row 11: the stale delivery loses");
+    assert_eq!(state(&db, &t).await, vec![(10, 2, false, false)]);
+    assert_eq!(deletes(&db, &t, logged).await.2, 2);
+}
+
 /// settle_many in row_lock and advisory: one statement on the claim's connection.
 /// Siblings settled later keep the transaction; the last settle commits (row_lock)
 /// or lets the keys go (advisory); the outcome is the one given; a custom

@@ -1,0 +1,236 @@
+//! Lease settles of concurrent deliveries, combined (extension backend).
+//!
+//! A settle that finds no other settle of its client on the way runs its own
+//! `queue_complete` at once, so a lone worker pays nothing. Settles that arrive
+//! while one is on the way wait, and go together as one `queue_complete_many`
+//! (per outcome) when it returns — group commit. Sixteen workers acking one job
+//! each then cost the server about one statement per round trip instead of
+//! sixteen.
+//!
+//! Each caller still gets its own result, only after its row is written: a
+//! lease lost fails that delivery alone, and a batch statement that fails as a
+//! whole (nothing written) is run again one delivery at a time, so each gets
+//! the error of its own row, as it would alone. The batch runs in a task of its
+//! own, so a caller that stops waiting never interrupts the others' settles.
+
+use crate::client::{micros, Inner, COMPLETE_MANY_SQL, COMPLETE_SQL};
+use crate::delivery::Outcome;
+use crate::error::{DbError, Error, Result};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+use tokio::sync::oneshot;
+
+/// Most deliveries in one combined statement.
+const MAX_BATCH: usize = 1000;
+
+/// The settles of one client waiting for the one on the way.
+#[derive(Default)]
+pub(crate) struct Combiner {
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// a settle (or a batch task) is on the way
+    busy: bool,
+    waiting: Vec<Item>,
+}
+
+struct Item {
+    id: String,
+    token: Option<SystemTime>,
+    outcome: Outcome,
+    tx: oneshot::Sender<Result<String>>,
+}
+
+/// Settle one lease delivery, combined with the client's concurrent settles.
+/// Returns `queue_complete`'s result text.
+pub(crate) async fn settle(
+    inner: &Arc<Inner>,
+    id: String,
+    token: Option<SystemTime>,
+    outcome: Outcome,
+) -> Result<String> {
+    let rx = {
+        let mut s = inner.acks.state.lock().expect("combiner lock");
+        if s.busy {
+            let (tx, rx) = oneshot::channel();
+            s.waiting.push(Item {
+                id,
+                token,
+                outcome,
+                tx,
+            });
+            Ok(rx)
+        } else {
+            s.busy = true;
+            Err((id, token, outcome))
+        }
+    };
+    match rx {
+        Ok(rx) => rx.await.unwrap_or_else(|_| {
+            Err(Error::invalid(
+                "the settle was interrupted (the runtime shut down); its outcome may or may not be written",
+            ))
+        }),
+        Err((id, token, outcome)) => {
+            let _lead = Lead(inner.clone());
+            one(inner, &id, token, &outcome).await
+        }
+    }
+}
+
+/// Held by whoever is on the way; on its drop (done, cancelled or panicked)
+/// the settles that arrived meanwhile go as a batch task, or the client is idle.
+struct Lead(Arc<Inner>);
+
+impl Drop for Lead {
+    fn drop(&mut self) {
+        let mut s = self.0.acks.state.lock().expect("combiner lock");
+        if s.waiting.is_empty() {
+            s.busy = false;
+            return;
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) => {
+                drop(s);
+                h.spawn(batches(self.0.clone()));
+            }
+            Err(_) => {
+                // no runtime to run them on: each caller is told (the sender dropped)
+                s.waiting.clear();
+                s.busy = false;
+            }
+        }
+    }
+}
+
+/// The batch task: settles whatever waits, until nothing does.
+async fn batches(inner: Arc<Inner>) {
+    let _lead = Lead(inner.clone());
+    loop {
+        let items = {
+            let mut s = inner.acks.state.lock().expect("combiner lock");
+            if s.waiting.is_empty() {
+                return;
+            }
+            std::mem::take(&mut s.waiting)
+        };
+        for group in groups(items) {
+            if let [_] = group.as_slice() {
+                let it = group.into_iter().next().expect("one");
+                let r = one(&inner, &it.id, it.token, &it.outcome).await;
+                let _ = it.tx.send(r);
+                continue;
+            }
+            let ids: Vec<String> = group.iter().map(|i| i.id.clone()).collect();
+            let tokens: Vec<Option<SystemTime>> = group.iter().map(|i| i.token).collect();
+            match many(&inner, &ids, &tokens, &group[0].outcome).await {
+                Ok(rs) => {
+                    for (it, r) in group.into_iter().zip(rs) {
+                        let _ = it.tx.send(r);
+                    }
+                }
+                // nothing was written: each alone, for its own result
+                Err(_) => {
+                    for it in group {
+                        let r = one(&inner, &it.id, it.token, &it.outcome).await;
+                        let _ = it.tx.send(r);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Items split into statements: one outcome each, an id at most once (a later
+/// delivery of a row goes in a later statement), at most `MAX_BATCH`, in order
+/// of arrival within each.
+fn groups(items: Vec<Item>) -> Vec<Vec<Item>> {
+    let mut out: Vec<Vec<Item>> = Vec::new();
+    for it in items {
+        let fits = |g: &Vec<Item>| {
+            g.len() < MAX_BATCH
+                && g[0].outcome == it.outcome
+                && !g.iter().any(|x| x.id == it.id)
+        };
+        match out.iter_mut().find(|g| fits(g)) {
+            Some(g) => g.push(it),
+            None => out.push(vec![it]),
+        }
+    }
+    out
+}
+
+/// One lease settle: `queue_complete`. Any error but a lost lease wrote
+/// nothing, so the row is given back at once rather than at its deadline.
+pub(crate) async fn one(
+    inner: &Arc<Inner>,
+    id: &str,
+    token: Option<SystemTime>,
+    outcome: &Outcome,
+) -> Result<String> {
+    let c = inner.pool()?.get().await?;
+    let st = c.prepare_cached(COMPLETE_SQL).await?;
+    let r: Result<String> = c
+        .query_one(
+            &st,
+            &[&inner.queue.name, &id, &outcome.sql_name(), &delay(outcome), &token],
+        )
+        .await
+        .map(|r| r.get(0))
+        .map_err(Into::into);
+    drop(c);
+    if matches!(&r, Err(err) if !matches!(err, Error::LeaseLost(_))) {
+        let _ = crate::delivery::release(inner, id, token, None, None).await;
+    }
+    r
+}
+
+/// One `queue_complete_many` for lease deliveries of one outcome, distinct ids:
+/// each one's result (a row this call did not hold is [`Error::LeaseLost`]), or
+/// the statement's error, when nothing was written.
+pub(crate) async fn many(
+    inner: &Arc<Inner>,
+    ids: &[String],
+    tokens: &[Option<SystemTime>],
+    outcome: &Outcome,
+) -> Result<Vec<Result<String>>> {
+    let c = inner.pool()?.get().await?;
+    let st = c.prepare_cached(COMPLETE_MANY_SQL).await?;
+    let rows = c
+        .query(
+            &st,
+            &[&inner.queue.name, &ids, &outcome.sql_name(), &delay(outcome), &tokens],
+        )
+        .await?;
+    drop(c);
+    let got: std::collections::HashMap<&str, &str> = rows
+        .iter()
+        .map(|r| (r.get::<_, &str>(0), r.get::<_, &str>(1)))
+        .collect();
+    Ok(ids
+        .iter()
+        .map(|id| match got.get(id.as_str()) {
+            Some(&r) if r != "lease_lost" => Ok(r.to_owned()),
+            _ => Err(lease_lost(&inner.queue.name, id)),
+        })
+        .collect())
+}
+
+fn delay(outcome: &Outcome) -> Option<i64> {
+    match outcome {
+        Outcome::RetryAfter(d) => Some(micros(*d)),
+        _ => None,
+    }
+}
+
+pub(crate) fn lease_lost(queue: &str, id: &str) -> Error {
+    Error::LeaseLost(DbError {
+        code: Some("SQ001".into()),
+        message: format!(
+            "lease lost: row {id} of queue \"{queue}\" no longer holds this delivery's token"
+        ),
+        source: None,
+    })
+}
