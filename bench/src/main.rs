@@ -173,6 +173,8 @@ fn args() -> Args {
                 i += 1;
             }
             "--no-client" => a.client = false,
+            // only the Rust client's rows (its CPU beside the server's), e.g. under perf
+            "--client-only" => a.forms.clear(),
             "--portable" => a.portable = true,
             "--mixed" => {
                 a.portable = true;
@@ -191,7 +193,7 @@ fn args() -> Args {
                 a.workers = vec![1, 4];
                 a.batches = vec![1, 100];
             }
-            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --portable, --mixed, --mariadb URL, --sqlite PATH, --pgmq CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --sustained SECONDS, --table-options OPTS"),
+            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --client-only, --portable, --mixed, --mariadb URL, --sqlite PATH, --pgmq CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --sustained SECONDS, --table-options OPTS"),
         }
         i += 1;
     }
@@ -273,8 +275,16 @@ fn server_cpu() -> f64 {
 }
 
 /// CPU seconds of this process.
+/// This process's user + system CPU seconds, to the microsecond: a B=100 case
+/// spends ~40 ms of client CPU, four of /proc's 10 ms ticks.
 fn own_cpu() -> f64 {
-    proc_stat("self").map_or(0.0, |f| cpu_fields(&f, &[11, 12]))
+    // SAFETY: getrusage only writes the struct it is given
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return 0.0;
+    }
+    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    s(u.ru_utime) + s(u.ru_stime)
 }
 
 struct Result_ {
@@ -1188,8 +1198,16 @@ async fn sustained(a: &Args, admin: &Client, secs: u64) {
     }
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() {
+fn main() {
+    let rt = if std::env::var("SETTLE_BENCH_RUNTIME").as_deref() == Ok("current") {
+        tokio::runtime::Builder::new_current_thread().enable_all().build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()
+    };
+    rt.expect("tokio runtime").block_on(main_());
+}
+
+async fn main_() {
     let a = args();
     let admin = connect(&a.conn).await;
     find_postmaster(&admin).await;
