@@ -150,9 +150,7 @@ fn groups(items: Vec<Item>) -> Vec<Vec<Item>> {
     let mut out: Vec<Vec<Item>> = Vec::new();
     for it in items {
         let fits = |g: &Vec<Item>| {
-            g.len() < MAX_BATCH
-                && g[0].outcome == it.outcome
-                && !g.iter().any(|x| x.id == it.id)
+            g.len() < MAX_BATCH && g[0].outcome == it.outcome && !g.iter().any(|x| x.id == it.id)
         };
         match out.iter_mut().find(|g| fits(g)) {
             Some(g) => g.push(it),
@@ -175,7 +173,13 @@ pub(crate) async fn one(
     let r: Result<String> = c
         .query_one(
             &st,
-            &[&inner.queue.name, &id, &outcome.sql_name(), &delay(outcome), &token],
+            &[
+                &inner.queue.name,
+                &id,
+                &outcome.sql_name(),
+                &delay(outcome),
+                &token,
+            ],
         )
         .await
         .map(|r| r.get(0))
@@ -201,7 +205,13 @@ pub(crate) async fn many(
     let rows = c
         .query(
             &st,
-            &[&inner.queue.name, &ids, &outcome.sql_name(), &delay(outcome), &tokens],
+            &[
+                &inner.queue.name,
+                &ids,
+                &outcome.sql_name(),
+                &delay(outcome),
+                &tokens,
+            ],
         )
         .await?;
     drop(c);

@@ -542,7 +542,11 @@ async fn combined_settles_fail_only_their_own_row() {
     // row 10 was given back at once (attempt counted, no lease)
     assert_eq!(
         state(&db, &t).await,
-        vec![(10, 1, false, false), (11, 0, false, false), (12, 0, false, false)]
+        vec![
+            (10, 1, false, false),
+            (11, 0, false, false),
+            (12, 0, false, false)
+        ]
     );
     assert_eq!(deletes(&db, &t, 0).await.2, 9);
 
@@ -582,7 +586,11 @@ async fn combined_settles_fail_only_their_own_row() {
         })
         .collect();
     r11.sort();
-    assert_eq!(r11, ["Ok(Deleted)", "lease lost"], "row 11: the stale delivery loses");
+    assert_eq!(
+        r11,
+        ["Ok(Deleted)", "lease lost"],
+        "row 11: the stale delivery loses"
+    );
     assert_eq!(state(&db, &t).await, vec![(10, 2, false, false)]);
     assert_eq!(deletes(&db, &t, logged).await.2, 2);
 }

@@ -1009,34 +1009,40 @@ impl Engine {
         }
         // re-check with a fresh read now that the keys are ours, count the attempt
         let ids: Vec<String> = locked.keys().cloned().collect();
-        let res: Result<(Vec<Claimed>, Vec<String>)> = async {
-            let mut tx = conn.begin().await?;
-            let (key, tail) = s.by_ids(&s.c("a", &s.id), 1, ids.len());
-            let sql = format!(
-                "SELECT {}, {} FROM {} a WHERE {key} AND {}{tail}{}",
-                d.id_text(&s.c("a", &s.id)),
-                s.attempt_sel("a"),
-                s.table,
-                s.ready("a"),
-                d.for_update()
-            );
-            let mut q = sqlx::query(&sql);
-            for id in &ids {
-                q = q.bind(id);
+        let res: Result<(Vec<Claimed>, Vec<String>)> = if d == Dialect::Postgres {
+            self.take_locked_pg(&mut conn, &ids)
+                .await
+                .map(|out| (out, Vec::new()))
+        } else {
+            async {
+                let mut tx = conn.begin().await?;
+                let (key, tail) = s.by_ids(&s.c("a", &s.id), 1, ids.len());
+                let sql = format!(
+                    "SELECT {}, {} FROM {} a WHERE {key} AND {}{tail}{}",
+                    d.id_text(&s.c("a", &s.id)),
+                    s.attempt_sel("a"),
+                    s.table,
+                    s.ready("a"),
+                    d.for_update()
+                );
+                let mut q = sqlx::query(&sql);
+                for id in &ids {
+                    q = q.bind(id);
+                }
+                let cands: Vec<(String, i64)> = q
+                    .fetch_all(&mut *tx)
+                    .await?
+                    .iter()
+                    .map(|r| (r.get(0), r.get(1)))
+                    .collect();
+                let still: Vec<String> = cands.iter().map(|(i, _)| i.clone()).collect();
+                let live = self.drop_poison(&mut tx, cands).await?;
+                let out = self.take(&mut tx, &live).await?;
+                tx.commit().await?;
+                Ok((out, still))
             }
-            let cands: Vec<(String, i64)> = q
-                .fetch_all(&mut *tx)
-                .await?
-                .iter()
-                .map(|r| (r.get(0), r.get(1)))
-                .collect();
-            let still: Vec<String> = cands.iter().map(|(i, _)| i.clone()).collect();
-            let live = self.drop_poison(&mut tx, cands).await?;
-            let out = self.take(&mut tx, &live).await?;
-            tx.commit().await?;
-            Ok((out, still))
-        }
-        .await;
+            .await
+        };
         let (out, _) = match res {
             Ok(v) => v,
             Err(e) => {
@@ -1058,6 +1064,75 @@ impl Engine {
             return Ok((out, None));
         }
         Ok((out, Some(PSession::new(Pinned::Conn(conn), held))))
+    }
+
+    /// The advisory claim's take on PostgreSQL, once this connection holds the
+    /// keys of `ids`: one autocommitted statement re-reads them (its snapshot is
+    /// taken after the keys were, and FOR UPDATE re-checks a row changed since),
+    /// counts the attempt of those still ready and returns them, where MySQL
+    /// and the general path need a transaction of four. Crash-looping rows
+    /// (attempt at max_attempts) are left out and moved to the dead letter.
+    async fn take_locked_pg(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        ids: &[String],
+    ) -> Result<Vec<Claimed>> {
+        let s = &self.s;
+        let d = s.d;
+        let idc = d.ident(&s.id);
+        let (key, _) = s.by_ids(&s.c("a", &s.id), 1, ids.len());
+        let (live, poison) = match s.max.filter(|_| s.dead.is_some()) {
+            Some(m) => (
+                format!(" AND c.att < {m}"),
+                format!(
+                    " UNION ALL SELECT CAST(c.k AS TEXT), c.att, NULL, NULL, 1, c.k FROM c WHERE c.att >= {m}"
+                ),
+            ),
+            None => (String::new(), String::new()),
+        };
+        let cand = format!(
+            "SELECT a.{idc} AS k, {att} AS att FROM {t} a WHERE {key} AND {ready} FOR UPDATE",
+            att = s.attempt_sel("a"),
+            t = s.table,
+            ready = s.ready("a"),
+        );
+        let took = match &s.attempt {
+            Some(a) => format!(
+                "UPDATE {t} a SET {0} = COALESCE(a.{0}, 0) + 1 FROM c WHERE a.{idc} = c.k{live} RETURNING a.*",
+                d.ident(a),
+                t = s.table
+            ),
+            // nothing to count: the rows are read (and locked) by c
+            None => format!(
+                "SELECT a.* FROM {t} a JOIN c ON a.{idc} = c.k WHERE true{live}",
+                t = s.table
+            ),
+        };
+        let sql = format!(
+            "WITH c AS ({cand}), u AS ({took}) \
+             SELECT {id}, {att}, NULL, {json}, 0, a.{idc} FROM u a{poison} ORDER BY 6",
+            id = d.id_text(&s.c("a", &s.id)),
+            att = s.attempt_sel("a"),
+            json = d.json_row("a", &s.cols),
+        );
+        let mut q = sqlx::query(&sql);
+        for id in ids {
+            q = q.bind(id);
+        }
+        let rows = q.fetch_all(&mut *conn).await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            if r.try_get::<i32, _>(4)? == 0 {
+                out.push(claimed(r, 0)?);
+            } else {
+                // this connection still holds the key: no other claim takes the row
+                let id = text(r, 0)?;
+                if let Err(e) = self.move_poison(&id).await {
+                    tracing::warn!(queue = %s.queue, id = %id, error = %e, "could not move a crash-looping row to the dead letter; a later claim tries again");
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Try the advisory keys of `ids` without waiting, in one statement per
