@@ -134,6 +134,17 @@ pub struct Client {
 }
 
 impl Inner {
+    /// A table without retry_after takes retry_after(d) as retry() and says so
+    /// (SPEC §3); the portable engine says it where it writes.
+    pub(crate) fn warn_if_no_retry_after(&self, outcome: &Outcome) {
+        if matches!(outcome, Outcome::RetryAfter(_))
+            && !self.has_retry_after
+            && matches!(self.backend, Backend::Ext(_))
+        {
+            tracing::warn!(queue = %self.queue.name, "queue has no retry_after column: retry_after is settled as retry");
+        }
+    }
+
     /// The extension backend's pool.
     pub(crate) fn pool(&self) -> Result<&Pool> {
         match &self.backend {
@@ -492,12 +503,10 @@ impl Client {
             ids.push(id);
             tokens.push(token);
         }
-        if let Outcome::RetryAfter(_) = outcome {
-            if !self.inner.has_retry_after {
-                tracing::warn!(queue = %self.inner.queue.name, "queue has no retry_after column: retry_after is settled as retry");
-            }
-        }
-        let results = match crate::combine::many(&self.inner, &ids, &tokens, &outcome).await {
+        self.inner.warn_if_no_retry_after(&outcome);
+        let tokens: Vec<crate::combine::Token> =
+            tokens.into_iter().map(crate::combine::Token::Ext).collect();
+        match crate::combine::many(&self.inner, &ids, &tokens, &outcome).await {
             Ok(rs) => rs,
             Err(_) => {
                 // nothing was written: each alone, for its own result
@@ -507,17 +516,7 @@ impl Client {
                 }
                 rs
             }
-        };
-        ids.iter()
-            .zip(results)
-            .map(|(id, r)| {
-                let s = Settled::parse(&r?);
-                if s == Settled::DeadLettered {
-                    tracing::warn!(queue = %self.inner.queue.name, id = %id, "max_attempts reached: moved to the dead letter");
-                }
-                Ok(s)
-            })
-            .collect()
+        }
     }
 
     /// Portable lease form: one transaction for the batch.

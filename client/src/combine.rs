@@ -1,11 +1,12 @@
-//! Lease settles of concurrent deliveries, combined (extension backend).
+//! Lease settles of concurrent deliveries, combined.
 //!
-//! A settle that finds no other settle of its client on the way runs its own
-//! `queue_complete` at once, so a lone worker pays nothing. Settles that arrive
-//! while one is on the way wait, and go together as one `queue_complete_many`
-//! (per outcome) when it returns — group commit. Sixteen workers acking one job
-//! each then cost the server about one statement per round trip instead of
-//! sixteen.
+//! A settle that finds no other settle of its client on the way runs alone, at
+//! once (`queue_complete`; on the portable path its own statement), so a lone
+//! worker pays nothing. Settles that arrive while one is on the way wait, and go
+//! together, one statement per outcome, when it returns — group commit
+//! (`queue_complete_many`; on the portable path `settle_many_lease`). Sixteen
+//! workers acking one job each then cost the server about one statement per
+//! round trip instead of sixteen.
 //!
 //! Each caller still gets its own result, only after its row is written: a
 //! lease lost fails that delivery alone, and a batch statement that fails as a
@@ -13,8 +14,8 @@
 //! the error of its own row, as it would alone. The batch runs in a task of its
 //! own, so a caller that stops waiting never interrupts the others' settles.
 
-use crate::client::{micros, Inner, COMPLETE_MANY_SQL, COMPLETE_SQL};
-use crate::delivery::Outcome;
+use crate::client::{micros, Backend, Inner, COMPLETE_MANY_SQL, COMPLETE_SQL};
+use crate::delivery::{Outcome, Settled};
 use crate::error::{DbError, Error, Result};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
@@ -38,19 +39,26 @@ struct State {
 
 struct Item {
     id: String,
-    token: Option<SystemTime>,
+    token: Token,
     outcome: Outcome,
-    tx: oneshot::Sender<Result<String>>,
+    tx: oneshot::Sender<Result<Settled>>,
+}
+
+/// A lease delivery's token: the extension's timestamp, or the portable
+/// path's epoch microseconds.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Token {
+    Ext(Option<SystemTime>),
+    Portable(Option<i64>),
 }
 
 /// Settle one lease delivery, combined with the client's concurrent settles.
-/// Returns `queue_complete`'s result text.
 pub(crate) async fn settle(
     inner: &Arc<Inner>,
     id: String,
-    token: Option<SystemTime>,
+    token: Token,
     outcome: Outcome,
-) -> Result<String> {
+) -> Result<Settled> {
     let rx = {
         let mut s = inner.acks.state.lock().expect("combiner lock");
         if s.busy {
@@ -124,7 +132,7 @@ async fn batches(inner: Arc<Inner>) {
                 continue;
             }
             let ids: Vec<String> = group.iter().map(|i| i.id.clone()).collect();
-            let tokens: Vec<Option<SystemTime>> = group.iter().map(|i| i.token).collect();
+            let tokens: Vec<Token> = group.iter().map(|i| i.token).collect();
             match many(&inner, &ids, &tokens, &group[0].outcome).await {
                 Ok(rs) => {
                     for (it, r) in group.into_iter().zip(rs) {
@@ -160,9 +168,30 @@ fn groups(items: Vec<Item>) -> Vec<Vec<Item>> {
     out
 }
 
-/// One lease settle: `queue_complete`. Any error but a lost lease wrote
-/// nothing, so the row is given back at once rather than at its deadline.
+/// One lease settle. Any error but a lost lease wrote nothing, so the row is
+/// given back at once rather than at its deadline.
 pub(crate) async fn one(
+    inner: &Arc<Inner>,
+    id: &str,
+    token: Token,
+    outcome: &Outcome,
+) -> Result<Settled> {
+    match (&inner.backend, token) {
+        (Backend::Portable(e), Token::Portable(t)) => {
+            let r = e.settle_lease(id, t, outcome).await;
+            if matches!(&r, Err(err) if !matches!(err, Error::LeaseLost(_))) {
+                let _ = e.release(None, None, id, t).await;
+            }
+            r
+        }
+        (_, Token::Ext(t)) => Ok(settled(inner, id, &one_ext(inner, id, t, outcome).await?)),
+        (_, Token::Portable(_)) => Err(Error::invalid("a portable token on the extension backend")),
+    }
+}
+
+/// One settle on the extension: `queue_complete`'s result text. Any error but
+/// a lost lease wrote nothing, so the row is given back at once.
+pub(crate) async fn one_ext(
     inner: &Arc<Inner>,
     id: &str,
     token: Option<SystemTime>,
@@ -191,15 +220,48 @@ pub(crate) async fn one(
     r
 }
 
-/// One `queue_complete_many` for lease deliveries of one outcome, distinct ids:
-/// each one's result (a row this call did not hold is [`Error::LeaseLost`]), or
-/// the statement's error, when nothing was written.
+/// What the extension's result text says was written (a move to the dead
+/// letter is logged).
+pub(crate) fn settled(inner: &Inner, id: &str, result: &str) -> Settled {
+    let s = Settled::parse(result);
+    if s == Settled::DeadLettered {
+        tracing::warn!(queue = %inner.queue.name, id = %id, "max_attempts reached: moved to the dead letter");
+    }
+    s
+}
+
+/// One statement for lease deliveries of one outcome, distinct ids: each one's
+/// result (a row this call did not hold is [`Error::LeaseLost`]), or the
+/// statement's error, when nothing was written.
 pub(crate) async fn many(
     inner: &Arc<Inner>,
     ids: &[String],
-    tokens: &[Option<SystemTime>],
+    tokens: &[Token],
     outcome: &Outcome,
-) -> Result<Vec<Result<String>>> {
+) -> Result<Vec<Result<Settled>>> {
+    if let Backend::Portable(e) = &inner.backend {
+        let items: Vec<(String, Option<i64>)> = ids
+            .iter()
+            .zip(tokens)
+            .map(|(id, t)| match t {
+                Token::Portable(t) => (id.clone(), *t),
+                Token::Ext(_) => (id.clone(), None),
+            })
+            .collect();
+        let rs = e.settle_many_lease(&items, outcome).await?;
+        return Ok(ids
+            .iter()
+            .zip(rs)
+            .map(|(id, r)| r.ok_or_else(|| lease_lost(&inner.queue.name, id)))
+            .collect());
+    }
+    let tokens: Vec<Option<SystemTime>> = tokens
+        .iter()
+        .map(|t| match t {
+            Token::Ext(t) => *t,
+            Token::Portable(_) => None,
+        })
+        .collect();
     let c = inner.pool()?.get().await?;
     let st = c.prepare_cached(COMPLETE_MANY_SQL).await?;
     let rows = c
@@ -222,7 +284,7 @@ pub(crate) async fn many(
     Ok(ids
         .iter()
         .map(|id| match got.get(id.as_str()) {
-            Some(&r) if r != "lease_lost" => Ok(r.to_owned()),
+            Some(&r) if r != "lease_lost" => Ok(settled(inner, id, r)),
             _ => Err(lease_lost(&inner.queue.name, id)),
         })
         .collect())

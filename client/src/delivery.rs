@@ -530,6 +530,17 @@ impl Delivery {
         let token = self.token;
         let (ptoken, psession, ptx) = (self.ptoken, self.psession.take(), self.ptx.take());
         async move {
+            if matches!(inner.queue.form, Form::Lease { .. })
+                && !matches!(outcome, Outcome::Custom(_))
+            {
+                // combined with the client's concurrent settles (a custom outcome runs alone)
+                let token = match inner.backend {
+                    Backend::Portable(_) => crate::combine::Token::Portable(ptoken),
+                    Backend::Ext(_) => crate::combine::Token::Ext(token),
+                };
+                inner.warn_if_no_retry_after(&outcome);
+                return crate::combine::settle(&inner, id, token, outcome).await;
+            }
             if let Backend::Portable(e) = &inner.backend {
                 return match psession {
                     None => {
@@ -555,11 +566,7 @@ impl Delivery {
                     }
                 };
             }
-            if let Outcome::RetryAfter(_) = outcome {
-                if !inner.has_retry_after {
-                    tracing::warn!(queue = %inner.queue.name, "queue has no retry_after column: retry_after is settled as retry");
-                }
-            }
+            inner.warn_if_no_retry_after(&outcome);
             let delay = match &outcome {
                 Outcome::RetryAfter(d) => Some(micros(*d)),
                 _ => None,
@@ -567,19 +574,16 @@ impl Delivery {
             let q = &inner.queue.name;
             let o = outcome.sql();
             let result: Result<String> = match (&session, inner.queue.form) {
-                // combined with the client's concurrent settles (a custom outcome runs alone)
-                (_, Form::Lease { .. }) if !matches!(outcome, Outcome::Custom(_)) => {
-                    crate::combine::settle(&inner, id.clone(), token, outcome.clone()).await
-                }
                 (_, Form::Lease { .. }) | (None, _) => {
-                    crate::combine::one(&inner, &id, token, &outcome).await
+                    crate::combine::one_ext(&inner, &id, token, &outcome).await
                 }
                 (Some(s), _) => {
                     let mut g = match tx {
                         Some(g) => g,
                         None => s.conn.clone().lock_owned().await,
                     };
-                    let r = settle_pinned(&mut g, s, q, &id, &o, delay, outcome == Outcome::Ack).await;
+                    let r =
+                        settle_pinned(&mut g, s, q, &id, &o, delay, outcome == Outcome::Ack).await;
                     if r.is_err() && s.form == Form::Advisory {
                         // clean the connection before it goes back to the pool
                         s.dirty.store(true, Ordering::Release);
@@ -592,11 +596,7 @@ impl Delivery {
                     }
                 }
             };
-            let settled = Settled::parse(&result?);
-            if settled == Settled::DeadLettered {
-                tracing::warn!(queue = %q, id = %id, "max_attempts reached: moved to the dead letter");
-            }
-            Ok(settled)
+            Ok(crate::combine::settled(&inner, &id, &result?))
         }
         .instrument(span)
         .await
@@ -630,11 +630,7 @@ pub(crate) async fn settle_many_pinned(
         drop(g);
         return Err(ds);
     };
-    if let Outcome::RetryAfter(_) = outcome {
-        if !inner.has_retry_after {
-            tracing::warn!(queue = %inner.queue.name, "queue has no retry_after column: retry_after is settled as retry");
-        }
-    }
+    inner.warn_if_no_retry_after(outcome);
     let q = &inner.queue.name;
     let ids: Vec<String> = ds.iter().map(|d| d.id.clone()).collect();
     let delay = match outcome {
@@ -695,13 +691,7 @@ pub(crate) async fn settle_many_pinned(
                 message: format!("row {id} of queue \"{q}\" is not held by this session"),
                 source: None,
             })),
-            Some(r) => {
-                let v = Settled::parse(r);
-                if v == Settled::DeadLettered {
-                    tracing::warn!(queue = %q, id = %id, "max_attempts reached: moved to the dead letter");
-                }
-                Ok(v)
-            }
+            Some(r) => Ok(crate::combine::settled(inner, id, r)),
         })
         .collect();
     // the last delivery of the claim commits (row_lock) or cleans up; if that

@@ -327,6 +327,81 @@ async fn batch_ack_on_every_backend() {
     }
 }
 
+/// Lease deliveries of three claims settled at once from their own tasks, on
+/// every backend: the client sends those that arrive together as one statement
+/// per outcome (see `combine`), and each still gets its own result. Row 1's
+/// lease ran out and a later claim holds it: only that delivery fails. One
+/// runtime thread, so the settles queue behind the first.
+#[tokio::test]
+async fn concurrent_lease_settles_on_every_backend() {
+    for b in BACKENDS {
+        let pool = admin(b).await;
+        let t = table(b, &pool, "together", 10).await;
+        let c = b
+            .client(Queue::new(&t, &t).form(Form::Lease {
+                ttl: Duration::from_millis(300),
+            }))
+            .await
+            .unwrap();
+        let mut ds = Vec::new();
+        for n in [3, 3, 2] {
+            ds.extend(c.claim(n).await.unwrap());
+        }
+        assert_eq!(ds.len(), 8, "{b:?}");
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let c2 = b
+            .client(Queue::new(&t, &t).form(Form::Lease {
+                ttl: Duration::from_secs(30),
+            }))
+            .await
+            .unwrap();
+        let later = c2.claim(1).await.unwrap().pop().unwrap();
+        assert_eq!(later.id(), "1", "{b:?}");
+        let go = std::sync::Arc::new(tokio::sync::Barrier::new(ds.len()));
+        let hs: Vec<_> = ds
+            .into_iter()
+            .map(|d| {
+                let go = go.clone();
+                tokio::spawn(async move {
+                    let id: i64 = d.id().parse().unwrap();
+                    let outcome = match id {
+                        ..=4 => settle::Outcome::Ack,
+                        5 | 6 => settle::Outcome::Retry,
+                        _ => settle::Outcome::RetryAfter(Duration::from_secs(3600)),
+                    };
+                    go.wait().await;
+                    (id, d.settle(outcome).await)
+                })
+            })
+            .collect();
+        for h in hs {
+            let (id, r) = h.await.unwrap();
+            let ok = match id {
+                1 => matches!(r, Err(Error::LeaseLost(_))),
+                ..=4 => matches!(r, Ok(Settled::Deleted)),
+                5 | 6 => matches!(r, Ok(Settled::Retried)),
+                _ => matches!(r, Ok(Settled::Delayed)),
+            };
+            assert!(ok, "{b:?} row {id}: {r:?}");
+        }
+        let (rows, _) = final_rows(b, &pool, &t).await;
+        assert_eq!(
+            rows,
+            vec![
+                (1, 2, false, true),
+                (5, 1, false, false),
+                (6, 1, false, false),
+                (7, 1, true, false),
+                (8, 1, true, false),
+                (9, 0, false, false),
+                (10, 0, false, false)
+            ],
+            "{b:?}"
+        );
+        assert_eq!(later.ack().await.unwrap(), Settled::Deleted, "{b:?}");
+    }
+}
+
 /// A batch of retries in which some deliveries reached max_attempts: one
 /// `settle_many`, each delivery its own result, the same rows on every backend
 /// and form (the portable path writes the batch in one transaction or savepoint).

@@ -1507,6 +1507,45 @@ impl Engine {
             .collect())
     }
 
+    /// Ack (or drop) lease deliveries of distinct ids, each with its own token,
+    /// in one autocommitted statement (PostgreSQL, SQLite): `(id = ? AND token
+    /// = ?) OR …`, `RETURNING` the ids written; `None` for a lease lost. This is
+    /// what deliveries of several claims settled together (see `combine`) send.
+    async fn ack_pairs(&self, items: &[(String, Option<i64>)]) -> Result<Vec<Option<Settled>>> {
+        let s = &self.s;
+        let d = s.d;
+        let t = &s.table;
+        let lu = d.micros(&s.c(t, s.locked_until.as_ref().expect("lease: locked_until")));
+        let pairs: Vec<String> = (0..items.len())
+            .map(|i| {
+                format!(
+                    "({} = {} AND {lu} = {})",
+                    s.c(t, &s.id),
+                    d.id_param(&d.p(2 * i + 1), s.id_kind),
+                    d.p(2 * i + 2)
+                )
+            })
+            .collect();
+        let mut cond = s.mine(t);
+        cond.push(format!("({})", pairs.join(" OR ")));
+        let (sql, settled) = self.ack_where(&cond.join(" AND "));
+        let sql = format!("{sql} RETURNING {}", d.id_text(&d.ident(&s.id)));
+        let mut q = sqlx::query(&sql);
+        for (id, token) in items {
+            q = q.bind(id.as_str()).bind(*token);
+        }
+        let done: std::collections::HashSet<String> = q
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|r| text(r, 0))
+            .collect::<Result<_>>()?;
+        Ok(items
+            .iter()
+            .map(|(id, _)| done.contains(id).then_some(settled))
+            .collect())
+    }
+
     /// Settle many lease deliveries with one ack, drop, retry or retry_after in
     /// one short transaction. `None` for a delivery whose lease was lost.
     pub(crate) async fn settle_many_lease(
@@ -1518,11 +1557,17 @@ impl Engine {
         if matches!(outcome, Outcome::Ack | Outcome::Drop)
             && self.s.d != Dialect::MySql
             && token.is_some()
-            && items.iter().all(|(_, t)| *t == token)
         {
-            // claimed together, one deadline: one autocommitted statement, as for
-            // one delivery, reporting the rows it wrote (PostgreSQL, SQLite)
-            return self.ack_returning(&self.pool, items, token).await;
+            if items.iter().all(|(_, t)| *t == token) {
+                // claimed together, one deadline: one autocommitted statement, as for
+                // one delivery, reporting the rows it wrote (PostgreSQL, SQLite)
+                return self.ack_returning(&self.pool, items, token).await;
+            }
+            let ids: std::collections::HashSet<&str> =
+                items.iter().map(|(id, _)| id.as_str()).collect();
+            if ids.len() == items.len() && items.iter().all(|(_, t)| t.is_some()) {
+                return self.ack_pairs(items).await;
+            }
         }
         again_if_deadlock(|| async {
             let mut tx = self.pool.begin_with(self.s.d.begin()).await?;
@@ -1537,10 +1582,14 @@ impl Engine {
     /// parameters 1..=n, and with `token` the lease token as n + 1 (only the
     /// rows that still hold it are written).
     fn ack_sql(&self, n: usize, token: bool) -> (String, Settled) {
+        self.ack_where(&self.held_cond(n, token))
+    }
+
+    /// The ack (or drop) of the rows `WHERE cond`, and what it writes.
+    fn ack_where(&self, cond: &str) -> (String, Settled) {
         let s = &self.s;
         let d = s.d;
         let t = &s.table;
-        let cond = self.held_cond(n, token);
         match &s.processed_at {
             Some(p) => (
                 format!("UPDATE {t} SET {} = {} WHERE {cond}", d.ident(p), d.now()),
