@@ -452,8 +452,8 @@ async fn settle_together(
     out
 }
 
-/// Lease settles of concurrent deliveries go together: the first alone, those
-/// that arrive while it runs as one statement per outcome. Each still gets its
+/// Lease settles of concurrent deliveries go together: the first two alone,
+/// those that arrive while they run as one statement per outcome. Each still gets its
 /// own result: a lease lost fails only its own delivery; retry and retry_after
 /// write what they write alone. (One runtime thread, so the tasks queue behind
 /// the first deterministically.)
