@@ -23,11 +23,10 @@ use std::time::SystemTime;
 use tokio::sync::oneshot;
 
 /// Settles on the way at once before the next ones wait to go together. One
-/// lane serialises every settle of the client behind the one before it, and
-/// lost 10-15% at 4 workers (the server had a core idle); two kept what 4
-/// workers reach uncombined and still combined at 16 (bench --client-only,
-/// extension, B=1: 4 workers 12.3-13.3k jobs/s with one lane, 14.3-15.0k with
-/// two, 14.2-15.8k uncombined; 16 workers 13.8-14.1k, 13.9-14.7k, 11.7-12.3k).
+/// lane serialises every settle of the client behind the one before it: at 4
+/// workers (B=1, extension) that cost 10-15% of jobs/s, the server having a
+/// core idle. With two, 4 workers lose at most ~6% (within the noise) and 16
+/// gain ~15% with ~15% less server CPU per job (README, *Benchmarks*).
 const LANES: usize = 2;
 
 /// Most deliveries in one combined statement.
