@@ -640,6 +640,22 @@ impl Shape {
         }
     }
 
+    /// For a PostgreSQL claim statement over candidates `c(k, att)`: the
+    /// condition that leaves out crash-looping rows (attempt already at
+    /// max_attempts, with a dead letter), and the `UNION ALL` that returns
+    /// them apart, marked 1 in the fifth column (delivered rows carry 0).
+    fn crash_loops(&self) -> (String, String) {
+        match self.max.filter(|_| self.dead.is_some()) {
+            Some(m) => (
+                format!(" AND c.att < {m}"),
+                format!(
+                    " UNION ALL SELECT CAST(c.k AS TEXT), c.att, NULL, NULL, 1, c.k FROM c WHERE c.att >= {m}"
+                ),
+            ),
+            None => (String::new(), String::new()),
+        }
+    }
+
     /// id text, attempt, token, row json of rows `WHERE <cond>`
     fn rows_sql(&self, cond: &str) -> String {
         format!(
@@ -892,15 +908,7 @@ impl Engine {
         if let Some(a) = &s.attempt {
             sets.push(format!("{0} = COALESCE(a.{0}, 0) + 1", d.ident(a)));
         }
-        let (live, poison) = match s.max.filter(|_| s.dead.is_some()) {
-            Some(m) => (
-                format!(" AND c.att < {m}"),
-                format!(
-                    " UNION ALL SELECT CAST(c.k AS TEXT), c.att, NULL, NULL, 1, c.k FROM c WHERE c.att >= {m}"
-                ),
-            ),
-            None => (String::new(), String::new()),
-        };
+        let (live, poison) = s.crash_loops();
         let sql = format!(
             "WITH c AS (SELECT a.{idc} AS k, {att} AS att FROM {t} a WHERE {ready} ORDER BY a.{idc} LIMIT $1 FOR UPDATE SKIP LOCKED), \
                   u AS (UPDATE {t} a SET {sets} FROM c WHERE a.{idc} = c.k{live} RETURNING a.*) \
@@ -918,20 +926,9 @@ impl Engine {
             .bind(crate::client::micros(ttl))
             .fetch_all(&self.pool)
             .await?;
-        let mut out = Vec::with_capacity(rows.len());
-        for r in &rows {
-            if r.try_get::<i32, _>(4)? == 0 {
-                out.push(claimed(r, 0)?);
-            } else {
-                // the rows above are already leased: a failed move must not lose
-                // them (the row stays, and a later claim tries again)
-                let id = text(r, 0)?;
-                if let Err(e) = self.move_poison(&id).await {
-                    tracing::warn!(queue = %s.queue, id = %id, error = %e, "could not move a crash-looping row to the dead letter; a later claim tries again");
-                }
-            }
-        }
-        Ok(out)
+        // the rows delivered are already leased: a failed move must not lose
+        // them (the row stays, and a later claim tries again)
+        self.deliver_or_move(&rows).await
     }
 
     /// Move a crash-looping row to the dead letter if it is still there, ready
@@ -1081,15 +1078,7 @@ impl Engine {
         let d = s.d;
         let idc = d.ident(&s.id);
         let (key, _) = s.by_ids(&s.c("a", &s.id), 1, ids.len());
-        let (live, poison) = match s.max.filter(|_| s.dead.is_some()) {
-            Some(m) => (
-                format!(" AND c.att < {m}"),
-                format!(
-                    " UNION ALL SELECT CAST(c.k AS TEXT), c.att, NULL, NULL, 1, c.k FROM c WHERE c.att >= {m}"
-                ),
-            ),
-            None => (String::new(), String::new()),
-        };
+        let (live, poison) = s.crash_loops();
         let cand = format!(
             "SELECT a.{idc} AS k, {att} AS att FROM {t} a WHERE {key} AND {ready} FOR UPDATE",
             att = s.attempt_sel("a"),
@@ -1120,15 +1109,23 @@ impl Engine {
             q = q.bind(id);
         }
         let rows = q.fetch_all(&mut *conn).await?;
+        // this connection still holds the crash-looping rows' keys: no other
+        // claim takes them before they are moved
+        self.deliver_or_move(&rows).await
+    }
+
+    /// The rows of a PostgreSQL claim statement (see [`Shape::crash_loops`]):
+    /// those to deliver, while each crash-looping one is moved to the dead
+    /// letter (a move that fails leaves the row for a later claim).
+    async fn deliver_or_move(&self, rows: &[sqlx::any::AnyRow]) -> Result<Vec<Claimed>> {
         let mut out = Vec::with_capacity(rows.len());
-        for r in &rows {
+        for r in rows {
             if r.try_get::<i32, _>(4)? == 0 {
                 out.push(claimed(r, 0)?);
             } else {
-                // this connection still holds the key: no other claim takes the row
                 let id = text(r, 0)?;
                 if let Err(e) = self.move_poison(&id).await {
-                    tracing::warn!(queue = %s.queue, id = %id, error = %e, "could not move a crash-looping row to the dead letter; a later claim tries again");
+                    tracing::warn!(queue = %self.s.queue, id = %id, error = %e, "could not move a crash-looping row to the dead letter; a later claim tries again");
                 }
             }
         }
