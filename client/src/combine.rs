@@ -18,6 +18,7 @@
 use crate::client::{micros, Backend, Inner, COMPLETE_MANY_SQL, COMPLETE_SQL};
 use crate::delivery::{Outcome, Settled};
 use crate::error::{DbError, Error, Result};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 use tokio::sync::oneshot;
@@ -163,17 +164,25 @@ async fn batches(inner: Arc<Inner>) {
 /// delivery of a row goes in a later statement), at most `MAX_BATCH`, in order
 /// of arrival within each.
 fn groups(items: Vec<Item>) -> Vec<Vec<Item>> {
-    let mut out: Vec<Vec<Item>> = Vec::new();
+    // each statement with the ids it holds: thousands of waiting settles are
+    // split without comparing every id with every other
+    let mut out: Vec<(Vec<Item>, HashSet<String>)> = Vec::new();
     for it in items {
-        let fits = |g: &Vec<Item>| {
-            g.len() < MAX_BATCH && g[0].outcome == it.outcome && !g.iter().any(|x| x.id == it.id)
+        let fits = |(g, ids): &(Vec<Item>, HashSet<String>)| {
+            g.len() < MAX_BATCH && g[0].outcome == it.outcome && !ids.contains(&it.id)
         };
         match out.iter_mut().find(|g| fits(g)) {
-            Some(g) => g.push(it),
-            None => out.push(vec![it]),
+            Some((g, ids)) => {
+                ids.insert(it.id.clone());
+                g.push(it);
+            }
+            None => {
+                let ids = HashSet::from([it.id.clone()]);
+                out.push((vec![it], ids));
+            }
         }
     }
-    out
+    out.into_iter().map(|(g, _)| g).collect()
 }
 
 /// One lease settle. Any error but a lost lease wrote nothing, so the row is
@@ -313,4 +322,50 @@ pub(crate) fn lease_lost(queue: &str, id: &str) -> Error {
         ),
         source: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(id: &str, outcome: Outcome) -> Item {
+        Item {
+            id: id.into(),
+            token: Token::Portable(Some(1)),
+            outcome,
+            tx: oneshot::channel().0,
+        }
+    }
+
+    /// What one batch of waiting settles becomes: a statement per outcome, no
+    /// id twice in one (the later delivery of a row goes in a later statement),
+    /// at most MAX_BATCH each, arrival order kept.
+    #[test]
+    fn groups_split_by_outcome_id_and_size() {
+        let mut items: Vec<Item> = (0..2500)
+            .map(|i| item(&i.to_string(), Outcome::Ack))
+            .collect();
+        items.insert(10, item("r1", Outcome::Retry));
+        items.push(item("7", Outcome::Ack));
+        items.push(item("r2", Outcome::Retry));
+        let gs = groups(items);
+        let shape: Vec<(usize, String, String)> = gs
+            .iter()
+            .map(|g| (g.len(), g[0].id.clone(), g[0].outcome.sql_name()))
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                (1000, "0".into(), "ack".into()),
+                (2, "r1".into(), "retry".into()),
+                (1000, "1000".into(), "ack".into()),
+                (501, "2000".into(), "ack".into()),
+            ]
+        );
+        // the second "7" went with the third statement, after the first "7"
+        assert_eq!(gs[3].last().unwrap().id, "7");
+        assert!(gs[0]
+            .windows(2)
+            .all(|w| w[0].id.parse::<u32>().unwrap() < w[1].id.parse::<u32>().unwrap()));
+    }
 }
