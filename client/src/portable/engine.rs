@@ -69,6 +69,17 @@ pub(crate) struct Shape {
     custom: HashMap<String, String>,
 }
 
+/// Which lease tokens an ack statement checks (see `Engine::ack_returning`).
+#[derive(Clone, Copy)]
+enum Tokens {
+    /// none: rows held by a transaction or key
+    None,
+    /// one token for every row
+    Shared(i64),
+    /// each row its own, bound after its id
+    PerItem,
+}
+
 /// A claimed row.
 pub(crate) struct Claimed {
     pub id: String,
@@ -1326,7 +1337,7 @@ impl Engine {
             && matches!(s.form, Form::RowLock | Form::Advisory)
             && d != Dialect::MySql
         {
-            return self.ack_returning(conn, items, None).await;
+            return self.ack_returning(conn, items, Tokens::None).await;
         }
         let held = self.lock_held(conn, items).await?;
         let retrying = matches!(outcome, Outcome::Retry | Outcome::RetryAfter(_));
@@ -1468,71 +1479,59 @@ impl Engine {
             .collect())
     }
 
-    /// Run [`ack_sql`](Self::ack_sql) for `items` (with `token`: only the rows
-    /// still holding it) with `RETURNING` the ids written, on `exec`; `None` for
-    /// an item it did not write.
+    /// Ack (or drop) `items` in one statement with `RETURNING` the ids written,
+    /// on `exec`; `None` for an item it did not write. Which rows it may write:
+    /// - `Tokens::None`: the held rows by id ([`ack_sql`](Self::ack_sql));
+    /// - `Tokens::Shared(t)`: those still holding the one lease token `t`
+    ///   (deliveries of one claim);
+    /// - `Tokens::PerItem`: distinct ids each still holding its own token,
+    ///   `(id = ? AND token = ?) OR …` — deliveries of several claims settled
+    ///   together (see `combine`).
     async fn ack_returning<'c, E>(
         &self,
         exec: E,
         items: &[(String, Option<i64>)],
-        token: Option<i64>,
+        tokens: Tokens,
     ) -> Result<Vec<Option<Settled>>>
     where
         E: sqlx::Executor<'c, Database = Any>,
     {
-        let (sql, settled) = self.ack_sql(items.len(), token.is_some());
-        let sql = format!(
-            "{sql} RETURNING {}",
-            self.s.d.id_text(&self.s.d.ident(&self.s.id))
-        );
+        let s = &self.s;
+        let d = s.d;
+        let (sql, settled) = match tokens {
+            Tokens::None => self.ack_sql(items.len(), false),
+            Tokens::Shared(_) => self.ack_sql(items.len(), true),
+            Tokens::PerItem => {
+                let t = &s.table;
+                let lu = d.micros(&s.c(t, s.locked_until.as_ref().expect("lease: locked_until")));
+                let pairs: Vec<String> = (0..items.len())
+                    .map(|i| {
+                        format!(
+                            "({} = {} AND {lu} = {})",
+                            s.c(t, &s.id),
+                            d.id_param(&d.p(2 * i + 1), s.id_kind),
+                            d.p(2 * i + 2)
+                        )
+                    })
+                    .collect();
+                let mut cond = s.mine(t);
+                cond.push(format!("({})", pairs.join(" OR ")));
+                self.ack_where(&cond.join(" AND "))
+            }
+        };
+        let sql = format!("{sql} RETURNING {}", d.id_text(&d.ident(&s.id)));
         let mut q = sqlx::query(&sql);
-        for (id, _) in items {
+        for (id, token) in items {
             q = q.bind(id.as_str());
+            if let Tokens::PerItem = tokens {
+                q = q.bind(*token);
+            }
         }
-        if let Some(t) = token {
+        if let Tokens::Shared(t) = tokens {
             q = q.bind(t);
         }
         let done: std::collections::HashSet<String> = q
             .fetch_all(exec)
-            .await?
-            .iter()
-            .map(|r| text(r, 0))
-            .collect::<Result<_>>()?;
-        Ok(items
-            .iter()
-            .map(|(id, _)| done.contains(id).then_some(settled))
-            .collect())
-    }
-
-    /// Ack (or drop) lease deliveries of distinct ids, each with its own token,
-    /// in one autocommitted statement (PostgreSQL, SQLite): `(id = ? AND token
-    /// = ?) OR …`, `RETURNING` the ids written; `None` for a lease lost. This is
-    /// what deliveries of several claims settled together (see `combine`) send.
-    async fn ack_pairs(&self, items: &[(String, Option<i64>)]) -> Result<Vec<Option<Settled>>> {
-        let s = &self.s;
-        let d = s.d;
-        let t = &s.table;
-        let lu = d.micros(&s.c(t, s.locked_until.as_ref().expect("lease: locked_until")));
-        let pairs: Vec<String> = (0..items.len())
-            .map(|i| {
-                format!(
-                    "({} = {} AND {lu} = {})",
-                    s.c(t, &s.id),
-                    d.id_param(&d.p(2 * i + 1), s.id_kind),
-                    d.p(2 * i + 2)
-                )
-            })
-            .collect();
-        let mut cond = s.mine(t);
-        cond.push(format!("({})", pairs.join(" OR ")));
-        let (sql, settled) = self.ack_where(&cond.join(" AND "));
-        let sql = format!("{sql} RETURNING {}", d.id_text(&d.ident(&s.id)));
-        let mut q = sqlx::query(&sql);
-        for (id, token) in items {
-            q = q.bind(id.as_str()).bind(*token);
-        }
-        let done: std::collections::HashSet<String> = q
-            .fetch_all(&self.pool)
             .await?
             .iter()
             .map(|r| text(r, 0))
@@ -1550,20 +1549,21 @@ impl Engine {
         items: &[(String, Option<i64>)],
         outcome: &Outcome,
     ) -> Result<Vec<Option<Settled>>> {
-        let token = items.first().and_then(|(_, t)| *t);
-        if matches!(outcome, Outcome::Ack | Outcome::Drop)
-            && self.s.d != Dialect::MySql
-            && token.is_some()
-        {
-            if items.iter().all(|(_, t)| *t == token) {
-                // claimed together, one deadline: one autocommitted statement, as for
-                // one delivery, reporting the rows it wrote (PostgreSQL, SQLite)
-                return self.ack_returning(&self.pool, items, token).await;
-            }
-            let ids: std::collections::HashSet<&str> =
-                items.iter().map(|(id, _)| id.as_str()).collect();
-            if ids.len() == items.len() && items.iter().all(|(_, t)| t.is_some()) {
-                return self.ack_pairs(items).await;
+        let first = items.first().and_then(|(_, t)| *t);
+        if let (Outcome::Ack | Outcome::Drop, Some(token)) = (outcome, first) {
+            if self.s.d != Dialect::MySql {
+                if items.iter().all(|(_, t)| *t == first) {
+                    // claimed together, one deadline: one autocommitted statement, as for
+                    // one delivery, reporting the rows it wrote (PostgreSQL, SQLite)
+                    return self
+                        .ack_returning(&self.pool, items, Tokens::Shared(token))
+                        .await;
+                }
+                let ids: std::collections::HashSet<&str> =
+                    items.iter().map(|(id, _)| id.as_str()).collect();
+                if ids.len() == items.len() && items.iter().all(|(_, t)| t.is_some()) {
+                    return self.ack_returning(&self.pool, items, Tokens::PerItem).await;
+                }
             }
         }
         again_if_deadlock(|| async {
