@@ -122,7 +122,7 @@ pub(crate) struct Inner {
     pub(crate) queue: Queue,
     pub(crate) has_retry_after: bool,
     pub(crate) listen: Option<tokio_postgres::Config>,
-    /// concurrent lease settles, combined (extension backend)
+    /// concurrent lease settles, combined (both backends)
     pub(crate) acks: crate::combine::Combiner,
 }
 
@@ -501,22 +501,10 @@ impl Client {
         for d in deliveries {
             let (id, token) = d.into_settled_parts();
             ids.push(id);
-            tokens.push(token);
+            tokens.push(crate::combine::Token::Ext(token));
         }
         self.inner.warn_if_no_retry_after(&outcome);
-        let tokens: Vec<crate::combine::Token> =
-            tokens.into_iter().map(crate::combine::Token::Ext).collect();
-        match crate::combine::many(&self.inner, &ids, &tokens, &outcome).await {
-            Ok(rs) => rs,
-            Err(_) => {
-                // nothing was written: each alone, for its own result
-                let mut rs = Vec::with_capacity(ids.len());
-                for (id, token) in ids.iter().zip(&tokens) {
-                    rs.push(crate::combine::one(&self.inner, id, *token, &outcome).await);
-                }
-                rs
-            }
-        }
+        crate::combine::many_or_each(&self.inner, &ids, &tokens, &outcome).await
     }
 
     /// Portable lease form: one transaction for the batch.

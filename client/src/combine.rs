@@ -134,30 +134,35 @@ async fn batches(inner: Arc<Inner>) {
             std::mem::take(&mut s.waiting)
         };
         for group in groups(items) {
-            if let [_] = group.as_slice() {
-                let it = group.into_iter().next().expect("one");
-                let r = one(&inner, &it.id, it.token, &it.outcome).await;
-                let _ = it.tx.send(r);
-                continue;
-            }
             let ids: Vec<String> = group.iter().map(|i| i.id.clone()).collect();
             let tokens: Vec<Token> = group.iter().map(|i| i.token).collect();
-            match many(&inner, &ids, &tokens, &group[0].outcome).await {
-                Ok(rs) => {
-                    for (it, r) in group.into_iter().zip(rs) {
-                        let _ = it.tx.send(r);
-                    }
-                }
-                // nothing was written: each alone, for its own result
-                Err(_) => {
-                    for it in group {
-                        let r = one(&inner, &it.id, it.token, &it.outcome).await;
-                        let _ = it.tx.send(r);
-                    }
-                }
+            let rs = many_or_each(&inner, &ids, &tokens, &group[0].outcome).await;
+            for (it, r) in group.into_iter().zip(rs) {
+                let _ = it.tx.send(r);
             }
         }
     }
+}
+
+/// Settle lease deliveries of one outcome and distinct ids: one alone, more in
+/// one statement ([`many`]); a statement that fails as a whole wrote nothing,
+/// so then each alone ([`one`]), for its own result.
+pub(crate) async fn many_or_each(
+    inner: &Arc<Inner>,
+    ids: &[String],
+    tokens: &[Token],
+    outcome: &Outcome,
+) -> Vec<Result<Settled>> {
+    if ids.len() > 1 {
+        if let Ok(rs) = many(inner, ids, tokens, outcome).await {
+            return rs;
+        }
+    }
+    let mut rs = Vec::with_capacity(ids.len());
+    for (id, token) in ids.iter().zip(tokens) {
+        rs.push(one(inner, id, *token, outcome).await);
+    }
+    rs
 }
 
 /// Items split into statements: one outcome each, an id at most once (a later

@@ -543,13 +543,10 @@ impl Delivery {
             }
             if let Backend::Portable(e) = &inner.backend {
                 return match psession {
+                    // a lease custom outcome (the others went above)
                     None => {
-                        let r = e.settle_lease(&id, ptoken, &outcome).await;
-                        if matches!(&r, Err(err) if !matches!(err, Error::LeaseLost(_))) {
-                            // nothing was written: give the row back now, not at the deadline
-                            let _ = e.release(None, None, &id, ptoken).await;
-                        }
-                        r
+                        let token = crate::combine::Token::Portable(ptoken);
+                        crate::combine::one(&inner, &id, token, &outcome).await
                     }
                     Some(s) => {
                         let mut g = match ptx {
