@@ -274,7 +274,6 @@ fn server_cpu() -> f64 {
     total
 }
 
-/// CPU seconds of this process.
 /// This process's user + system CPU seconds, to the microsecond: a B=100 case
 /// spends ~40 ms of client CPU, four of /proc's 10 ms ticks.
 fn own_cpu() -> f64 {
