@@ -65,8 +65,12 @@ struct Args {
     backlogs: Vec<usize>,
     /// seconds of the sustained (dead tuple) run, or 0
     sustained: u64,
-    /// storage parameters for the sustained run's table (`--table-options`)
+    /// storage parameters set on every settle/floor queue table before it is
+    /// filled (`--table-options "fillfactor = 100"`, or `reset` for the
+    /// server's defaults in place of `queue_create`'s)
     table_options: Option<String>,
+    /// the same for pgmq's queue table (`--pgmq-table-options`)
+    pgmq_table_options: Option<String>,
     jobs: usize,
     /// runs of each case; the median is reported
     repeat: usize,
@@ -103,6 +107,7 @@ fn args() -> Args {
         backlogs: Vec::new(),
         sustained: 0,
         table_options: None,
+        pgmq_table_options: None,
         jobs: 20_000,
         repeat: 1,
         forms: vec![Form::Lease, Form::RowLock, Form::Advisory],
@@ -137,6 +142,10 @@ fn args() -> Args {
             "--scaling" => a.backlogs = vec![10_000, 1_000_000],
             "--table-options" => {
                 a.table_options = Some(v[i + 1].clone());
+                i += 1;
+            }
+            "--pgmq-table-options" => {
+                a.pgmq_table_options = Some(v[i + 1].clone());
                 i += 1;
             }
             "--sustained" => {
@@ -193,7 +202,7 @@ fn args() -> Args {
                 a.workers = vec![1, 4];
                 a.batches = vec![1, 100];
             }
-            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --client-only, --portable, --mixed, --mariadb URL, --sqlite PATH, --pgmq CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --sustained SECONDS, --table-options OPTS"),
+            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --client-only, --portable, --mixed, --mariadb URL, --sqlite PATH, --pgmq CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --sustained SECONDS, --table-options OPTS|reset, --pgmq-table-options OPTS|reset"),
         }
         i += 1;
     }
@@ -305,17 +314,42 @@ impl Result_ {
     }
 }
 
-async fn prepare_table(admin: &Client, name: &str, form: Form, jobs: usize) {
+/// `ALTER TABLE` for `--table-options` / `--pgmq-table-options`: `reset` gives
+/// the table the server's defaults for what `queue_create` sets.
+fn alter_table_sql(table: &str, options: &str) -> String {
+    if options.trim().eq_ignore_ascii_case("reset") {
+        format!(
+            "ALTER TABLE {table} RESET (fillfactor, autovacuum_vacuum_scale_factor, \
+             autovacuum_vacuum_threshold, autovacuum_vacuum_cost_delay)"
+        )
+    } else {
+        format!("ALTER TABLE {table} SET ({options})")
+    }
+}
+
+async fn prepare_table(admin: &Client, name: &str, form: Form, jobs: usize, options: Option<&str>) {
     admin
         .batch_execute(&format!(
             "DROP TABLE IF EXISTS {name}, {name}_dead; SELECT queue_unregister('{name}');
              SELECT queue_create('{name}', '{}');
-             DROP TRIGGER IF EXISTS settle_notify ON {name};
-             INSERT INTO {name} (payload) SELECT jsonb_build_object('n', g) FROM generate_series(1, {jobs}) g;",
+             DROP TRIGGER IF EXISTS settle_notify ON {name};",
             form.name()
         ))
         .await
         .expect("prepare table");
+    if let Some(o) = options {
+        // before the rows go in, so that a fillfactor applies to them
+        admin
+            .batch_execute(&alter_table_sql(name, o))
+            .await
+            .expect("--table-options");
+    }
+    admin
+        .batch_execute(&format!(
+            "INSERT INTO {name} (payload) SELECT jsonb_build_object('n', g) FROM generate_series(1, {jobs}) g"
+        ))
+        .await
+        .expect("fill table");
     admin
         .batch_execute(&format!("VACUUM ANALYZE {name}"))
         .await
@@ -743,7 +777,12 @@ async fn case(
         peer.batch_execute(&format!(
             "SELECT pgmq.drop_queue('bench') FROM pgmq.list_queues() WHERE queue_name = 'bench';
              SELECT pgmq.create('bench');
+             {}
              SELECT count(*) FROM pgmq.send_batch('bench', ARRAY(SELECT jsonb_build_object('n', g) FROM generate_series(1, {}) g));",
+            a.pgmq_table_options
+                .as_deref()
+                .map(|o| alter_table_sql("pgmq.q_bench", o) + ";")
+                .unwrap_or_default(),
             a.jobs
         ))
         .await
@@ -752,7 +791,7 @@ async fn case(
             .await
             .expect("vacuum");
     } else {
-        prepare_table(admin, &q, form, a.jobs).await;
+        prepare_table(admin, &q, form, a.jobs, a.table_options.as_deref()).await;
     }
     let mut conns = Vec::new();
     for _ in 0..workers {
@@ -1015,7 +1054,7 @@ async fn scaling(a: &Args, admin: &Client) {
         for form in [Form::Lease, Form::RowLock, Form::Advisory] {
             let q = format!("scale_{}", form.name());
             let t = Instant::now();
-            prepare_table(admin, &q, form, n).await;
+            prepare_table(admin, &q, form, n, a.table_options.as_deref()).await;
             let filled = t.elapsed().as_secs_f64();
             let (stmt, types, args) = match form {
                 Form::Lease => ("claim", "bigint, interval", "1, '30 seconds'"),
@@ -1100,18 +1139,7 @@ async fn scaling(a: &Args, admin: &Client) {
 /// jobs/s is printed for every 30-second window.
 async fn sustained(a: &Args, admin: &Client, secs: u64) {
     let q = "sustained_lease";
-    prepare_table(admin, q, Form::Lease, 10_000).await;
-    if let Some(o) = &a.table_options {
-        admin
-            .batch_execute(&format!("ALTER TABLE {q} SET ({o})"))
-            .await
-            .expect("--table-options");
-        // rewrite, so a fillfactor applies to the rows already there
-        admin
-            .batch_execute(&format!("VACUUM FULL {q}"))
-            .await
-            .expect("vacuum full");
-    }
+    prepare_table(admin, q, Form::Lease, 10_000, a.table_options.as_deref()).await;
     let naptime: String = admin
         .query_one("SHOW autovacuum_naptime", &[])
         .await
@@ -1119,7 +1147,7 @@ async fn sustained(a: &Args, admin: &Client, secs: u64) {
         .get(0);
     println!(
         "table options: {}; autovacuum_naptime = {naptime}",
-        a.table_options.as_deref().unwrap_or("defaults")
+        a.table_options.as_deref().unwrap_or("queue_create's")
     );
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let count = Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -1199,9 +1227,14 @@ async fn sustained(a: &Args, admin: &Client, secs: u64) {
 
 fn main() {
     let rt = if std::env::var("SETTLE_BENCH_RUNTIME").as_deref() == Ok("current") {
-        tokio::runtime::Builder::new_current_thread().enable_all().build()
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
     } else {
-        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
     };
     rt.expect("tokio runtime").block_on(main_());
 }

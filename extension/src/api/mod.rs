@@ -258,7 +258,9 @@ fn queue_create(
                        attempt integer NOT NULL DEFAULT 0, \
                        retry_after timestamptz, \
                        locked_until timestamptz, \
-                       created_at timestamptz NOT NULL DEFAULT pg_catalog.now())"
+                       created_at timestamptz NOT NULL DEFAULT pg_catalog.now()) \
+                     WITH ({})",
+                    queue_table_options(form)
                 ),
                 None,
                 &[],
@@ -313,6 +315,28 @@ fn queue_create(
         })
     })();
     ok_or_raise(r)
+}
+
+/// Storage parameters of a table `queue_create` makes. A queue table's rows
+/// are written once, taken, and deleted within seconds:
+/// - lease and advisory claims update every row they take (the token, the
+///   attempt). Half of each page is left free so that update stays on the page
+///   (a HOT update: no new index entry, pruned on the page); with full pages
+///   each claim added an index entry per row, which later claims walked over.
+///   row_lock claims only lock, so that form keeps full pages.
+/// - autovacuum goes by the count of dead rows, not a share of a table whose
+///   live rows are few, and runs unthrottled: a queue's dead rows are what its
+///   claims walk over until vacuum removes them.
+fn queue_table_options(form: &str) -> String {
+    let mut o = vec![
+        "autovacuum_vacuum_scale_factor = 0",
+        "autovacuum_vacuum_threshold = 20000",
+        "autovacuum_vacuum_cost_delay = 0",
+    ];
+    if crate::sql::Form::parse(form) != Some(crate::sql::Form::RowLock) {
+        o.insert(0, "fillfactor = 50");
+    }
+    o.join(", ")
 }
 
 /// The statements settle runs for a queue, as built from its descriptor (for
