@@ -311,6 +311,11 @@ fn advisory_claim(
             let before = out.len();
             let dead_before = dead.len();
             read_claimed(q, t, out, dead, None);
+            if q.shape.int_id {
+                // oldest first (`Shape::take` orders any other id type itself);
+                // rounds go up the ids, so each round's rows sort on their own
+                out[before..].sort_by_cached_key(|d| d.id.parse::<i64>().unwrap_or(i64::MAX));
+            }
             let taken: HashSet<&str> = out[before..].iter().map(|d| d.id.as_str()).collect();
             let moved: HashSet<&str> = dead[dead_before..].iter().map(|s| s.as_str()).collect();
             for (id, key) in &locked {

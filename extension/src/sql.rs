@@ -398,6 +398,34 @@ impl Shape {
                 row = self.row_out("_s_took"),
             );
         }
+        if self.form == Form::Advisory && self.dead.is_none() && self.attempt.is_some() {
+            // no crash-loop branch: count the attempt in one UPDATE of the rows
+            // whose keys this session now holds. Its snapshot is taken after the
+            // keys were, and a row another session writes meanwhile is re-checked
+            // by the UPDATE itself (EvalPlanQual), as a FOR UPDATE would: locking
+            // first wrote every row twice
+            let update = format!(
+                "UPDATE {t} _s_t SET {sets} WHERE {id} {EQ} ANY (($1::pg_catalog.text[])::{ty}[]) AND {ready}",
+                sets = self.attempt_plus_one("_s_t").unwrap(),
+                ty = self.id_type,
+                ready = self.ready("_s_t"),
+            );
+            // oldest first: an integer id is sorted by `ops::advisory_claim`
+            if self.int_id {
+                return format!(
+                    "{update} RETURNING false, ({id})::pg_catalog.text, {att}, NULL::pg_catalog.timestamptz, {row}",
+                    att = self.attempt_out("_s_t"),
+                    row = self.row_out("_s_t"),
+                );
+            }
+            return format!(
+                "WITH _s_took AS ({update} RETURNING _s_t.*) \
+                 SELECT false, (_s_took.{idc})::pg_catalog.text, {att}, NULL::pg_catalog.timestamptz, {row} FROM _s_took ORDER BY _s_took.{idc}",
+                idc = self.id,
+                att = self.attempt_out("_s_took"),
+                row = self.row_out("_s_took"),
+            );
+        }
         // the candidates are locked (FOR UPDATE) by this statement, and the
         // write below finds them by _s_key (see `locator`)
         let key = self.locator("_s_t");

@@ -81,3 +81,23 @@ PREPARE TRANSACTION 'settle_test';
 SELECT id, attempt FROM ad WHERE id = 5;
 SELECT * FROM held_rows;
 SELECT id, attempt, retry_after IS NOT NULL AS delayed FROM ad ORDER BY id;
+-- without a dead letter the claim counts the attempt in one UPDATE of the rows whose
+-- keys it took; its rows still come oldest first, although that UPDATE may meet
+-- them in physical order: rows 1 and 10 were updated, so they sit after the others,
+-- and a plan that reads the heap (a seq scan here; a bitmap scan over a big batch)
+-- returns 2, 3, 1, 10
+CREATE TABLE ad_order (id bigint PRIMARY KEY, attempt int NOT NULL DEFAULT 0);
+SELECT queue_register('ad_order', 'ad_order', 'advisory');
+INSERT INTO ad_order (id) SELECT generate_series(1, 10);
+UPDATE ad_order SET attempt = 0 WHERE id IN (1, 10);
+DELETE FROM ad_order WHERE id BETWEEN 4 AND 9;
+SET enable_indexscan = off;
+SET enable_bitmapscan = off;
+BEGIN;
+UPDATE ad_order SET attempt = attempt WHERE id = ANY ('{1,2,3,10}') RETURNING id;
+ROLLBACK;
+SELECT id, attempt FROM queue_claim('ad_order', 4);
+RESET enable_indexscan;
+RESET enable_bitmapscan;
+SELECT queue_complete('ad_order', '2', 'ack'), queue_complete('ad_order', '10', 'retry');
+SELECT id, attempt FROM ad_order ORDER BY id;
