@@ -220,16 +220,21 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
                 let plan = q.claim_plan(client, |limit| PlanKey::Take { limit }, batch as i64);
                 let t = spi(client.select(&*plan, None, &[(batch as i64).into(), lease.into()]));
                 read_claimed(&q, t, &mut out, &mut dead, None);
-                if q.shape.int_id {
-                    // oldest first (the statement orders any other id type itself)
-                    // (each id parsed once, not at every comparison)
-                    out.sort_by_cached_key(|d| d.id.parse::<i64>().unwrap_or(i64::MAX));
-                }
+                oldest_first(&q, &mut out);
             }
             Form::Advisory => advisory_claim(client, &q, batch as usize, &mut out, &mut dead),
         }
         Ok(out)
     })
+}
+
+/// Put taken rows with an integer id oldest first (`Shape::taken_oldest_first`
+/// orders any other id type in the statement); each id is parsed once, not at
+/// every comparison.
+fn oldest_first(q: &Queue, taken: &mut [Delivery]) {
+    if q.shape.int_id {
+        taken.sort_by_cached_key(|d| d.id.parse::<i64>().unwrap_or(i64::MAX));
+    }
 }
 
 /// Walk ready rows in id order, lock keys with pg_try_advisory_lock, re-check
@@ -311,11 +316,8 @@ fn advisory_claim(
             let before = out.len();
             let dead_before = dead.len();
             read_claimed(q, t, out, dead, None);
-            if q.shape.int_id {
-                // oldest first (`Shape::take` orders any other id type itself);
-                // rounds go up the ids, so each round's rows sort on their own
-                out[before..].sort_by_cached_key(|d| d.id.parse::<i64>().unwrap_or(i64::MAX));
-            }
+            // rounds go up the ids, so each round's rows sort on their own
+            oldest_first(q, &mut out[before..]);
             let taken: HashSet<&str> = out[before..].iter().map(|d| d.id.as_str()).collect();
             let moved: HashSet<&str> = dead[dead_before..].iter().map(|s| s.as_str()).collect();
             for (id, key) in &locked {

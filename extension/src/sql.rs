@@ -370,9 +370,6 @@ impl Shape {
                 self.token_expr("$2")
             )];
             sets.extend(self.attempt_plus_one("_s_t"));
-            // RETURNING gives the rows in the order the write found them (a TID
-            // scan: physical order), and a claim returns them oldest first: an
-            // integer id is sorted by `ops::claim`, any other by the statement
             let update = format!(
                 "UPDATE {t} _s_t SET {sets} WHERE {key} {EQ} ANY (ARRAY(SELECT {cid} FROM {t} _s_c WHERE {ready} ORDER BY {oid} {limit} FOR UPDATE OF _s_c SKIP LOCKED))",
                 sets = sets.join(", "),
@@ -382,21 +379,7 @@ impl Shape {
                 oid = self.id_of("_s_c"),
                 ready = self.ready("_s_c"),
             );
-            let lu = self.locked_until.as_ref().unwrap();
-            if self.int_id {
-                return format!(
-                    "{update} RETURNING false, ({id})::pg_catalog.text, {att}, _s_t.{lu}, {row}",
-                    att = self.attempt_out("_s_t"),
-                    row = self.row_out("_s_t"),
-                );
-            }
-            return format!(
-                "WITH _s_took AS ({update} RETURNING _s_t.*) \
-                 SELECT false, (_s_took.{idc})::pg_catalog.text, {att}, _s_took.{lu}, {row} FROM _s_took ORDER BY _s_took.{idc}",
-                idc = self.id,
-                att = self.attempt_out("_s_took"),
-                row = self.row_out("_s_took"),
-            );
+            return self.taken_oldest_first(&update, self.locked_until.as_deref());
         }
         if self.form == Form::Advisory && self.dead.is_none() && self.attempt.is_some() {
             // no crash-loop branch: count the attempt in one UPDATE of the rows
@@ -410,21 +393,7 @@ impl Shape {
                 ty = self.id_type,
                 ready = self.ready("_s_t"),
             );
-            // oldest first: an integer id is sorted by `ops::advisory_claim`
-            if self.int_id {
-                return format!(
-                    "{update} RETURNING false, ({id})::pg_catalog.text, {att}, NULL::pg_catalog.timestamptz, {row}",
-                    att = self.attempt_out("_s_t"),
-                    row = self.row_out("_s_t"),
-                );
-            }
-            return format!(
-                "WITH _s_took AS ({update} RETURNING _s_t.*) \
-                 SELECT false, (_s_took.{idc})::pg_catalog.text, {att}, NULL::pg_catalog.timestamptz, {row} FROM _s_took ORDER BY _s_took.{idc}",
-                idc = self.id,
-                att = self.attempt_out("_s_took"),
-                row = self.row_out("_s_took"),
-            );
+            return self.taken_oldest_first(&update, None);
         }
         // the candidates are locked (FOR UPDATE) by this statement, and the
         // write below finds them by _s_key (see `locator`)
@@ -490,6 +459,36 @@ impl Shape {
             ));
         }
         sql
+    }
+
+    /// A claim's columns (dead, id, attempt, token, payload) from `update`, an
+    /// UPDATE of the rows taken aliased `_s_t`, oldest first. RETURNING gives
+    /// the rows in the order the write met them (a TID scan or a heap-order plan:
+    /// physical order): an integer id is sorted by `ops` after the statement
+    /// (cheaper than a CTE), any other by the statement. `token`: the column
+    /// holding the lease token, if the form has one.
+    fn taken_oldest_first(&self, update: &str, token: Option<&str>) -> String {
+        let tok = |a: &str| match token {
+            Some(c) => format!("{a}.{c}"),
+            None => "NULL::pg_catalog.timestamptz".into(),
+        };
+        if self.int_id {
+            return format!(
+                "{update} RETURNING false, ({id})::pg_catalog.text, {att}, {tok}, {row}",
+                id = self.id_of("_s_t"),
+                att = self.attempt_out("_s_t"),
+                tok = tok("_s_t"),
+                row = self.row_out("_s_t"),
+            );
+        }
+        format!(
+            "WITH _s_took AS ({update} RETURNING _s_t.*) \
+             SELECT false, (_s_took.{idc})::pg_catalog.text, {att}, {tok}, {row} FROM _s_took ORDER BY _s_took.{idc}",
+            idc = self.id,
+            att = self.attempt_out("_s_took"),
+            tok = tok("_s_took"),
+            row = self.row_out("_s_took"),
+        )
     }
 
     /// advisory candidates: ready rows in id order with their keys.
