@@ -71,6 +71,10 @@ struct Args {
     table_options: Option<String>,
     /// the same for pgmq's queue table (`--pgmq-table-options`)
     pgmq_table_options: Option<String>,
+    /// queues made with this max_attempts and a dead-letter table
+    /// (`--max-attempts N`): the claim's crash-loop branch, as a production
+    /// queue with a retry limit runs it; the floor's SQL does not change
+    max_attempts: Option<i32>,
     jobs: usize,
     /// runs of each case; the median is reported
     repeat: usize,
@@ -108,6 +112,7 @@ fn args() -> Args {
         sustained: 0,
         table_options: None,
         pgmq_table_options: None,
+        max_attempts: None,
         jobs: 20_000,
         repeat: 1,
         forms: vec![Form::Lease, Form::RowLock, Form::Advisory],
@@ -142,6 +147,10 @@ fn args() -> Args {
             "--scaling" => a.backlogs = vec![10_000, 1_000_000],
             "--table-options" => {
                 a.table_options = Some(v[i + 1].clone());
+                i += 1;
+            }
+            "--max-attempts" => {
+                a.max_attempts = Some(v[i + 1].parse().expect("--max-attempts N"));
                 i += 1;
             }
             "--pgmq-table-options" => {
@@ -202,7 +211,7 @@ fn args() -> Args {
                 a.workers = vec![1, 4];
                 a.batches = vec![1, 100];
             }
-            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --client-only, --portable, --mixed, --mariadb URL, --sqlite PATH, --pgmq CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --sustained SECONDS, --table-options OPTS|reset, --pgmq-table-options OPTS|reset"),
+            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --client-only, --portable, --mixed, --mariadb URL, --sqlite PATH, --pgmq CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --sustained SECONDS, --table-options OPTS|reset, --pgmq-table-options OPTS|reset, --max-attempts N"),
         }
         i += 1;
     }
@@ -327,13 +336,21 @@ fn alter_table_sql(table: &str, options: &str) -> String {
     }
 }
 
-async fn prepare_table(admin: &Client, name: &str, form: Form, jobs: usize, options: Option<&str>) {
+async fn prepare_table(
+    admin: &Client,
+    name: &str,
+    form: Form,
+    jobs: usize,
+    options: Option<&str>,
+    max_attempts: Option<i32>,
+) {
     admin
         .batch_execute(&format!(
             "DROP TABLE IF EXISTS {name}, {name}_dead; SELECT queue_unregister('{name}');
-             SELECT queue_create('{name}', '{}');
+             SELECT queue_create('{name}', '{}', {});
              DROP TRIGGER IF EXISTS settle_notify ON {name};",
-            form.name()
+            form.name(),
+            max_attempts.map_or("NULL".to_owned(), |n| n.to_string())
         ))
         .await
         .expect("prepare table");
@@ -791,7 +808,15 @@ async fn case(
             .await
             .expect("vacuum");
     } else {
-        prepare_table(admin, &q, form, a.jobs, a.table_options.as_deref()).await;
+        prepare_table(
+            admin,
+            &q,
+            form,
+            a.jobs,
+            a.table_options.as_deref(),
+            a.max_attempts,
+        )
+        .await;
     }
     let mut conns = Vec::new();
     for _ in 0..workers {
@@ -1054,7 +1079,15 @@ async fn scaling(a: &Args, admin: &Client) {
         for form in [Form::Lease, Form::RowLock, Form::Advisory] {
             let q = format!("scale_{}", form.name());
             let t = Instant::now();
-            prepare_table(admin, &q, form, n, a.table_options.as_deref()).await;
+            prepare_table(
+                admin,
+                &q,
+                form,
+                n,
+                a.table_options.as_deref(),
+                a.max_attempts,
+            )
+            .await;
             let filled = t.elapsed().as_secs_f64();
             let (stmt, types, args) = match form {
                 Form::Lease => ("claim", "bigint, interval", "1, '30 seconds'"),
@@ -1139,7 +1172,15 @@ async fn scaling(a: &Args, admin: &Client) {
 /// jobs/s is printed for every 30-second window.
 async fn sustained(a: &Args, admin: &Client, secs: u64) {
     let q = "sustained_lease";
-    prepare_table(admin, q, Form::Lease, 10_000, a.table_options.as_deref()).await;
+    prepare_table(
+        admin,
+        q,
+        Form::Lease,
+        10_000,
+        a.table_options.as_deref(),
+        a.max_attempts,
+    )
+    .await;
     let naptime: String = admin
         .query_one("SHOW autovacuum_naptime", &[])
         .await
@@ -1269,6 +1310,18 @@ async fn main_() {
         a.jobs,
         a.repeat
     );
+    if a.table_options.is_some() || a.max_attempts.is_some() {
+        println!(
+            "queue tables: queue_create's{}{}",
+            a.table_options
+                .as_deref()
+                .map(|o| format!(", then {o}"))
+                .unwrap_or_default(),
+            a.max_attempts
+                .map(|n| format!(", max_attempts {n} with a dead-letter table"))
+                .unwrap_or_default()
+        );
+    }
     let mut results = Vec::new();
     println!(
         "{:<8} {:<9} {:>3} {:>4} {:>9} {:>8} {:>8} {:>13} {:>13} {:>12}",

@@ -431,7 +431,8 @@ impl Queue {
     }
 
     /// The kept generic plan of a settle statement (`AckOne`, `AckMany`,
-    /// `Settle`), prepared on first use; `_client` proves SPI is connected.
+    /// `Settle`) or of the advisory take (`Take`, ids as `$1`), prepared on
+    /// first use; `_client` proves SPI is connected.
     pub fn settle_plan(&self, _client: &SpiClient<'_>, key: PlanKey) -> Rc<GenericPlan> {
         if let Some(p) = self.settle_plans.borrow().get(&key) {
             return p.clone();
@@ -447,6 +448,10 @@ impl Queue {
             }
             PlanKey::AckOne => (s.ack_one(), vec![TEXTOID, TIMESTAMPTZOID]),
             PlanKey::AckTids => (s.ack_tids(), vec![TIDARRAYOID]),
+            // the advisory take: the rows whose keys the claim holds
+            PlanKey::Take { limit: None } if s.form == Form::Advisory => {
+                (s.take(None), vec![TEXTARRAYOID])
+            }
             PlanKey::Settle(w) => (
                 s.settle(w),
                 vec![TEXTARRAYOID, TIMESTAMPTZARRAYOID, INTERVALOID],

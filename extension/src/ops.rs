@@ -62,7 +62,8 @@ fn warn_dead(q: &Queue, id: &str) {
 /// (a row_lock claim with `Shape::by_ctid`), pushed there row for row.
 fn read_claimed(
     q: &Queue,
-    t: pgrx::spi::SpiTupleTable<'_>,
+    // the rows of the claim statement just run, in SPI's current tuple table
+    rows: usize,
     out: &mut Vec<Delivery>,
     dead: &mut Vec<String>,
     mut tids: Option<&mut Vec<held::Tid>>,
@@ -73,7 +74,7 @@ fn read_claimed(
         .expect("SPI runs under the function's memory context");
     let mut enc = q.encoder.as_ref().map(|e| e.borrow_mut());
     unsafe {
-        spi_rows(t.len(), |values, nulls| {
+        spi_rows(rows, |values, nulls| {
             let is_dead = !nulls[0] && bool::from_datum(values[0], false).unwrap_or(false);
             let id = if nulls[1] {
                 String::new()
@@ -206,7 +207,7 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
                 let mut tids = Vec::with_capacity(batch as usize);
                 read_claimed(
                     &q,
-                    t,
+                    t.len(),
                     &mut out,
                     &mut dead,
                     q.shape.by_ctid().then_some(&mut tids),
@@ -219,7 +220,7 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
                 let lease = lease_interval(lease)?;
                 let plan = q.claim_plan(client, |limit| PlanKey::Take { limit }, batch as i64);
                 let t = spi(client.select(&*plan, None, &[(batch as i64).into(), lease.into()]));
-                read_claimed(&q, t, &mut out, &mut dead, None);
+                read_claimed(&q, t.len(), &mut out, &mut dead, None);
                 oldest_first(&q, &mut out);
             }
             Form::Advisory => advisory_claim(client, &q, batch as usize, &mut out, &mut dead),
@@ -308,14 +309,15 @@ fn advisory_claim(
         after = cands.get(examined.max(1) - 1).map(|c| c.0.clone());
         if !locked.is_empty() {
             let ids: Vec<&str> = locked.iter().map(|(i, _)| i.as_str()).collect();
-            let t = spi(client.select(
-                &*q.plan(client, PlanKey::Take { limit: None }),
-                None,
-                &[ids.into()],
-            ));
+            // a generic plan: `id = ANY($1)` would be planned again for every
+            // claim otherwise (see `desc::GenericPlan`)
+            q.settle_plan(client, PlanKey::Take { limit: None })
+                .run(&[ids.into()]);
+            // SAFETY: right after the statement ran
+            let rows = unsafe { pg_sys::SPI_processed } as usize;
             let before = out.len();
             let dead_before = dead.len();
-            read_claimed(q, t, out, dead, None);
+            read_claimed(q, rows, out, dead, None);
             // rounds go up the ids, so each round's rows sort on their own
             oldest_first(q, &mut out[before..]);
             let taken: HashSet<&str> = out[before..].iter().map(|d| d.id.as_str()).collect();
