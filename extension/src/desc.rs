@@ -477,7 +477,7 @@ impl Queue {
             }
             PlanKey::Take { limit } => match s.form {
                 Form::Lease => (s.take(*limit), vec![INT8OID, INTERVALOID]),
-                _ => (s.take(None), vec![TEXTARRAYOID]),
+                _ => unreachable!("the advisory take: see settle_plan"),
             },
             PlanKey::Candidates {
                 after: false,
