@@ -221,12 +221,12 @@ fn queue_create(
 ) -> String {
     let r = (|| {
         let queue = need(queue, "queue")?;
-        let form = need(form, "form")?;
-        if crate::sql::Form::parse(form).is_none() {
+        let form_name = need(form, "form")?;
+        let Some(form) = crate::sql::Form::parse(form_name) else {
             return Err(SettleError::InvalidDescriptor(format!(
-                "unknown form \"{form}\": use row_lock, lease or advisory"
+                "unknown form \"{form_name}\": use row_lock, lease or advisory"
             )));
-        }
+        };
         if queue.is_empty() || queue.len() > 63 {
             return Err(SettleError::InvalidDescriptor(
                 "queue_create names the table after the queue: 1 to 63 bytes".into(),
@@ -304,7 +304,7 @@ fn queue_create(
                     "SELECT queue_register({}, {}::regclass, {}, {}, {})",
                     literal(queue),
                     literal(&table),
-                    literal(form),
+                    literal(form.name()),
                     max_attempts.map_or("NULL".into(), |n| n.to_string()),
                     dl_table.as_deref().map_or("NULL".into(), literal),
                 ),
@@ -327,13 +327,13 @@ fn queue_create(
 /// - autovacuum goes by the count of dead rows, not a share of a table whose
 ///   live rows are few, and runs unthrottled: a queue's dead rows are what its
 ///   claims walk over until vacuum removes them.
-fn queue_table_options(form: &str) -> String {
+fn queue_table_options(form: crate::sql::Form) -> String {
     let mut o = vec![
         "autovacuum_vacuum_scale_factor = 0",
         "autovacuum_vacuum_threshold = 20000",
         "autovacuum_vacuum_cost_delay = 0",
     ];
-    if crate::sql::Form::parse(form) != Some(crate::sql::Form::RowLock) {
+    if form != crate::sql::Form::RowLock {
         o.insert(0, "fillfactor = 50");
     }
     o.join(", ")
