@@ -43,6 +43,8 @@ pub enum PlanKey {
     Take {
         limit: Option<u32>,
     },
+    /// rows a lease or advisory take flagged dead, into the dead letter
+    MoveTakenDead,
     Candidates {
         after: bool,
         limit: Option<u32>,
@@ -431,7 +433,8 @@ impl Queue {
     }
 
     /// The kept generic plan of a settle statement (`AckOne`, `AckMany`,
-    /// `Settle`) or of the advisory take (`Take`, ids as `$1`), prepared on
+    /// `Settle`), of the advisory take (`Take`, ids as `$1`) or of the move of
+    /// the rows a take flagged dead (`MoveTakenDead`), prepared on
     /// first use; `_client` proves SPI is connected.
     pub fn settle_plan(&self, _client: &SpiClient<'_>, key: PlanKey) -> Rc<GenericPlan> {
         if let Some(p) = self.settle_plans.borrow().get(&key) {
@@ -452,6 +455,10 @@ impl Queue {
             PlanKey::Take { limit: None } if s.form == Form::Advisory => {
                 (s.take(None), vec![TEXTARRAYOID])
             }
+            PlanKey::MoveTakenDead => (
+                s.move_taken_dead().expect("queue has a dead letter"),
+                vec![TEXTARRAYOID],
+            ),
             PlanKey::Settle(w) => (
                 s.settle(w),
                 vec![TEXTARRAYOID, TIMESTAMPTZARRAYOID, INTERVALOID],
@@ -490,6 +497,7 @@ impl Queue {
             | PlanKey::AckManyOneToken
             | PlanKey::AckOne
             | PlanKey::AckTids
+            | PlanKey::MoveTakenDead
             | PlanKey::Settle(_) => {
                 unreachable!("a settle statement: see settle_plan")
             }

@@ -222,11 +222,33 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
                 let t = spi(client.select(&*plan, None, &[(batch as i64).into(), lease.into()]));
                 read_claimed(&q, t.len(), &mut out, &mut dead, None);
                 oldest_first(&q, &mut out);
+                move_taken_dead(client, &q, &dead);
             }
             Form::Advisory => advisory_claim(client, &q, batch as usize, &mut out, &mut dead),
         }
         Ok(out)
     })
+}
+
+/// Move the rows a take flagged dead (`Shape::take`) into the dead letter. The
+/// claim holds them, so every one is moved; anything else is a bug, and the
+/// claim fails (its transaction rolls back) rather than lose a row.
+fn move_taken_dead(client: &SpiClient<'_>, q: &Queue, dead: &[String]) {
+    if dead.is_empty() {
+        return;
+    }
+    let ids: Vec<&str> = dead.iter().map(|s| s.as_str()).collect();
+    q.settle_plan(client, PlanKey::MoveTakenDead)
+        .run(&[ids.into()]);
+    // SAFETY: right after the statement ran
+    let moved = unsafe { pg_sys::SPI_processed } as usize;
+    assert_eq!(
+        moved,
+        dead.len(),
+        "settle: queue \"{}\": a claim moved {moved} of the {} rows it took past max_attempts",
+        q.shape.queue,
+        dead.len()
+    );
 }
 
 /// Put taken rows with an integer id oldest first (`Shape::taken_oldest_first`
@@ -321,6 +343,7 @@ fn advisory_claim(
             // rounds go up the ids, so each round's rows sort on their own
             oldest_first(q, &mut out[before..]);
             let taken: HashSet<&str> = out[before..].iter().map(|d| d.id.as_str()).collect();
+            move_taken_dead(client, q, &dead[dead_before..]);
             let moved: HashSet<&str> = dead[dead_before..].iter().map(|s| s.as_str()).collect();
             for (id, key) in &locked {
                 if taken.contains(id.as_str()) {
@@ -859,6 +882,9 @@ pub fn statements(s: &crate::sql::Shape) -> Vec<(String, String)> {
             ));
             v.push(("claim_take".into(), s.take(None)));
         }
+    }
+    if let Some(m) = s.move_taken_dead() {
+        v.push(("claim_move_dead".into(), m));
     }
     v.push(("ack_one".into(), s.ack_one()));
     v.push(("ack_many".into(), s.ack_many()));

@@ -73,3 +73,15 @@ SELECT queue_requeue_dead('sms');
 SELECT id, queue, attempt, retry_after FROM shared WHERE queue = 'sms' ORDER BY id;
 SELECT queue_requeue_dead('mail', ARRAY['1']);
 SELECT id, queue, attempt FROM shared WHERE queue = 'mail' ORDER BY id;
+-- lease in a shared table with a group dead letter and text ids: a batch that meets a
+-- crash-looped row (its last delivery died unsettled at max_attempts) moves it (group
+-- set to the dead letter, its attempt as that delivery left it, no lease) and delivers
+-- the others, oldest first
+CREATE TABLE shared_lease (id text PRIMARY KEY, queue text NOT NULL, attempt int NOT NULL DEFAULT 0,
+                           locked_until timestamptz);
+SELECT queue_register('jobs', 'shared_lease', 'lease', 2, 'jobs_dead');
+INSERT INTO shared_lease VALUES ('c', 'jobs', 0, NULL), ('a', 'jobs', 2, now() - interval '1 second'),
+                                ('b', 'jobs', 1, NULL), ('d', 'other', 7, NULL);
+SELECT id, attempt FROM queue_claim('jobs', 10);
+SELECT id, queue, attempt, locked_until IS NOT NULL AS leased FROM shared_lease ORDER BY id;
+SELECT ready, in_flight, dead FROM queue_stats('jobs');

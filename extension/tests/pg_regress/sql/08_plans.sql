@@ -13,7 +13,7 @@ BEGIN
       WHEN r.statement = 'ack_many_one_token' THEN 'text[], timestamptz'
       WHEN r.statement = 'extend' THEN 'text, timestamptz, interval'
       WHEN r.statement = 'ack_one' THEN 'text, timestamptz'
-      WHEN r.statement = 'claim_take' THEN 'text[]'
+      WHEN r.statement IN ('claim_take', 'claim_move_dead') THEN 'text[]'
       WHEN r.statement = 'claim_candidates_after' THEN 'bigint, text'
       WHEN r.statement = 'claim_again' THEN 'bigint, text[]'
       WHEN r.statement = 'claim' AND form = 'lease' THEN 'bigint, interval'
