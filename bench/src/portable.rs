@@ -3,7 +3,7 @@
 //! as the client uses it), in the same run: PostgreSQL without the extension
 //! (the `--conn` server, plain tables), MariaDB/MySQL (`--mariadb URL`) and
 //! SQLite (`--sqlite PATH`, a file). `--mixed` settles with a mix of outcomes
-//! instead of ack only (client rows only: see [`Outcome mix`](mixed_outcome)).
+//! instead of ack only, client and floor alike (see [`mixed_outcome`]).
 
 use crate::{pct, Args, Form};
 use sqlx::any::AnyPoolOptions;
@@ -48,6 +48,14 @@ impl Server {
     /// of the primary key — given `IN (…)` of many ids on a small table it scans
     /// the whole table, waiting on every row another worker holds (deadlocks).
     fn delete_ids(self, t: &str, n: usize, and: &str) -> String {
+        self.write_ids(&format!("DELETE FROM {t}"), n, and)
+    }
+    /// `UPDATE … SET sets` of `n` ids, as [`delete_ids`](Self::delete_ids).
+    fn update_ids(self, t: &str, sets: &str, n: usize, and: &str) -> String {
+        self.write_ids(&format!("UPDATE {t} SET {sets}"), n, and)
+    }
+    /// `head` (a `DELETE FROM t` or an `UPDATE t SET …`) of `n` ids.
+    fn write_ids(self, head: &str, n: usize, and: &str) -> String {
         let and = if and.is_empty() {
             String::new()
         } else {
@@ -58,10 +66,7 @@ impl Server {
         } else {
             String::new()
         };
-        format!(
-            "DELETE FROM {t} WHERE id IN ({}){and}{order}",
-            self.list(1, n)
-        )
+        format!("{head} WHERE id IN ({}){and}{order}", self.list(1, n))
     }
     fn list(self, first: usize, n: usize) -> String {
         (first..first + n)
@@ -78,6 +83,14 @@ impl Server {
             Server::Postgres | Server::PgExt => "CAST(payload AS TEXT)",
             Server::MariaDb => "CAST(payload AS CHAR CHARACTER SET utf8mb4)",
             Server::Sqlite => "payload",
+        }
+    }
+    /// An integer column read as an i64 (sqlx's `Any` decodes no int4 as i64).
+    fn int8(self, e: &str) -> String {
+        match self {
+            Server::Postgres | Server::PgExt => format!("CAST({e} AS BIGINT)"),
+            Server::MariaDb => format!("CAST({e} AS SIGNED)"),
+            Server::Sqlite => e.to_string(),
         }
     }
     fn ready(self) -> String {
@@ -295,10 +308,25 @@ async fn client_worker(
             continue;
         }
         let n = ds.len();
-        if mixed {
+        if mixed && n == 1 {
+            let d = ds.into_iter().next().unwrap();
+            let o = mixed_outcome(d.id().parse().unwrap(), i64::from(d.attempt()));
+            d.settle(o).await.expect("settle");
+        } else if mixed {
+            // a batch settles one settle_many per outcome, as the floor writes
+            // one statement per outcome
+            let mut by: Vec<(settle::Outcome, Vec<settle::Delivery>)> = Vec::new();
             for d in ds {
                 let o = mixed_outcome(d.id().parse().unwrap(), i64::from(d.attempt()));
-                d.settle(o).await.expect("settle");
+                match by.iter_mut().find(|(k, _)| *k == o) {
+                    Some((_, v)) => v.push(d),
+                    None => by.push((o, vec![d])),
+                }
+            }
+            for (o, v) in by {
+                for r in client.settle_many(v, o).await {
+                    r.expect("settle");
+                }
             }
         } else if n == 1 {
             ds.into_iter().next().unwrap().ack().await.expect("ack");
@@ -336,21 +364,102 @@ fn bind_all<'q>(
 /// A floor round to run again (every advisory candidate held by another worker).
 const AGAIN: usize = usize::MAX;
 
+/// How a floor round settles a row: ack and drop both delete it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Write {
+    Delete,
+    Retry,
+    /// retry_after(0 s)
+    RetryNow,
+}
+
+/// What the floor writes for a row under [`mixed_outcome`] (or ack only).
+fn floor_write(mixed: bool, id: i64, attempt: i64) -> Write {
+    if !mixed {
+        return Write::Delete;
+    }
+    match mixed_outcome(id, attempt) {
+        settle::Outcome::Retry => Write::Retry,
+        settle::Outcome::RetryAfter(_) => Write::RetryNow,
+        _ => Write::Delete,
+    }
+}
+
+/// Settle the rows a floor round took — (id, 1-based delivery number) — with
+/// one statement per outcome, as a hand-writer batches them. `token`: the
+/// lease's; each write then holds only while the row still carries it. The
+/// writes of each form: row_lock counts the attempt when it retries (the claim
+/// wrote nothing), lease clears the token, advisory writes nothing for a plain
+/// retry (the attempt was counted at claim; unlocking gives the row back).
+#[allow(clippy::too_many_arguments)]
+async fn floor_settle(
+    c: &mut sqlx::AnyConnection,
+    db: Server,
+    form: Form,
+    t: &str,
+    taken: &[(i64, i64)],
+    token: Option<i64>,
+    mixed: bool,
+) -> Result<(), sqlx::Error> {
+    for w in [Write::Delete, Write::Retry, Write::RetryNow] {
+        let ids: Vec<i64> = taken
+            .iter()
+            .filter(|&&(id, att)| floor_write(mixed, id, att) == w)
+            .map(|&(id, _)| id)
+            .collect();
+        if ids.is_empty() {
+            continue;
+        }
+        let held = token
+            .map(|_| format!("locked_until = {}", db.token_value(&db.p(ids.len() + 1))))
+            .unwrap_or_default();
+        let sql = if w == Write::Delete {
+            db.delete_ids(t, ids.len(), &held)
+        } else {
+            let mut sets = Vec::new();
+            if form == Form::RowLock {
+                sets.push("attempt = attempt + 1".to_string());
+            }
+            if form == Form::Lease {
+                sets.push("locked_until = NULL".to_string());
+            }
+            if w == Write::RetryNow {
+                sets.push(format!("retry_after = {}", db.now()));
+            }
+            if sets.is_empty() {
+                continue;
+            }
+            db.update_ids(t, &sets.join(", "), ids.len(), &held)
+        };
+        let mut q = bind_all(sqlx::query(&sql), &ids);
+        if let Some(tok) = token {
+            q = q.bind(tok);
+        }
+        let r = q.execute(&mut *c).await?;
+        if token.is_some() {
+            assert_eq!(r.rows_affected() as usize, ids.len(), "floor lease: held");
+        }
+    }
+    Ok(())
+}
+
 /// The hand-written SQL for the same work, on one connection, until the queue
 /// is empty. Every loop reads the id and the payload (and the token where there
-/// is one), as a handler needs them.
+/// is one), as a handler needs them, and the attempt (the outcome mix reads it).
 async fn floor_worker(
     p: AnyPool,
     db: Server,
     form: Form,
     t: String,
     batch: usize,
+    mixed: bool,
     lat: Arc<Mutex<Vec<f64>>>,
 ) -> usize {
     let mut c = p.acquire().await.expect("acquire");
     let (mut done, mut mine) = (0, Vec::new());
     let mut deadlocks = 0u32;
     let b = batch as i64;
+    let att = db.int8("attempt");
     loop {
         let t0 = Instant::now();
         let round: Result<usize, sqlx::Error> = async { Ok(match form {
@@ -358,7 +467,7 @@ async fn floor_worker(
                 let begin = if db == Server::Sqlite { "BEGIN IMMEDIATE" } else { "BEGIN" };
                 sqlx::query(begin).execute(&mut *c).await?;
                 let rows = sqlx::query(&format!(
-                    "SELECT id, {} FROM {t} WHERE {} ORDER BY id LIMIT {}{}",
+                    "SELECT id, {att}, {} FROM {t} WHERE {} ORDER BY id LIMIT {}{}",
                     db.payload(),
                     db.ready(),
                     db.p(1),
@@ -367,16 +476,15 @@ async fn floor_worker(
                 .bind(b)
                 .fetch_all(&mut *c)
                 .await?;
-                let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
-                if !ids.is_empty() {
-                    let sql = db.delete_ids(&t, ids.len(), "");
-                    bind_all(sqlx::query(&sql), &ids).execute(&mut *c).await?;
-                }
+                // row_lock counts a delivery when it settles it
+                let taken: Vec<(i64, i64)> =
+                    rows.iter().map(|r| (r.get(0), r.get::<i64, _>(1) + 1)).collect();
+                floor_settle(&mut c, db, form, &t, &taken, None, mixed).await?;
                 sqlx::query("COMMIT").execute(&mut *c).await?;
-                ids.len()
+                taken.len()
             }
             Form::Lease => {
-                let (ids, token): (Vec<i64>, i64) = match db {
+                let (taken, token): (Vec<(i64, i64)>, i64) = match db {
                     // one statement: lock the candidates, write the token, count the attempt
                     Server::Postgres | Server::PgExt | Server::Sqlite => {
                         let (lock, tok) = if matches!(db, Server::Postgres | Server::PgExt) {
@@ -390,7 +498,7 @@ async fn floor_worker(
                         let rows = sqlx::query(&format!(
                             "UPDATE {t} SET locked_until = {tok}, attempt = attempt + 1 \
                              WHERE id IN (SELECT id FROM {t} WHERE {} AND {} ORDER BY id LIMIT {}{lock}) \
-                             RETURNING id, {}, {}",
+                             RETURNING id, {}, {att}, {}",
                             db.ready(),
                             db.lease_free(),
                             db.p(1),
@@ -401,14 +509,14 @@ async fn floor_worker(
                         .fetch_all(&mut *c)
                         .await?;
                         let tok = rows.first().map_or(0, |r| r.get::<i64, _>(1));
-                        (rows.iter().map(|r| r.get(0)).collect(), tok)
+                        (rows.iter().map(|r| (r.get(0), r.get(2))).collect(), tok)
                     }
                     // no UPDATE … RETURNING: read and lock, then write the token, in one transaction
                     Server::MariaDb => {
                         sqlx::query("BEGIN").execute(&mut *c).await?;
                         let rows = sqlx::query(&format!(
                             "SELECT id, {}, CAST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', \
-                             DATE_ADD(UTC_TIMESTAMP(3), INTERVAL 30 SECOND)) AS SIGNED) \
+                             DATE_ADD(UTC_TIMESTAMP(3), INTERVAL 30 SECOND)) AS SIGNED), {att} \
                              FROM {t} WHERE {} AND {} ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED",
                             db.payload(),
                             db.ready(),
@@ -417,9 +525,11 @@ async fn floor_worker(
                         .bind(b)
                         .fetch_all(&mut *c)
                         .await?;
-                        let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+                        let taken: Vec<(i64, i64)> =
+                            rows.iter().map(|r| (r.get(0), r.get::<i64, _>(3) + 1)).collect();
                         let tok = rows.first().map_or(0, |r| r.get::<i64, _>(2));
-                        if !ids.is_empty() {
+                        if !taken.is_empty() {
+                            let ids: Vec<i64> = taken.iter().map(|x| x.0).collect();
                             let sql = format!(
                                 "UPDATE {t} SET locked_until = {}, attempt = attempt + 1 WHERE id IN ({})",
                                 db.token_value("?"),
@@ -430,26 +540,15 @@ async fn floor_worker(
                                 .await?;
                         }
                         sqlx::query("COMMIT").execute(&mut *c).await?;
-                        (ids, tok)
+                        (taken, tok)
                     }
                 };
-                if !ids.is_empty() {
-                    let sql = db.delete_ids(
-                        &t,
-                        ids.len(),
-                        &format!("locked_until = {}", db.token_value(&db.p(ids.len() + 1))),
-                    );
-                    let r = bind_all(sqlx::query(&sql), &ids)
-                        .bind(token)
-                        .execute(&mut *c)
-                        .await?;
-                    assert_eq!(r.rows_affected() as usize, ids.len(), "floor lease: held");
-                }
-                ids.len()
+                floor_settle(&mut c, db, form, &t, &taken, Some(token), mixed).await?;
+                taken.len()
             }
             Form::Advisory => {
                 // lock the candidates' keys in one statement, re-check and count the
-                // attempt with a fresh read, delete, unlock
+                // attempt with a fresh read, settle, unlock
                 let lock = match db {
                     Server::Postgres | Server::PgExt => "pg_try_advisory_lock(id)",
                     _ => "GET_LOCK(CONCAT('bench:', id), 0) = 1",
@@ -468,24 +567,30 @@ async fn floor_worker(
                 let mut n = 0;
                 if !locked.is_empty() {
                     let list = db.list(1, locked.len());
-                    let count = format!("UPDATE {t} SET attempt = attempt + 1 WHERE id IN ({list})");
+                    // the re-check: a key's previous holder may have settled its
+                    // row between the candidates' read and the lock
+                    let count = format!(
+                        "UPDATE {t} SET attempt = attempt + 1 WHERE id IN ({list}) AND {}",
+                        db.ready()
+                    );
                     // MariaDB has no UPDATE … RETURNING: count, then read the rows left
                     let read = if matches!(db, Server::Postgres | Server::PgExt) {
-                        format!("{count} RETURNING id, {}", db.payload())
+                        format!("{count} RETURNING id, {att}, {}", db.payload())
                     } else {
                         bind_all(sqlx::query(&count), &locked).execute(&mut *c).await?;
-                        format!("SELECT id, {} FROM {t} WHERE id IN ({list})", db.payload())
+                        format!(
+                            "SELECT id, {att}, {} FROM {t} WHERE id IN ({list}) AND {}",
+                            db.payload(),
+                            db.ready()
+                        )
                     };
-                    let taken: Vec<i64> = bind_all(sqlx::query(&read), &locked)
+                    let taken: Vec<(i64, i64)> = bind_all(sqlx::query(&read), &locked)
                         .fetch_all(&mut *c)
                         .await?
                         .iter()
-                        .map(|r| r.get(0))
+                        .map(|r| (r.get(0), r.get(1)))
                         .collect();
-                    if !taken.is_empty() {
-                        let sql = db.delete_ids(&t, taken.len(), "");
-                        bind_all(sqlx::query(&sql), &taken).execute(&mut *c).await?;
-                    }
+                    floor_settle(&mut c, db, form, &t, &taken, None, mixed).await?;
                     let unlock = match db {
                         Server::Postgres | Server::PgExt => "SELECT pg_advisory_unlock_all()",
                         _ => "SELECT RELEASE_ALL_LOCKS()",
@@ -516,6 +621,7 @@ async fn floor_worker(
             }
             Err(e) => panic!("floor {} {form:?}: {e}", db.name()),
         };
+        // rows another worker retries come back to that worker's next claim
         if n == 0 {
             break;
         }
@@ -603,6 +709,7 @@ async fn case(
                 form,
                 t.clone(),
                 batch,
+                mixed,
                 lat.clone(),
             )),
         })
@@ -650,7 +757,7 @@ pub(crate) async fn grid(a: &Args, admin: &tokio_postgres::Client) {
         "portable path (Client::portable) beside hand-written SQL via sqlx, jobs per case: {}, runs per case: {}{}",
         a.jobs,
         a.repeat,
-        if a.mixed { ", outcome mix (client only)" } else { "" }
+        if a.mixed { ", outcome mix (client and floor)" } else { "" }
     );
     println!(
         "{:<9} {:<8} {:<9} {:>3} {:>4} {:>9} {:>8} {:>8} {:>13} {:>13} {:>12}",
@@ -674,11 +781,7 @@ pub(crate) async fn grid(a: &Args, admin: &tokio_postgres::Client) {
             }
             for &w in &a.workers {
                 for &bs in &a.batches {
-                    let imps: &[Imp] = if a.mixed {
-                        &[Imp::Client]
-                    } else {
-                        &[Imp::Floor, Imp::Client]
-                    };
+                    let imps = [Imp::Floor, Imp::Client];
                     let mut runs: Vec<Vec<Res>> = imps.iter().map(|_| Vec::new()).collect();
                     for _ in 0..a.repeat {
                         for (i, &imp) in imps.iter().enumerate() {
@@ -689,15 +792,14 @@ pub(crate) async fn grid(a: &Args, admin: &tokio_postgres::Client) {
                         .into_iter()
                         .map(|v| crate::median_by(v, Res::rate))
                         .collect();
-                    let floor_rate = (!a.mixed).then(|| meds[0].rate());
+                    let floor_rate = meds[0].rate();
                     for (imp, r) in imps.iter().zip(&meds) {
-                        let ratio = match (imp, floor_rate) {
-                            (Imp::Client, Some(f)) => format!("{:.2}", r.rate() / f),
-                            _ => String::new(),
+                        let ratio = match imp {
+                            Imp::Client => format!("{:.2}", r.rate() / floor_rate),
+                            Imp::Floor => String::new(),
                         };
                         let name = match imp {
                             Imp::Floor => "floor",
-                            Imp::Client if a.mixed => "mixed",
                             Imp::Client => "client",
                         };
                         println!(
