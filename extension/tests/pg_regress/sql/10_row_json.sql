@@ -58,8 +58,8 @@ SELECT queue_register('rj_lease', 'rj', 'lease');
 SELECT * FROM same_as_to_jsonb('rj_lease', 'rj', 4);
 SELECT queue_unregister('rj_lease');
 -- advisory with a dead letter: a row at max_attempts (its last delivery died
--- unsettled) leaves through the claim statement's other branch, the rest are
--- delivered as rows
+-- unsettled) is flagged by the claim's take and moved by its second statement,
+-- the rest are delivered as rows
 UPDATE rj SET locked_until = NULL, attempt = CASE WHEN id = 4 THEN 3 ELSE 0 END;
 CREATE TABLE rj_dead (LIKE rj INCLUDING ALL);
 SELECT queue_register('rj_adv', 'rj', 'advisory', 3, 'rj_dead');
