@@ -336,25 +336,20 @@ fn alter_table_sql(table: &str, options: &str) -> String {
     }
 }
 
-async fn prepare_table(
-    admin: &Client,
-    name: &str,
-    form: Form,
-    jobs: usize,
-    options: Option<&str>,
-    max_attempts: Option<i32>,
-) {
+/// A fresh `queue_create` table of `jobs` rows, with the `--table-options` and
+/// `--max-attempts` of `a`.
+async fn prepare_table(admin: &Client, a: &Args, name: &str, form: Form, jobs: usize) {
     admin
         .batch_execute(&format!(
             "DROP TABLE IF EXISTS {name}, {name}_dead; SELECT queue_unregister('{name}');
              SELECT queue_create('{name}', '{}', {});
              DROP TRIGGER IF EXISTS settle_notify ON {name};",
             form.name(),
-            max_attempts.map_or("NULL".to_owned(), |n| n.to_string())
+            a.max_attempts.map_or("NULL".to_owned(), |n| n.to_string())
         ))
         .await
         .expect("prepare table");
-    if let Some(o) = options {
+    if let Some(o) = a.table_options.as_deref() {
         // before the rows go in, so that a fillfactor applies to them
         admin
             .batch_execute(&alter_table_sql(name, o))
@@ -808,15 +803,7 @@ async fn case(
             .await
             .expect("vacuum");
     } else {
-        prepare_table(
-            admin,
-            &q,
-            form,
-            a.jobs,
-            a.table_options.as_deref(),
-            a.max_attempts,
-        )
-        .await;
+        prepare_table(admin, a, &q, form, a.jobs).await;
     }
     let mut conns = Vec::new();
     for _ in 0..workers {
@@ -1079,15 +1066,7 @@ async fn scaling(a: &Args, admin: &Client) {
         for form in [Form::Lease, Form::RowLock, Form::Advisory] {
             let q = format!("scale_{}", form.name());
             let t = Instant::now();
-            prepare_table(
-                admin,
-                &q,
-                form,
-                n,
-                a.table_options.as_deref(),
-                a.max_attempts,
-            )
-            .await;
+            prepare_table(admin, a, &q, form, n).await;
             let filled = t.elapsed().as_secs_f64();
             let (stmt, types, args) = match form {
                 Form::Lease => ("claim", "bigint, interval", "1, '30 seconds'"),
@@ -1172,15 +1151,7 @@ async fn scaling(a: &Args, admin: &Client) {
 /// jobs/s is printed for every 30-second window.
 async fn sustained(a: &Args, admin: &Client, secs: u64) {
     let q = "sustained_lease";
-    prepare_table(
-        admin,
-        q,
-        Form::Lease,
-        10_000,
-        a.table_options.as_deref(),
-        a.max_attempts,
-    )
-    .await;
+    prepare_table(admin, a, q, Form::Lease, 10_000).await;
     let naptime: String = admin
         .query_one("SHOW autovacuum_naptime", &[])
         .await
