@@ -210,12 +210,7 @@ impl RowEncoder {
 unsafe fn write_value(buf: &mut Vec<u8>, kind: Kind, d: pg_sys::Datum) -> (u32, usize) {
     let numeric = |buf: &mut Vec<u8>, v: i64| {
         let pad = pad4(buf);
-        let n = pg_sys::int64_to_numeric(v);
-        // the numeric varlena as it is, with its 4-byte header
-        let (bytes, _) = varlena_parts(pg_sys::Datum::from(n));
-        buf.extend_from_slice(bytes);
-        let len = bytes.len();
-        pg_sys::pfree(n.cast());
+        let len = push_int_numeric(buf, v);
         (JENTRY_ISNUMERIC, pad + len)
     };
     let string = |buf: &mut Vec<u8>, s: &[u8]| {
@@ -254,6 +249,52 @@ unsafe fn write_value(buf: &mut Vec<u8>, kind: Kind, d: pg_sys::Datum) -> (u32, 
         }
         Kind::Jsonb => jsonb_value(buf, detoasted(d)),
     }
+}
+
+/// Append an integer as the numeric varlena `int64_to_numeric` makes (4-byte
+/// header; returns its length), without that function's two allocations and
+/// its general digit arithmetic: two integers per claimed row (id, attempt).
+///
+/// numeric.c: a value with no fractional digits and a weight that fits takes
+/// numeric's short format — a u16 header (0x8000, 0x2000 when negative, the
+/// weight in the low 7 bits) and then base-10000 digits, most significant
+/// first, with trailing zero digits dropped; zero has no digits. Debug builds
+/// compare every value written with PostgreSQL's own (pg_regress runs them).
+fn push_int_numeric(buf: &mut Vec<u8>, v: i64) -> usize {
+    const NBASE: u64 = 10_000;
+    // |i64| < 10^19: at most five base-10000 digits, least significant first
+    let mut digits = [0u16; 5];
+    let mut n = 0;
+    let mut u = v.unsigned_abs();
+    while u > 0 {
+        digits[n] = (u % NBASE) as u16;
+        u /= NBASE;
+        n += 1;
+    }
+    let weight = n.saturating_sub(1) as u16;
+    let lowest = digits[..n].iter().position(|&d| d != 0).unwrap_or(n);
+    let (header, kept) = if n == 0 {
+        (0x8000u16, &digits[..0])
+    } else {
+        let sign = if v < 0 { 0x2000 } else { 0 };
+        (0x8000 | sign | weight, &digits[lowest..n])
+    };
+    let len = 4 + 2 + 2 * kept.len();
+    #[cfg(debug_assertions)]
+    let start = buf.len();
+    buf.extend(((len as u32) << 2).to_le_bytes()); // SET_VARSIZE, 4-byte header
+    buf.extend(header.to_le_bytes());
+    for d in kept.iter().rev() {
+        buf.extend(d.to_le_bytes());
+    }
+    #[cfg(debug_assertions)]
+    unsafe {
+        let n = pg_sys::int64_to_numeric(v);
+        let (theirs, _) = varlena_parts(pg_sys::Datum::from(n));
+        assert_eq!(&buf[start..], theirs, "settle: integer {v} as numeric");
+        pg_sys::pfree(n.cast());
+    }
+    len
 }
 
 /// A jsonb column nested as a value: its root container copied (4-byte aligned),

@@ -32,7 +32,9 @@ INSERT INTO rj (id, payload, s, i, b, t, v, ts, d, u, "a much longer column name
   (5, '{"a": -1.5e-10, "b": 12345678901234567890.123}', 1, 1, true, 'tab	and newline
 ', 'v', NULL, NULL, NULL, NULL, NULL, '-12.50', NULL),
   (6, '"root string"', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '[1, {"k": "v"}]', NULL),
-  (7, '123.456', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '{}', NULL);
+  (7, '123.456', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '{}', NULL),
+  -- integers whose low base-10000 digits are zero (numeric drops them)
+  (100000000, '{}', 10000, -100000000, NULL, NULL, NULL, NULL, NULL, NULL, 20000, NULL, NULL, NULL);
 SELECT queue_register('rj_rl', 'rj', 'row_lock');
 SELECT sql LIKE '%to_jsonb%' AS uses_to_jsonb FROM queue_sql('rj_rl') WHERE statement = 'claim';
 BEGIN;
