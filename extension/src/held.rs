@@ -28,6 +28,11 @@ thread_local! {
 
 type RowKey = (String, String);
 type SubId = pg_sys::SubTransactionId;
+/// The top-level transaction's SubTransactionId (`TopSubTransactionId`). What
+/// it claims or settles is undone only by the whole transaction rolling back,
+/// which clears the claim list, so `claimed_by` and `settles` skip it: a
+/// 100-row claim and its settle then keep one entry per row, not three.
+const TOP: SubId = 1;
 /// The ctid of the row version a row_lock claim locked (`Shape::by_ctid`).
 pub type Tid = pg_sys::ItemPointerData;
 
@@ -72,10 +77,12 @@ impl RowClaims {
     }
 
     fn claim(&mut self, queue: &str, id: String, held: Held) {
-        self.claimed_by
-            .entry(held.sub)
-            .or_default()
-            .push((queue.to_owned(), id.clone()));
+        if held.sub != TOP {
+            self.claimed_by
+                .entry(held.sub)
+                .or_default()
+                .push((queue.to_owned(), id.clone()));
+        }
         match self.claims.get_mut(queue) {
             Some(ids) => {
                 ids.insert(id, held);
@@ -97,11 +104,17 @@ impl RowClaims {
             {
                 if held.sub == my {
                     held.sub = parent;
-                    self.claimed_by.entry(parent).or_default().push(row);
+                    if parent != TOP {
+                        self.claimed_by.entry(parent).or_default().push(row);
+                    }
                 }
             }
         }
         if let Some(mut settled) = self.settles.remove(&my) {
+            if parent == TOP {
+                // final unless the whole transaction rolls back, which clears all
+                return;
+            }
             for e in &mut settled {
                 if e.claimed.sub == my {
                     e.claimed.sub = parent;
@@ -132,11 +145,31 @@ fn current_subxact() -> SubId {
     unsafe { pg_sys::GetCurrentSubTransactionId() }
 }
 
-/// `tid`: the ctid of the version the claim locked, where the queue has one
-/// (`Shape::by_ctid`).
-pub fn row_claimed(queue: &str, id: String, tid: Option<Tid>) {
+/// The rows one claim took: each id with the ctid of the version the claim
+/// locked, where the queue has one (`Shape::by_ctid`).
+pub fn rows_claimed_now<'a>(
+    queue: &str,
+    rows: impl ExactSizeIterator<Item = (&'a str, Option<Tid>)>,
+) {
     let sub = current_subxact();
-    ROW_CLAIMS.with(|c| c.borrow_mut().claim(queue, id, Held { sub, tid }));
+    ROW_CLAIMS.with(|c| {
+        let mut c = c.borrow_mut();
+        if sub == TOP {
+            // the usual case: one lookup of the queue, room made once
+            if !c.claims.contains_key(queue) {
+                c.claims.insert(queue.to_owned(), FxMap::default());
+            }
+            let ids = c.claims.get_mut(queue).expect("inserted above");
+            ids.reserve(rows.len());
+            for (id, tid) in rows {
+                ids.insert(id.to_owned(), Held { sub, tid });
+            }
+        } else {
+            for (id, tid) in rows {
+                c.claim(queue, id.to_owned(), Held { sub, tid });
+            }
+        }
+    });
 }
 
 /// Ids of `queue` this transaction holds (claimed, not settled).
@@ -161,6 +194,9 @@ pub fn row_settled(queue: &str, id: &str) {
         let mut c = c.borrow_mut();
         if let Some(claimed) = c.remove(queue, id) {
             let settled_in = current_subxact();
+            if settled_in == TOP {
+                return;
+            }
             c.settles.entry(settled_in).or_default().push(RowSettle {
                 row: (queue.to_owned(), id.to_owned()),
                 claimed,

@@ -212,9 +212,12 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
                     &mut dead,
                     q.shape.by_ctid().then_some(&mut tids),
                 );
-                for (i, d) in out.iter().enumerate() {
-                    held::row_claimed(queue, d.id.clone(), tids.get(i).copied());
-                }
+                held::rows_claimed_now(
+                    queue,
+                    out.iter()
+                        .enumerate()
+                        .map(|(i, d)| (d.id.as_str(), tids.get(i).copied())),
+                );
             }
             Form::Lease => {
                 let lease = lease_interval(lease)?;
@@ -397,8 +400,102 @@ pub enum Action {
     Release,
 }
 
-/// Per-id result of a settle call; `None` = not held (lease lost / not held).
-pub type Settled = Vec<(String, Option<String>)>;
+/// Per-id result of a settle call, in the order the ids were given; `None` =
+/// not held (lease lost / not held).
+pub type Settled = Vec<(String, Option<&'static str>)>;
+
+/// The result words settle statements return (`sql.rs`), as static strings:
+/// a 100-row settle then allocates nothing per row for them.
+fn result_word(b: &[u8]) -> &'static str {
+    match b {
+        b"deleted" => "deleted",
+        b"marked" => "marked",
+        b"retried" => "retried",
+        b"delayed" => "delayed",
+        b"dead_lettered" => "dead_lettered",
+        b"released" => "released",
+        b"held" => "held",
+        b"custom" => "custom",
+        other => panic!(
+            "settle: a settle statement returned the unknown result {:?}",
+            String::from_utf8_lossy(other)
+        ),
+    }
+}
+
+/// The results of one settle call, by the position of each id as given.
+struct Results<'a> {
+    /// each given id's position (a given id is unique)
+    at: HashMap<&'a str, usize>,
+    res: Vec<Option<&'static str>>,
+    /// rows returned under an id text that was not given as such: a bigint id
+    /// given as '007' comes back as '7' (mapped back by `canonical`)
+    stray: Vec<(String, &'static str)>,
+}
+
+impl Results<'_> {
+    /// Record the (id, result) rows of the settle statement just run. `asked`:
+    /// where given, the positions the statement was asked to write; a row
+    /// outside them is a bug (see `ack_by_tids`), and panics.
+    fn read(&mut self, asked: Option<&[bool]>) {
+        // SAFETY: called right after a settle statement ran
+        unsafe {
+            let rows = pg_sys::SPI_processed as usize;
+            spi_rows(rows, |values, nulls| {
+                assert!(
+                    values.len() == 2 && !nulls[0] && !nulls[1],
+                    "settle: a settle statement returns (id, result), never NULL"
+                );
+                let id = crate::rowjson::detoasted(values[0]);
+                let word = result_word(crate::rowjson::detoasted(values[1]));
+                let at = std::str::from_utf8(id)
+                    .ok()
+                    .and_then(|id| self.at.get(id).copied());
+                match (at, asked) {
+                    (Some(i), Some(asked)) if !asked[i] => panic!(
+                        "settle: a settle statement reached row {}, which it was not asked for",
+                        String::from_utf8_lossy(id)
+                    ),
+                    (Some(i), _) => self.res[i] = Some(word),
+                    (None, Some(_)) => panic!(
+                        "settle: a settle statement reached row {}, which it was not asked for",
+                        String::from_utf8_lossy(id)
+                    ),
+                    (None, None) => self
+                        .stray
+                        .push((String::from_utf8_lossy(id).into_owned(), word)),
+                }
+            });
+        }
+    }
+
+    /// Give the stray rows to the given ids they are the canonical form of
+    /// (one cast per given id still without a result; only when a row came
+    /// back under another spelling).
+    fn canonical(&mut self, client: &SpiClient<'_>, q: &Queue, given: &[String], run: &[usize]) {
+        if self.stray.is_empty() {
+            return;
+        }
+        for &i in run {
+            if self.res[i].is_some() {
+                continue;
+            }
+            let canon: Option<String> = spi(client
+                .select(
+                    &*format!(
+                        "SELECT (($1::pg_catalog.text)::{})::pg_catalog.text",
+                        q.shape.id_type
+                    ),
+                    None,
+                    &[given[i].as_str().into()],
+                )
+                .and_then(|t| t.first().get_one::<String>()));
+            if let Some(c) = canon {
+                self.res[i] = self.stray.iter().find(|(s, _)| *s == c).map(|(_, w)| *w);
+            }
+        }
+    }
+}
 
 /// Settle many ids of one queue with one action, in one statement.
 pub fn settle(
@@ -408,19 +505,31 @@ pub fn settle(
     delay: Option<Interval>,
     tokens: Option<Vec<Option<TimestampWithTimeZone>>>,
 ) -> Result<Settled> {
-    let mut seen = HashSet::default();
-    seen.reserve(ids.len());
-    let mut ids_ok = Vec::with_capacity(ids.len());
+    let mut given = Vec::with_capacity(ids.len());
     for id in ids {
         let Some(id) = id else {
             bail!(InvalidArgument, "ids must not be NULL")
         };
-        if !seen.insert(id.clone()) {
+        given.push(id);
+    }
+    let res = settle_given(queue, &given, action, delay, tokens)?;
+    Ok(given.into_iter().zip(res).collect())
+}
+
+fn settle_given(
+    queue: &str,
+    given: &[String],
+    action: Action,
+    delay: Option<Interval>,
+    tokens: Option<Vec<Option<TimestampWithTimeZone>>>,
+) -> Result<Vec<Option<&'static str>>> {
+    let mut at: HashMap<&str, usize> = HashMap::default();
+    at.reserve(given.len());
+    for (i, id) in given.iter().enumerate() {
+        if at.insert(id.as_str(), i).is_some() {
             bail!(InvalidArgument, "id {id} is given twice");
         }
-        ids_ok.push(id);
     }
-    let ids = ids_ok;
     let retry_after = action == Action::Outcome(Outcome::RetryAfter);
     match (&delay, retry_after) {
         (None, true) => bail!(InvalidArgument, "retry_after needs a delay"),
@@ -446,8 +555,8 @@ pub fn settle(
                 bail!(InvalidArgument, "the lease form needs the delivery's token")
             }
             (Form::Lease, Some(t)) => {
-                if t.len() != ids.len() {
-                    bail!(InvalidArgument, "{} ids but {} tokens", ids.len(), t.len());
+                if t.len() != given.len() {
+                    bail!(InvalidArgument, "{} ids but {} tokens", given.len(), t.len());
                 }
                 let mut v = Vec::with_capacity(t.len());
                 for tok in t {
@@ -509,12 +618,13 @@ pub fn settle(
                 Write::HeldOnly
             }
         };
-        // advisory: only ids whose key this session holds reach the statement
-        let mut run_ids: Vec<&str> = Vec::with_capacity(ids.len());
+        // positions of the ids that reach the statements: advisory only those
+        // whose key this session holds, row_lock only those it claimed
+        let mut run: Vec<usize> = Vec::with_capacity(given.len());
         let mut run_tokens = Vec::with_capacity(tokens.len());
-        // row_lock: the ctid each claim locked, where recorded, beside run_ids
+        // row_lock: the ctid each claim locked, where recorded, beside `run`
         let mut run_tids: Vec<Option<held::Tid>> = Vec::new();
-        for (i, id) in ids.iter().enumerate() {
+        for (i, id) in given.iter().enumerate() {
             if form == Form::RowLock {
                 match held::row_claim(queue, id) {
                     Some(tid) => run_tids.push(tid),
@@ -530,23 +640,32 @@ pub fn settle(
                 // after any statement below fails and the transaction rolls back
                 held::unlock_at_end(key);
             }
-            run_ids.push(id);
+            run.push(i);
             if form == Form::Lease {
                 run_tokens.push(tokens[i]);
             }
         }
-        let mut results: HashMap<String, String> = HashMap::default();
+        let mut results = Results {
+            at,
+            res: vec![None; given.len()],
+            stray: Vec::new(),
+        };
         // what the statements below still have to write
-        let mut rest = run_ids.clone();
+        let mut rest: Vec<&str> = run.iter().map(|&i| given[i].as_str()).collect();
         if form == Form::RowLock && write == Write::Ack && s.by_ctid() && !rest.is_empty() {
-            ack_by_tids(client, &q, &mut rest, &run_tids, &mut results);
+            ack_by_tids(client, &q, &run, &run_tids, &mut results);
+            rest = run
+                .iter()
+                .filter(|&&i| results.res[i].is_none())
+                .map(|&i| given[i].as_str())
+                .collect();
         }
         if rest.len() == 1 && write == Write::Ack {
             // the hot path: one delivery acked or dropped, one plain statement
             let plan = q.settle_plan(client, PlanKey::AckOne);
             let token: Option<TimestampWithTimeZone> = run_tokens.first().copied();
             plan.run(&[rest[0].into(), token.into()]);
-            read_results(&mut results);
+            results.read(None);
         } else if write == Write::Ack
             && form == Form::Lease
             && !rest.is_empty()
@@ -555,7 +674,7 @@ pub fn settle(
             // claimed together: one token, one index scan over the ids
             let plan = q.settle_plan(client, PlanKey::AckManyOneToken);
             plan.run(&[rest.into(), run_tokens[0].into()]);
-            read_results(&mut results);
+            results.read(None);
         } else if write == Write::Ack && !rest.is_empty() {
             let plan = q.settle_plan(client, PlanKey::AckMany);
             let tokens = if form == Form::Lease {
@@ -564,7 +683,7 @@ pub fn settle(
                 DatumWithOid::null::<Vec<TimestampWithTimeZone>>()
             };
             plan.run(&[rest.into(), tokens]);
-            read_results(&mut results);
+            results.read(None);
         } else if !rest.is_empty() {
             let plan = q.settle_plan(client, PlanKey::Settle(write));
             let args: [DatumWithOid; 3] = [
@@ -577,52 +696,49 @@ pub fn settle(
                 delay.into(),
             ];
             plan.run(&args);
-            read_results(&mut results);
+            results.read(None);
         }
         // a text id that is not in canonical form ('007' for a bigint) comes back canonical
-        if results.len() < run_ids.len() || results.keys().any(|k| !seen.contains(k)) {
-            results = canonical_results(client, &q, &run_ids, results);
-        }
-        for (id, res) in &results {
-            if res == "dead_lettered" {
-                warn_dead(&q, id);
+        results.canonical(client, &q, given, &run);
+        let res = results.res;
+        for &i in &run {
+            if res[i] == Some("dead_lettered") {
+                warn_dead(&q, &given[i]);
             }
         }
+        let mut res = res;
         if let Action::Outcome(Outcome::Custom(name)) = &action {
             let plan = q.plan(client, PlanKey::Custom(name.clone()));
-            for (id, res) in results.iter_mut() {
-                let arg = typed_id(q.id_type_oid, id);
-                spi(client.update(&*plan, None, &[arg]));
-                *res = "custom".into();
+            for &i in &run {
+                if res[i].is_some() {
+                    let arg = typed_id(q.id_type_oid, &given[i]);
+                    spi(client.update(&*plan, None, &[arg]));
+                    res[i] = Some("custom");
+                }
             }
         }
         if form == Form::RowLock {
-            for id in results.keys() {
-                held::row_settled(queue, id);
+            for &i in &run {
+                if res[i].is_some() {
+                    held::row_settled(queue, &given[i]);
+                }
             }
         }
-        Ok(ids
-            .into_iter()
-            .map(|id| {
-                let r = results.remove(&id);
-                (id, r)
-            })
-            .collect())
+        Ok(res)
     })
 }
 
-/// row_lock ack / drop of the held rows in `run_ids` by the ctids their claim
-/// locked (`tids`, row for row; `Shape::ack_tids`); those written leave
-/// `run_ids` for `results`. A row this transaction updated or deleted since its
-/// claim is not found by its ctid, and stays in `run_ids` for the by-id statement.
+/// row_lock ack / drop of the held rows at positions `run` by the ctids their
+/// claim locked (`tids`, beside `run`; `Shape::ack_tids`). A row this
+/// transaction updated or deleted since its claim is not found by its ctid,
+/// and is left without a result for the by-id statement.
 fn ack_by_tids(
     client: &SpiClient<'_>,
     q: &Queue,
-    run_ids: &mut Vec<&str>,
+    run: &[usize],
     tids: &[Option<held::Tid>],
-    results: &mut HashMap<String, String>,
+    results: &mut Results<'_>,
 ) {
-    let queue = q.shape.queue.as_str();
     let Some(tids) = tids.iter().copied().collect::<Option<Vec<held::Tid>>>() else {
         return;
     };
@@ -644,56 +760,13 @@ fn ack_by_tids(
         DatumWithOid::new(pg_sys::Datum::from(a), pg_sys::TIDARRAYOID)
     };
     q.settle_plan(client, PlanKey::AckTids).run(&[array]);
-    read_results(results);
-    let asked: HashSet<&str> = run_ids.iter().copied().collect();
-    if let Some(other) = results.keys().find(|k| !asked.contains(k.as_str())) {
-        // cannot happen (see Shape::ack_tids); if it did, this error rolls the
-        // transaction back, and the write with it
-        panic!("settle: a row_lock ack by ctid reached row {other} of queue \"{queue}\", which was not asked for");
+    // cannot reach another row (see Shape::ack_tids); if it did, the panic
+    // rolls the transaction back, and the write with it
+    let mut asked = vec![false; results.res.len()];
+    for &i in run {
+        asked[i] = true;
     }
-    run_ids.retain(|id| !results.contains_key(*id));
-}
-
-/// Rows (id text, result text) of the settle statement just run.
-fn read_results(into: &mut HashMap<String, String>) {
-    // SAFETY: called right after a settle statement ran
-    unsafe {
-        let rows = pg_sys::SPI_processed as usize;
-        into.reserve(rows);
-        spi_rows(rows, |values, nulls| {
-            assert!(
-                values.len() == 2 && !nulls[0] && !nulls[1],
-                "settle: a settle statement returns (id, result), never NULL"
-            );
-            into.insert(text_of(values[0]), text_of(values[1]));
-        });
-    }
-}
-
-/// Map results keyed by canonical id text back to the ids as the caller wrote them.
-fn canonical_results(
-    client: &SpiClient<'_>,
-    q: &Queue,
-    given: &[&str],
-    results: HashMap<String, String>,
-) -> HashMap<String, String> {
-    let mut out = HashMap::default();
-    for g in given {
-        let canon: Option<String> = spi(client
-            .select(
-                &*format!(
-                    "SELECT (($1::pg_catalog.text)::{})::pg_catalog.text",
-                    q.shape.id_type
-                ),
-                None,
-                &[(*g).into()],
-            )
-            .and_then(|t| t.first().get_one::<String>()));
-        if let Some(r) = canon.and_then(|c| results.get(&c)) {
-            out.insert((*g).to_owned(), r.clone());
-        }
-    }
-    out
+    results.read(Some(&asked));
 }
 
 /// The id as a datum of the id column's type (through the type's input function).
@@ -730,7 +803,7 @@ pub fn complete_one(
 
 fn one_result(queue: &str, id: &str, mut r: Settled, lease: bool) -> Result<String> {
     match r.pop().and_then(|(_, res)| res) {
-        Some(res) => Ok(res),
+        Some(res) => Ok(res.to_owned()),
         None if lease => Err(SettleError::LeaseLost(format!(
             "lease lost: row {id} of queue \"{queue}\" no longer holds this delivery's token"
         ))),

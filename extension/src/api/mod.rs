@@ -102,7 +102,7 @@ fn queue_complete_many(
     outcome: Option<&str>,
     delay: default!(Option<Interval>, "NULL"),
     tokens: default!(Option<Vec<Option<TimestampWithTimeZone>>>, "NULL"),
-) -> srf::TableIterator<'static, (name!(id, String), name!(result, String))> {
+) -> srf::TableIterator<'static, (name!(id, String), name!(result, &'static str))> {
     let r = (|| {
         let queue = need(queue, "queue")?;
         let outcome = Outcome::parse(need(outcome, "outcome")?)?;
@@ -117,13 +117,7 @@ fn queue_complete_many(
         Ok(out
             .into_iter()
             .map(|(id, r)| {
-                let r = r.unwrap_or_else(|| {
-                    if lease {
-                        "lease_lost".into()
-                    } else {
-                        "not_held".into()
-                    }
-                });
+                let r = r.unwrap_or(if lease { "lease_lost" } else { "not_held" });
                 (id, r)
             })
             .collect::<Vec<_>>())
