@@ -82,7 +82,12 @@ struct Col {
 pub struct RowEncoder {
     /// live columns in jsonb key order
     cols: Vec<Col>,
-    /// the row being written, and its entries (type, length): kept between rows
+    /// what every row starts with: the varlena header (set per row), the
+    /// object's count, the keys' entries, room for the values' entries, the
+    /// keys' bytes. A key's entry never depends on the values (keys come
+    /// first), so it is written once here.
+    prefix: Vec<u8>,
+    /// the row being written, and its values' (type, length): kept between rows
     buf: Vec<u8>,
     entries: Vec<(u32, usize)>,
 }
@@ -137,8 +142,22 @@ impl RowEncoder {
             .collect::<Option<Vec<Col>>>()?;
         // jsonb's key order: shorter first, then bytewise
         cols.sort_by(|a, b| (a.name.len(), &a.name).cmp(&(b.name.len(), &b.name)));
+        let n = cols.len();
+        let mut prefix = Vec::with_capacity(8 + 8 * n);
+        prefix.extend([0u8; 4]); // varlena header, set per row
+        prefix.extend((n as u32 | JB_FOBJECT).to_le_bytes());
+        let mut end = 0usize;
+        for (i, c) in cols.iter().enumerate() {
+            end += c.name.len();
+            prefix.extend((JENTRY_ISSTRING | entry_field(i, c.name.len(), end)).to_le_bytes());
+        }
+        prefix.resize(prefix.len() + 4 * n, 0); // the values' entries, per row
+        for c in &cols {
+            prefix.extend_from_slice(&c.name);
+        }
         Some(RowEncoder {
             cols,
+            prefix,
             buf: Vec::with_capacity(256),
             entries: Vec::new(),
         })
@@ -164,17 +183,13 @@ impl RowEncoder {
         let n = self.cols.len();
         let buf = &mut self.buf;
         buf.clear();
-        buf.extend([0u8; 4]); // varlena header, set below
-        buf.extend((n as u32 | JB_FOBJECT).to_le_bytes());
-        let jentries = buf.len();
-        buf.resize(jentries + 8 * n, 0);
-        let data = buf.len();
+        buf.extend_from_slice(&self.prefix);
+        // the values' entries follow the keys' (header, count, n key entries)
+        let values_at = 8 + 4 * n;
+        let data = values_at + 4 * n;
+        let keys_len = buf.len() - data;
         let entries = &mut self.entries;
         entries.clear();
-        for c in &self.cols {
-            buf.extend_from_slice(&c.name);
-            entries.push((JENTRY_ISSTRING, c.name.len()));
-        }
         for c in &self.cols {
             let e = if nulls[c.att] {
                 (JENTRY_ISNULL, 0)
@@ -183,16 +198,11 @@ impl RowEncoder {
             };
             entries.push(e);
         }
-        let mut end = 0usize;
-        for (i, &(kind, len)) in entries.iter().enumerate() {
+        let mut end = keys_len;
+        for (j, &(kind, len)) in entries.iter().enumerate() {
             end += len;
-            let field = if i % JB_OFFSET_STRIDE == 0 {
-                end as u32 | JENTRY_HAS_OFF
-            } else {
-                len as u32
-            };
-            let at = jentries + 4 * i;
-            buf[at..at + 4].copy_from_slice(&(kind | field).to_le_bytes());
+            let at = values_at + 4 * j;
+            buf[at..at + 4].copy_from_slice(&(kind | entry_field(n + j, len, end)).to_le_bytes());
         }
         if buf.len() - data > JENTRY_OFFLENMASK as usize {
             pgrx::error!("settle: a claimed row exceeds the maximum jsonb size");
@@ -203,6 +213,17 @@ impl RowEncoder {
         let out = pg_sys::MemoryContextAlloc(ctx, buf.len()) as *mut u8;
         std::ptr::copy_nonoverlapping(buf.as_ptr(), out, buf.len());
         pg_sys::Datum::from(out)
+    }
+}
+
+/// The length-or-offset part of the `i`-th JEntry (keys, then values) of an
+/// entry `len` bytes long ending at `end`: every JB_OFFSET_STRIDE-th entry
+/// holds its end offset, the others their length.
+fn entry_field(i: usize, len: usize, end: usize) -> u32 {
+    if i.is_multiple_of(JB_OFFSET_STRIDE) {
+        end as u32 | JENTRY_HAS_OFF
+    } else {
+        len as u32
     }
 }
 
@@ -230,10 +251,11 @@ unsafe fn write_value(buf: &mut Vec<u8>, kind: Kind, d: pg_sys::Datum) -> (u32, 
         }
         Kind::Text => string(buf, detoasted(d)),
         Kind::DateTime(t) => {
-            let p = pg_sys::JsonEncodeDateTime(std::ptr::null_mut(), d, t, std::ptr::null());
-            let r = string(buf, std::ffi::CStr::from_ptr(p).to_bytes());
-            pg_sys::pfree(p.cast());
-            r
+            // PostgreSQL writes into a buffer of MAXDATELEN + 1 given to it
+            // (palloc'ing one otherwise)
+            let mut text = [0 as std::ffi::c_char; pg_sys::MAXDATELEN as usize + 1];
+            let p = pg_sys::JsonEncodeDateTime(text.as_mut_ptr(), d, t, std::ptr::null());
+            string(buf, std::ffi::CStr::from_ptr(p).to_bytes())
         }
         Kind::Uuid => {
             let u = std::slice::from_raw_parts(d.cast_mut_ptr::<u8>() as *const u8, 16);
