@@ -451,17 +451,19 @@ impl Results<'_> {
                 let at = std::str::from_utf8(id)
                     .ok()
                     .and_then(|id| self.at.get(id).copied());
-                match (at, asked) {
-                    (Some(i), Some(asked)) if !asked[i] => panic!(
-                        "settle: a settle statement reached row {}, which it was not asked for",
-                        String::from_utf8_lossy(id)
-                    ),
-                    (Some(i), _) => self.res[i] = Some(word),
-                    (None, Some(_)) => panic!(
-                        "settle: a settle statement reached row {}, which it was not asked for",
-                        String::from_utf8_lossy(id)
-                    ),
-                    (None, None) => self
+                let asked_for = match (at, asked) {
+                    (Some(i), Some(asked)) => asked[i],
+                    (None, Some(_)) => false,
+                    (_, None) => true,
+                };
+                assert!(
+                    asked_for,
+                    "settle: a settle statement reached row {}, which it was not asked for",
+                    String::from_utf8_lossy(id)
+                );
+                match at {
+                    Some(i) => self.res[i] = Some(word),
+                    None => self
                         .stray
                         .push((String::from_utf8_lossy(id).into_owned(), word)),
                 }
@@ -700,13 +702,12 @@ fn settle_given(
         }
         // a text id that is not in canonical form ('007' for a bigint) comes back canonical
         results.canonical(client, &q, given, &run);
-        let res = results.res;
+        let mut res = results.res;
         for &i in &run {
             if res[i] == Some("dead_lettered") {
                 warn_dead(&q, &given[i]);
             }
         }
-        let mut res = res;
         if let Action::Outcome(Outcome::Custom(name)) = &action {
             let plan = q.plan(client, PlanKey::Custom(name.clone()));
             for &i in &run {
