@@ -27,7 +27,7 @@ use tokio::sync::oneshot;
 /// lane serialises every settle of the client behind the one before it: at 4
 /// workers (B=1, extension) that cost 10-15% of jobs/s, the server having a
 /// core idle. With two, 4 workers lose at most ~6% (within the noise) and 16
-/// gain ~15% with ~15% less server CPU per job (README, *Benchmarks*).
+/// gain ~15% with ~15% less server CPU per job (bench/NOTES.md, *Group-committed lease settles*).
 const LANES: usize = 2;
 
 /// Most deliveries in one combined statement.
