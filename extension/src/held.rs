@@ -76,21 +76,22 @@ impl RowClaims {
         self.claims.get_mut(queue)?.remove(id)
     }
 
-    fn claim(&mut self, queue: &str, id: String, held: Held) {
-        if held.sub != TOP {
-            self.claimed_by
-                .entry(held.sub)
-                .or_default()
-                .push((queue.to_owned(), id.clone()));
+    /// Rows of `queue` held from now on, each by the subtransaction in its
+    /// `Held`: one lookup of the queue's map, room made once.
+    fn claim(&mut self, queue: &str, rows: impl ExactSizeIterator<Item = (String, Held)>) {
+        if !self.claims.contains_key(queue) {
+            self.claims.insert(queue.to_owned(), FxMap::default());
         }
-        match self.claims.get_mut(queue) {
-            Some(ids) => {
-                ids.insert(id, held);
+        let ids = self.claims.get_mut(queue).expect("inserted above");
+        ids.reserve(rows.len());
+        for (id, held) in rows {
+            if held.sub != TOP {
+                self.claimed_by
+                    .entry(held.sub)
+                    .or_default()
+                    .push((queue.to_owned(), id.clone()));
             }
-            None => {
-                self.claims
-                    .insert(queue.to_owned(), FxMap::from_iter([(id, held)]));
-            }
+            ids.insert(id, held);
         }
     }
 
@@ -135,7 +136,7 @@ impl RowClaims {
         for e in self.settles.remove(&my).unwrap_or_default() {
             if e.claimed.sub != my {
                 let (queue, id) = e.row;
-                self.claim(&queue, id, e.claimed);
+                self.claim(&queue, std::iter::once((id, e.claimed)));
             }
         }
     }
@@ -153,22 +154,10 @@ pub fn rows_claimed_now<'a>(
 ) {
     let sub = current_subxact();
     ROW_CLAIMS.with(|c| {
-        let mut c = c.borrow_mut();
-        if sub == TOP {
-            // the usual case: one lookup of the queue, room made once
-            if !c.claims.contains_key(queue) {
-                c.claims.insert(queue.to_owned(), FxMap::default());
-            }
-            let ids = c.claims.get_mut(queue).expect("inserted above");
-            ids.reserve(rows.len());
-            for (id, tid) in rows {
-                ids.insert(id.to_owned(), Held { sub, tid });
-            }
-        } else {
-            for (id, tid) in rows {
-                c.claim(queue, id.to_owned(), Held { sub, tid });
-            }
-        }
+        c.borrow_mut().claim(
+            queue,
+            rows.map(|(id, tid)| (id.to_owned(), Held { sub, tid })),
+        )
     });
 }
 
