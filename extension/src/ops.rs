@@ -652,16 +652,15 @@ fn settle_given(
             res: vec![None; given.len()],
             stray: Vec::new(),
         };
-        // what the statements below still have to write
-        let mut rest: Vec<&str> = run.iter().map(|&i| given[i].as_str()).collect();
-        if form == Form::RowLock && write == Write::Ack && s.by_ctid() && !rest.is_empty() {
+        if form == Form::RowLock && write == Write::Ack && s.by_ctid() && !run.is_empty() {
             ack_by_tids(client, &q, &run, &run_tids, &mut results);
-            rest = run
-                .iter()
-                .filter(|&&i| results.res[i].is_none())
-                .map(|&i| given[i].as_str())
-                .collect();
         }
+        // what the statements below still have to write
+        let rest: Vec<&str> = run
+            .iter()
+            .filter(|&&i| results.res[i].is_none())
+            .map(|&i| given[i].as_str())
+            .collect();
         if rest.len() == 1 && write == Write::Ack {
             // the hot path: one delivery acked or dropped, one plain statement
             let plan = q.settle_plan(client, PlanKey::AckOne);
