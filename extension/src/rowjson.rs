@@ -372,14 +372,12 @@ fn push_int_numeric(buf: &mut Vec<u8>, v: i64) -> usize {
         u /= NBASE;
         n += 1;
     }
+    // zero: no digits, weight 0, not negative, so the header is 0x8000
     let weight = n.saturating_sub(1) as u16;
     let lowest = digits[..n].iter().position(|&d| d != 0).unwrap_or(n);
-    let (header, kept) = if n == 0 {
-        (0x8000u16, &digits[..0])
-    } else {
-        let sign = if v < 0 { 0x2000 } else { 0 };
-        (0x8000 | sign | weight, &digits[lowest..n])
-    };
+    let kept = &digits[lowest..n];
+    let sign = if v < 0 { 0x2000u16 } else { 0 };
+    let header = 0x8000 | sign | weight;
     let len = 4 + 2 + 2 * kept.len();
     buf.extend(((len as u32) << 2).to_le_bytes()); // SET_VARSIZE, 4-byte header
     buf.extend(header.to_le_bytes());
