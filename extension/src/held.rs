@@ -251,9 +251,10 @@ pub fn lock_held(key: i64) -> bool {
         locktag_lockmethodid: 2, // USER_LOCKMETHOD
     };
     unsafe {
-        #[cfg(feature = "pg17")]
+        // PostgreSQL 17 added `orstronger`: false asks for this mode exactly, as before
+        #[cfg(any(feature = "pg17", feature = "pg18"))]
         return pg_sys::LockHeldByMe(&tag, pg_sys::ExclusiveLock as pg_sys::LOCKMODE, false);
-        #[cfg(not(feature = "pg17"))]
+        #[cfg(not(any(feature = "pg17", feature = "pg18")))]
         return pg_sys::LockHeldByMe(&tag, pg_sys::ExclusiveLock as pg_sys::LOCKMODE);
     }
 }
