@@ -42,6 +42,19 @@ pub(crate) const EXTEND_SQL: &str =
 pub(crate) const COMPLETE_MANY_SQL: &str =
     "SELECT id, result FROM queue_complete_many($1, $2, $3, $4::bigint * interval '1 microsecond', $5)";
 
+/// Is an installed extension version (`major.minor.patch`) at least
+/// [`crate::EXTENSION_VERSION`]? Compared as numbers; a version that does not
+/// parse is not.
+fn version_at_least_required(installed: &str) -> bool {
+    fn parts(v: &str) -> Option<Vec<u64>> {
+        v.split('.').map(|p| p.parse().ok()).collect()
+    }
+    match (parts(installed), parts(crate::EXTENSION_VERSION)) {
+        (Some(have), Some(need)) => have >= need,
+        _ => false,
+    }
+}
+
 pub(crate) fn micros(d: Duration) -> i64 {
     i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
 }
@@ -222,6 +235,19 @@ impl Client {
             return Err(Error::invalid("max_attempts must be at least 1"));
         }
         let c = pool.get().await?;
+        let installed: Option<String> = c
+            .query_opt(
+                "SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'settle'",
+                &[],
+            )
+            .await?
+            .map(|r| r.get(0));
+        if !installed.as_deref().is_some_and(version_at_least_required) {
+            return Err(Error::Extension {
+                installed,
+                required: crate::EXTENSION_VERSION,
+            });
+        }
         // the same kind on every backend: a missing table is an invalid descriptor
         // (the SQL API's regclass argument would say 42P01)
         let exists: bool = c

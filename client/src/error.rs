@@ -31,6 +31,7 @@ impl std::error::Error for DbError {
 
 /// Everything that can go wrong, by kind. Match on the kind; the message is for humans.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// SQ001: the lease expired and the row was claimed again (or settled); the
     /// later delivery owns it. Nothing was written.
@@ -63,9 +64,33 @@ pub enum Error {
     /// No connection could be had from the pool (closed pool, connect timeout, …).
     #[error("pool: {0}")]
     Pool(#[source] deadpool_postgres::PoolError),
+    /// The database has no settle extension, or one older than this client
+    /// needs ([`crate::EXTENSION_VERSION`]): found at connect, before anything
+    /// is written. `ALTER EXTENSION settle UPDATE` (or `CREATE EXTENSION settle`)
+    /// fixes it; [`crate::Client::portable`] needs no extension.
+    #[error("{}", extension_message(.installed.as_deref(), .required))]
+    Extension {
+        /// `pg_extension.extversion`, or `None` when the extension is not installed
+        installed: Option<String>,
+        /// the oldest extension version this client works with
+        required: &'static str,
+    },
     /// The payload is not valid for the type the handler asked for.
     #[error("payload: {0}")]
     Payload(#[source] serde_json::Error),
+}
+
+fn extension_message(installed: Option<&str>, required: &str) -> String {
+    match installed {
+        None => format!(
+            "the settle extension is not installed in this database: this client needs \
+             settle {required} or later (CREATE EXTENSION settle), or Client::portable"
+        ),
+        Some(v) => format!(
+            "the settle extension in this database is version {v}: this client needs \
+             {required} or later (ALTER EXTENSION settle UPDATE)"
+        ),
+    }
 }
 
 impl Error {

@@ -52,5 +52,10 @@ pub use portable::Dialect;
 pub use queue::{Form, Queue, Role};
 pub use worker::{HandlerResult, WorkerOptions, WorkerReport};
 
+/// The oldest version of the PostgreSQL extension this client works with;
+/// [`Client::connect`] checks `pg_extension` and fails with
+/// [`Error::Extension`] on an older one.
+pub const EXTENSION_VERSION: &str = "0.2.0";
+
 /// Re-exported so callers can build a connection config without naming the driver crate.
 pub use tokio_postgres;

@@ -1,4 +1,4 @@
-//! The client against a real PostgreSQL 15 with the settle extension.
+//! The client against a real PostgreSQL (15, 16 or 18) with the settle extension.
 //! `scripts/test.sh` starts the server and sets SETTLE_TEST_PG (a libpq
 //! connection string to a database with the extension installed).
 
@@ -975,5 +975,82 @@ async fn payload_row_and_text_payloads() {
     assert_eq!(ds[1].payload::<Option<Job>>().unwrap(), None);
     for d in ds {
         d.ack().await.unwrap();
+    }
+}
+
+/// A database of its own on the test server, with `setup` run in it; dropped by the caller.
+async fn scratch_database(setup: &str) -> (String, tokio_postgres::Config) {
+    let db = admin().await;
+    let name = format!(
+        "settle_scratch_{}_{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    );
+    db.batch_execute(&format!("CREATE DATABASE {name}"))
+        .await
+        .unwrap();
+    let mut cfg = config();
+    cfg.dbname(&name);
+    let (c, conn) = cfg.connect(tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(conn);
+    c.batch_execute(setup).await.unwrap();
+    (name, cfg)
+}
+
+async fn drop_database(name: &str) {
+    admin()
+        .await
+        .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn connect_refuses_an_older_or_missing_extension() {
+    let setup = "CREATE TABLE jobs (id bigint PRIMARY KEY, payload jsonb, attempt int NOT NULL DEFAULT 0, \
+                 locked_until timestamptz)";
+    for (ext, installed) in [
+        ("CREATE EXTENSION settle VERSION '0.1.0';", Some("0.1.0")),
+        ("", None),
+    ] {
+        let (name, cfg) = scratch_database(&format!("{ext} {setup}")).await;
+        let queue = Queue::new("jobs", "jobs").form(Form::Lease {
+            ttl: Duration::from_secs(30),
+        });
+        let err = Client::connect(cfg.clone(), 2, queue)
+            .await
+            .expect_err("an older or missing extension is refused");
+        match &err {
+            Error::Extension {
+                installed: got,
+                required,
+            } => {
+                assert_eq!(got.as_deref(), installed);
+                assert_eq!(*required, settle::EXTENSION_VERSION);
+            }
+            other => panic!("expected Error::Extension, got {other:?}"),
+        }
+        let msg = err.to_string();
+        assert!(msg.contains(settle::EXTENSION_VERSION), "{msg}");
+        // nothing was registered: the old extension's registry is untouched
+        if installed.is_some() {
+            let (c, conn) = cfg.connect(tokio_postgres::NoTls).await.unwrap();
+            tokio::spawn(conn);
+            let n: i64 = c
+                .query_one("SELECT count(*) FROM settle_queues", &[])
+                .await
+                .unwrap()
+                .get(0);
+            assert_eq!(n, 0);
+            // after the update the same call connects
+            c.batch_execute("ALTER EXTENSION settle UPDATE").await.unwrap();
+            drop(c);
+            let queue = Queue::new("jobs", "jobs").form(Form::Lease {
+                ttl: Duration::from_secs(30),
+            });
+            let client = Client::connect(cfg, 2, queue).await.unwrap();
+            assert!(client.claim(1).await.unwrap().is_empty());
+        }
+        drop_database(&name).await;
     }
 }
