@@ -7,6 +7,7 @@
 //! - `SETTLE_TEST_PG_EXT_URL`: the same database as a `postgres://` URL (setup)
 //! - `SETTLE_TEST_PG_URL`: a database *without* the extension (portable path)
 //! - `SETTLE_TEST_MYSQL_URL`: a MariaDB database
+//! - `SETTLE_TEST_BACKENDS` (optional): run only these backends, see [`backends`]
 
 use settle::{Client, Dialect, Form, PoolOptions, Queue};
 use sqlx::Row;
@@ -29,6 +30,29 @@ pub const BACKENDS: [Backend; 4] = [
     Backend::MariaDb,
     Backend::Sqlite,
 ];
+
+/// The backends this run covers: all of [`BACKENDS`], or those named in
+/// `SETTLE_TEST_BACKENDS` (e.g. `PgExtension`, as the test command sets it for
+/// the PostgreSQL majors after the first). The others are named as skipped.
+pub fn backends() -> Vec<Backend> {
+    let Ok(only) = std::env::var("SETTLE_TEST_BACKENDS") else {
+        return BACKENDS.to_vec();
+    };
+    let names: Vec<&str> = only.split([',', ' ']).filter(|n| !n.is_empty()).collect();
+    for n in &names {
+        assert!(
+            BACKENDS.iter().any(|b| format!("{b:?}") == *n),
+            "SETTLE_TEST_BACKENDS names an unknown backend: {n}"
+        );
+    }
+    let (run, skip): (Vec<Backend>, Vec<Backend>) = BACKENDS
+        .into_iter()
+        .partition(|b| names.contains(&format!("{b:?}").as_str()));
+    if !skip.is_empty() {
+        eprintln!("skipped by SETTLE_TEST_BACKENDS={only}: {skip:?}");
+    }
+    run
+}
 
 pub fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| {
