@@ -24,10 +24,9 @@ use std::time::SystemTime;
 use tokio::sync::oneshot;
 
 /// Settles on the way at once before the next ones wait to go together. One
-/// lane serialises every settle of the client behind the one before it: at 4
-/// workers (B=1, extension) that cost 10-15% of jobs/s, the server having a
-/// core idle. With two, 4 workers lose at most ~6% (within the noise) and 16
-/// gain ~15% with ~15% less server CPU per job (bench/NOTES.md, *Group-committed lease settles*).
+/// lane would serialise every settle of the client behind the one before it,
+/// leaving the server idle between them; two keep it busy while the next batch
+/// gathers (bench/NOTES.md, *Group-committed lease settles*, has the figures).
 const LANES: usize = 2;
 
 /// Most deliveries in one combined statement.

@@ -123,10 +123,9 @@ impl Session {
     /// the claim transaction. Not for ack and drop: a row locked by the claim
     /// and deleted in a subtransaction gets a MultiXact as its deleter, and
     /// PostgreSQL's index scans never mark such a tuple dead in the index (only
-    /// VACUUM removes it), so every later claim walks past all of them — a
-    /// 2,000-row drain measured 0.09 → 0.43 ms a claim. An ack or drop that
-    /// fails (rare: a trigger, a foreign key) aborts the claim transaction, and
-    /// every row of the claim goes back to the queue. Nor for the one delivery
+    /// VACUUM removes it), so every later claim walks past all of them. An ack
+    /// or drop that fails (rare: a trigger, a foreign key) aborts the claim
+    /// transaction, and every row of the claim goes back to the queue. Nor for the one delivery
     /// left open: there is nobody left to protect. (A batch of other outcomes
     /// is fenced even when it is the last, so that when it fails its
     /// deliveries can be settled one by one, each with its own result.)

@@ -1,5 +1,5 @@
 //! settle — claim a row, run the handler, settle it with an outcome, for queues
-//! kept in ordinary PostgreSQL tables. See README.md and SPEC.md.
+//! kept in ordinary PostgreSQL tables. See README.md and docs/ (docs/sql-reference.md: every function).
 //!
 //! Layout: `api/` holds every SQL-callable function; `desc` registers, loads
 //! and caches queue descriptors and their kept plans; `sql` builds the SQL of

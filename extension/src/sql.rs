@@ -70,8 +70,8 @@ const CLOCK: &str = "pg_catalog.clock_timestamp()";
 /// A claim's LIMIT: the batch size as a literal, or `$1` (int8). With a
 /// parameter PostgreSQL plans the statement anew on every call: its generic plan
 /// assumes a LIMIT of 10% of the table, which never costs less than a custom plan
-/// for the actual size, so the plan cache keeps choosing custom plans (measured:
-/// ~20 µs of planning in a 1-row claim). With a literal the kept plan is reused.
+/// for the actual size, so the plan cache keeps choosing custom plans and every
+/// claim pays for planning. With a literal the kept plan is reused.
 /// A statement written with a literal still declares `$1`; it is not referenced.
 fn limit(n: Option<u32>) -> String {
     match n {
@@ -377,8 +377,8 @@ impl Shape {
     /// dead in the first column, and [`move_taken_dead`](Self::move_taken_dead)
     /// moves it in the same claim. Such rows are rare (a crash loop); flagging
     /// them instead of splitting the candidates first keeps the take one
-    /// `UPDATE` for every queue (the split locked each candidate, then wrote
-    /// it: 7-20% of a claim, measured).
+    /// `UPDATE` for every queue (a split would lock each candidate, then write
+    /// it, on every claim, for rows that are rare).
     ///
     /// lease: params $1 int8 batch (unless `n` writes it, see [`limit`]),
     /// $2 interval lease; candidates are the first ready rows, SKIP LOCKED.
