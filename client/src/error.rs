@@ -61,9 +61,14 @@ pub enum Error {
     /// Nothing was claimed or written by the call.
     #[error("pool timeout: {0}")]
     PoolTimeout(DbError),
-    /// No connection could be had from the pool (closed pool, connect timeout, …).
+    /// No connection could be had from the pool (closed pool, connect timeout,
+    /// …); the pool's own error is the `source()`.
     #[error("pool: {0}")]
-    Pool(#[source] deadpool_postgres::PoolError),
+    Pool(DbError),
+    /// The backend cannot do this (an operation of the extension on the
+    /// portable path, an advisory lock on SQLite, …). Nothing was written.
+    #[error("unsupported: {0}")]
+    Unsupported(DbError),
     /// The database has no settle extension, or one older than this client
     /// needs ([`crate::EXTENSION_VERSION`]): found at connect, before anything
     /// is written. `ALTER EXTENSION settle UPDATE` (or `CREATE EXTENSION settle`)
@@ -93,13 +98,66 @@ fn extension_message(installed: Option<&str>, required: &str) -> String {
     }
 }
 
-impl Error {
-    pub(crate) fn invalid(msg: impl Into<String>) -> Error {
-        Error::InvalidArgument(DbError {
-            code: None,
-            message: msg.into(),
+impl DbError {
+    /// An error of the client's own, with the SQLSTATE it stands for (if any).
+    fn own(code: Option<&str>, message: String) -> DbError {
+        DbError {
+            code: code.map(str::to_owned),
+            message,
             source: None,
-        })
+        }
+    }
+}
+
+/// One constructor per kind the client raises itself, so each has one message.
+impl Error {
+    /// SQ004 checked by the client (an argument, a call in the wrong form).
+    pub(crate) fn invalid(msg: impl Into<String>) -> Error {
+        Error::InvalidArgument(DbError::own(None, msg.into()))
+    }
+
+    /// SQ003 checked by the client (the portable path's descriptor checks).
+    pub(crate) fn descriptor(msg: impl Into<String>) -> Error {
+        Error::InvalidDescriptor(DbError::own(None, msg.into()))
+    }
+
+    /// SQ001: `id` of `queue` no longer holds the delivery's lease token.
+    pub(crate) fn lease_lost(queue: &str, id: &str) -> Error {
+        Error::LeaseLost(DbError::own(
+            Some("SQ001"),
+            format!("row {id} of queue \"{queue}\" no longer holds this delivery's token"),
+        ))
+    }
+
+    /// SQ006: `id` of `queue` is not held by this delivery's session or claim.
+    pub(crate) fn not_held(queue: &str, id: &str) -> Error {
+        Error::NotHeld(DbError::own(
+            Some("SQ006"),
+            format!("row {id} of queue \"{queue}\" is not held by this delivery's session"),
+        ))
+    }
+
+    /// What this backend cannot do.
+    pub(crate) fn unsupported(msg: impl Into<String>) -> Error {
+        Error::Unsupported(DbError::own(None, msg.into()))
+    }
+
+    /// A failure of the database or the connection that the client reports
+    /// itself (a rolled-back claim, a batch that wrote nothing), keeping the
+    /// SQLSTATE of the cause when it had one.
+    pub(crate) fn database(code: Option<&str>, msg: impl Into<String>) -> Error {
+        Error::Database(DbError::own(code, msg.into()))
+    }
+
+    /// A result word the extension sent that this client does not know.
+    pub(crate) fn unexpected_result(word: &str) -> Error {
+        Error::database(
+            None,
+            format!(
+                "the extension answered {word:?}, which this client does not know: \
+                 are the client and the extension of matching versions?"
+            ),
+        )
     }
 
     /// Every pooled connection stayed busy for the wait timeout (either backend's pool).
@@ -125,6 +183,7 @@ impl Error {
             | Error::NoTransaction(e)
             | Error::PoolTimeout(e)
             | Error::Database(e) => e.code.as_deref(),
+            Error::Pool(e) | Error::Unsupported(e) => e.code.as_deref(),
             _ => None,
         }
     }
@@ -161,8 +220,29 @@ impl From<deadpool_postgres::PoolError> for Error {
             deadpool_postgres::PoolError::Timeout(deadpool_postgres::TimeoutType::Wait) => {
                 Error::pool_timeout(Box::new(e))
             }
-            e => Error::Pool(e),
+            e => Error::Pool(DbError {
+                code: None,
+                message: e.to_string(),
+                source: Some(Box::new(e)),
+            }),
         }
+    }
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(e: sqlx::Error) -> Error {
+        if matches!(e, sqlx::Error::PoolTimedOut) {
+            return Error::pool_timeout(Box::new(e));
+        }
+        let (code, message) = match e.as_database_error() {
+            Some(d) => (d.code().map(|c| c.into_owned()), d.message().to_owned()),
+            None => (None, e.to_string()),
+        };
+        Error::Database(DbError {
+            code,
+            message,
+            source: Some(Box::new(e)),
+        })
     }
 }
 

@@ -37,25 +37,31 @@
 
 #![warn(missing_docs)]
 
+// Dependencies point one way: worker → client → delivery → backend →
+// backend::{ext, portable} → backend::{combine, pinned} → the leaves (outcome,
+// row, queue, pool, stats, error).
+mod backend;
 mod client;
-mod combine;
 mod delivery;
 mod error;
-mod portable;
+mod outcome;
+mod pool;
 mod queue;
+mod row;
+mod stats;
 mod worker;
 
-pub use client::{Client, PoolOptions, Stats};
-pub use delivery::{Delivery, Outcome, Settled};
+pub use backend::ext::EXTENSION_VERSION;
+pub use backend::portable::Dialect;
+pub use backend::Capabilities;
+pub use client::Client;
+pub use delivery::Delivery;
 pub use error::{DbError, Error, Result};
-pub use portable::Dialect;
+pub use outcome::{Outcome, Settled};
 pub use queue::{Form, Queue, Role};
+pub use pool::PoolOptions;
+pub use stats::Stats;
 pub use worker::{HandlerResult, WorkerOptions, WorkerReport};
-
-/// The oldest version of the PostgreSQL extension this client works with;
-/// [`Client::connect`] checks `pg_extension` and fails with
-/// [`Error::Extension`] on an older one.
-pub const EXTENSION_VERSION: &str = "0.2.0";
 
 /// Re-exported so callers can build a connection config without naming the driver crate.
 pub use tokio_postgres;

@@ -2,8 +2,9 @@
 //! concurrency, wake on NOTIFY (polling as a fallback), stop gracefully.
 
 use crate::client::Client;
-use crate::delivery::{Delivery, Settled};
+use crate::delivery::Delivery;
 use crate::error::Result;
+use crate::outcome::Settled;
 use crate::queue::Form;
 use futures_util::FutureExt;
 use std::collections::HashMap;
@@ -98,7 +99,7 @@ impl Client {
         } else {
             None
         };
-        let form = self.inner.queue.form;
+        let form = self.queue().form;
         tokio::pin!(shutdown);
         loop {
             // wait for room for at least one delivery
@@ -119,7 +120,7 @@ impl Client {
             let deliveries = match self.claim(permits.len()).await {
                 Ok(d) => d,
                 Err(e) => {
-                    tracing::warn!(queue = %self.inner.queue.name, error = %e, "claim failed; waiting before the next");
+                    tracing::warn!(queue = %self.queue().name, error = %e, "claim failed; waiting before the next");
                     report.lock().unwrap().claim_errors += 1;
                     drop(permits);
                     tokio::select! {
@@ -188,50 +189,6 @@ impl Client {
         }
         let r = report.lock().unwrap().clone();
         Ok(r)
-    }
-
-    /// A task that LISTENs and wakes the worker on `NOTIFY settle, '<queue>'`;
-    /// reconnects after failures. None when the client has no connection config.
-    fn listen(&self, wake: Arc<Notify>) -> Option<tokio::task::JoinHandle<()>> {
-        let config = self.inner.listen.clone()?;
-        let queue = self.inner.queue.name.clone();
-        Some(tokio::spawn(async move {
-            loop {
-                match config.connect(tokio_postgres::NoTls).await {
-                    Ok((client, mut conn)) => {
-                        // the connection task forwards notifications until the connection ends
-                        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-                        let driver = tokio::spawn(async move {
-                            let mut stream =
-                                futures_util::stream::poll_fn(move |cx| conn.poll_message(cx));
-                            while let Some(Ok(m)) = futures_util::StreamExt::next(&mut stream).await
-                            {
-                                if let tokio_postgres::AsyncMessage::Notification(n) = m {
-                                    if tx.send(n.payload().to_owned()).is_err() {
-                                        break;
-                                    }
-                                }
-                            }
-                        });
-                        match client.batch_execute("LISTEN settle").await {
-                            Ok(()) => {
-                                while let Some(payload) = rx.recv().await {
-                                    if payload == queue {
-                                        wake.notify_one();
-                                    }
-                                }
-                            }
-                            Err(e) => tracing::warn!(error = %e, "LISTEN failed; the worker polls"),
-                        }
-                        driver.abort();
-                    }
-                    Err(e) => {
-                        tracing::debug!(error = %e, "LISTEN connection failed; the worker polls")
-                    }
-                }
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-        }))
     }
 }
 

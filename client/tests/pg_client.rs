@@ -343,7 +343,7 @@ async fn error_kinds() {
     // SQ004: invalid arguments (client-side check and server-side)
     assert!(matches!(c.claim(0).await, Err(Error::InvalidArgument(_))));
     // the raw SQL API's codes through the same mapping
-    let pool = c.pool().get().await.unwrap();
+    let pool = c.pool().expect("the extension backend").get().await.unwrap();
     let cases: [(&str, fn(&Error) -> bool); 5] = [
         ("SELECT * FROM queue_claim('no such queue')", |e| {
             matches!(e, Error::UnknownQueue(_))
@@ -694,7 +694,7 @@ async fn worker_handles_every_job_once() {
             .await
             .unwrap();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let pool = c.pool().clone();
+        let pool = c.pool().expect("the extension backend").clone();
         let done_table = format!("{t}_done");
         let worker = {
             let c = c.clone();

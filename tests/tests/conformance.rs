@@ -752,7 +752,7 @@ async fn pool_exhausted_on_every_backend() {
             let (mut ext_hold, mut any_hold) = (None, None);
             if lease {
                 if b == Backend::PgExtension {
-                    ext_hold = Some(c.pool().get().await.unwrap());
+                    ext_hold = Some(c.pool().expect("the extension backend").get().await.unwrap());
                 } else {
                     any_hold = Some(c.any_pool().unwrap().acquire().await.unwrap());
                 }

@@ -1,0 +1,534 @@
+//! The extension backend: PostgreSQL with `CREATE EXTENSION settle`, through
+//! tokio-postgres and deadpool-postgres. Every claim and settle is one call of
+//! the extension's SQL API ([`sql`]); a row_lock or advisory claim keeps its
+//! connection in a [`Session`].
+
+mod session;
+mod sql;
+
+use super::combine::{self, Combiner, LeaseSettler};
+use crate::error::{Error, Result};
+use crate::outcome::{micros, Outcome, Settled};
+use crate::pool::PoolOptions;
+use crate::queue::{Form, Queue};
+use crate::row::{Claimed, Row};
+use crate::stats::Stats;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use session::{Lent, Session};
+use sql::*;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use tokio::sync::Notify;
+
+/// PostgreSQL with the settle extension, for one queue.
+pub(crate) struct Ext {
+    pool: Pool,
+    pub(crate) queue: Queue,
+    has_retry_after: bool,
+    /// the worker's LISTEN connection (None with a caller's own pool)
+    listen: Option<tokio_postgres::Config>,
+    acks: Combiner<SystemTime>,
+}
+
+/// What holds a delivery on the extension backend.
+pub(crate) enum Hold {
+    /// a lease: its token, the deadline
+    Lease(SystemTime),
+    /// the connection of a row_lock / advisory claim, and the claim transaction
+    /// when it is lent to the handler
+    Session(Arc<Session>, Option<Lent>),
+}
+
+/// A json/jsonb column's JSON text as sent (jsonb: after its version byte),
+/// copied without parsing.
+struct JsonText(Vec<u8>);
+
+impl<'a> tokio_postgres::types::FromSql<'a> for JsonText {
+    fn from_sql(
+        ty: &tokio_postgres::types::Type,
+        raw: &'a [u8],
+    ) -> std::result::Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        let text = if *ty == tokio_postgres::types::Type::JSONB {
+            match raw.split_first() {
+                Some((1, rest)) => rest,
+                _ => return Err("unsupported jsonb wire format version".into()),
+            }
+        } else {
+            raw
+        };
+        Ok(JsonText(text.to_vec()))
+    }
+
+    fn accepts(ty: &tokio_postgres::types::Type) -> bool {
+        *ty == tokio_postgres::types::Type::JSONB || *ty == tokio_postgres::types::Type::JSON
+    }
+}
+
+/// The oldest version of the PostgreSQL extension this client works with;
+/// [`crate::Client::connect`] checks `pg_extension` and fails with
+/// [`Error::Extension`] on an older one.
+pub const EXTENSION_VERSION: &str = "0.2.0";
+
+/// Is an installed extension version (`major.minor.patch`) at least
+/// [`EXTENSION_VERSION`]? Compared as numbers; a version that does not parse
+/// is not.
+fn version_at_least_required(installed: &str) -> bool {
+    fn parts(v: &str) -> Option<Vec<u64>> {
+        v.split('.').map(|p| p.parse().ok()).collect()
+    }
+    match (parts(installed), parts(EXTENSION_VERSION)) {
+        (Some(have), Some(need)) => have >= need,
+        _ => false,
+    }
+}
+
+impl Ext {
+    /// A pool over `config` (no TLS), then [`Ext::register`].
+    pub(crate) async fn connect(
+        mut config: tokio_postgres::Config,
+        pool: PoolOptions,
+        queue: Queue,
+    ) -> Result<Arc<Ext>> {
+        if let Some(t) = pool.connect_timeout {
+            if config.get_connect_timeout().is_none() {
+                config.connect_timeout(t);
+            }
+        }
+        let mgr = Manager::from_config(
+            config.clone(),
+            tokio_postgres::NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let built = Pool::builder(mgr)
+            .max_size(pool.max_size.max(1))
+            .wait_timeout(pool.wait_timeout)
+            .create_timeout(pool.connect_timeout)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .build()
+            .map_err(|e| Error::invalid(format!("pool: {e}")))?;
+        Ext::register(built, queue, Some(config)).await
+    }
+
+    /// Check the extension's version and the table, register the queue and its
+    /// custom outcomes (idempotent).
+    pub(crate) async fn register(
+        pool: Pool,
+        queue: Queue,
+        listen: Option<tokio_postgres::Config>,
+    ) -> Result<Arc<Ext>> {
+        if queue.dead.as_ref().is_some_and(|(n, _)| *n == 0) {
+            return Err(Error::invalid("max_attempts must be at least 1"));
+        }
+        let c = pool.get().await?;
+        let installed: Option<String> = c.query_opt(VERSION_SQL, &[]).await?.map(|r| r.get(0));
+        if !installed.as_deref().is_some_and(version_at_least_required) {
+            return Err(Error::Extension {
+                installed,
+                required: EXTENSION_VERSION,
+            });
+        }
+        // the same kind on every backend: a missing table is an invalid descriptor
+        // (the SQL API's regclass argument would say 42P01)
+        let exists: bool = c
+            .query_one(TABLE_EXISTS_SQL, &[&queue.table])
+            .await?
+            .get(0);
+        if !exists {
+            return Err(Error::descriptor(format!(
+                "table {} does not exist",
+                queue.table
+            )));
+        }
+        let max: Option<i32> = queue
+            .dead
+            .as_ref()
+            .map(|(n, _)| i32::try_from(*n).unwrap_or(i32::MAX));
+        let dl: Option<&str> = queue.dead.as_ref().map(|(_, d)| d.as_str());
+        c.execute(
+            REGISTER_SQL,
+            &[
+                &queue.name,
+                &queue.table,
+                &queue.form.sql_name(),
+                &max,
+                &dl,
+                &queue.columns_json(),
+            ],
+        )
+        .await?;
+        for (name, sql) in &queue.outcomes {
+            c.execute(REGISTER_OUTCOME_SQL, &[&queue.name, name, sql])
+                .await?;
+        }
+        let has_retry_after: bool = c
+            .query_one(HAS_RETRY_AFTER_SQL, &[&queue.name])
+            .await?
+            .get(0);
+        drop(c);
+        Ok(Arc::new(Ext {
+            pool,
+            queue,
+            has_retry_after,
+            listen,
+            acks: Combiner::default(),
+        }))
+    }
+
+    pub(crate) fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// A table without retry_after takes retry_after(d) as retry() and says so
+    /// (SPEC §3).
+    fn warn_if_no_retry_after(&self, outcome: &Outcome) {
+        if matches!(outcome, Outcome::RetryAfter(_)) && !self.has_retry_after {
+            tracing::warn!(queue = %self.queue.name, "queue has no retry_after column: retry_after is settled as retry");
+        }
+    }
+
+    /// What the extension's result word says was written (a move to the dead
+    /// letter is logged).
+    fn settled(&self, id: &str, word: &str) -> Result<Settled> {
+        let s = Settled::parse(word)?;
+        if s == Settled::DeadLettered {
+            tracing::warn!(queue = %self.queue.name, id = %id, "max_attempts reached: moved to the dead letter");
+        }
+        Ok(s)
+    }
+
+    /// Claim up to `n` rows (see [`crate::Client::claim`]).
+    pub(crate) async fn claim(&self, n: usize) -> Result<Vec<Claimed<Hold>>> {
+        let q = &self.queue;
+        let lease = match q.form {
+            Form::Lease { ttl } => Some(micros(ttl)),
+            _ => None,
+        };
+        let obj = self.pool.get().await?;
+        let row_lock = q.form == Form::RowLock;
+        if row_lock {
+            obj.batch_execute("BEGIN").await?;
+        }
+        let res = async {
+            let st = obj.prepare_cached(CLAIM_SQL).await?;
+            obj.query(&st, &[&q.name, &(n as i32), &lease]).await
+        }
+        .await;
+        let rows = match res {
+            Ok(rows) => rows,
+            Err(e) if lease.is_some() => return Err(e.into()),
+            Err(e) => {
+                // a failed claim: never return a connection in an unknown state
+                Session::discard(obj);
+                return Err(e.into());
+            }
+        };
+        let session = match q.form {
+            Form::Lease { .. } => {
+                drop(obj);
+                None
+            }
+            _ if rows.is_empty() => {
+                if row_lock {
+                    if let Err(e) = obj.batch_execute("COMMIT").await {
+                        Session::discard(obj);
+                        return Err(e.into());
+                    }
+                }
+                return Ok(Vec::new());
+            }
+            form => Some(Session::new(obj, form, rows.len())),
+        };
+        rows.iter()
+            .map(|r| {
+                let id: String = r.get(0);
+                let attempt: Option<i32> = r.get(1);
+                let token: Option<SystemTime> = r.get(2);
+                let row: Option<JsonText> = r.get(3);
+                let hold = match (&session, token) {
+                    (Some(s), _) => Hold::Session(s.clone(), None),
+                    (None, Some(t)) => Hold::Lease(t),
+                    (None, None) => {
+                        return Err(Error::database(
+                            None,
+                            format!("the lease claim of row {id} returned no token"),
+                        ))
+                    }
+                };
+                Ok(Claimed {
+                    id,
+                    attempt: attempt.map_or(1, |a| a.max(0) as u32),
+                    row: Row::ext(row.map(|JsonText(t)| t)),
+                    hold,
+                })
+            })
+            .collect()
+    }
+
+    /// Settle one delivery.
+    pub(crate) async fn settle(
+        self: &Arc<Self>,
+        id: String,
+        hold: Hold,
+        outcome: Outcome,
+    ) -> Result<Settled> {
+        self.warn_if_no_retry_after(&outcome);
+        match hold {
+            // combined with the client's concurrent settles (a custom outcome runs alone)
+            Hold::Lease(t) if !matches!(outcome, Outcome::Custom(_)) => {
+                combine::settle(self, id, t, outcome).await
+            }
+            Hold::Lease(t) => self.one(&id, t, &outcome).await,
+            Hold::Session(s, lent) => {
+                s.settle(&self.queue.name, lent, &id, &outcome, |id, w| self.settled(id, w))
+                    .await
+            }
+        }
+    }
+
+    /// Settle deliveries with one outcome: leases in one `queue_complete_many`,
+    /// the deliveries of one row_lock or advisory claim in one on its connection,
+    /// anything else one by one.
+    pub(crate) async fn settle_many(
+        self: &Arc<Self>,
+        items: Vec<(String, Hold)>,
+        outcome: Outcome,
+    ) -> Vec<Result<Settled>> {
+        if items.len() > 1 {
+            let ids: Vec<String> = items.iter().map(|(id, _)| id.clone()).collect();
+            let tokens: Option<Vec<SystemTime>> = items
+                .iter()
+                .map(|(_, h)| match h {
+                    Hold::Lease(t) => Some(*t),
+                    Hold::Session(..) => None,
+                })
+                .collect();
+            if let Some(tokens) = tokens {
+                self.warn_if_no_retry_after(&outcome);
+                return combine::many_or_each(&**self, &ids, &tokens, &outcome).await;
+            }
+            // one claim's deliveries, none lent to its handler
+            let one_session = match &items[0].1 {
+                Hold::Session(s, None) => items.iter().all(
+                    |(_, h)| matches!(h, Hold::Session(x, None) if Arc::ptr_eq(x, s)),
+                ),
+                _ => false,
+            };
+            if one_session {
+                let Hold::Session(s, _) = &items[0].1 else {
+                    unreachable!("checked above")
+                };
+                let s = s.clone();
+                self.warn_if_no_retry_after(&outcome);
+                let settled = |id: &str, w: &str| self.settled(id, w);
+                if let Some(out) = s.settle_many(&self.queue.name, &ids, &outcome, settled).await {
+                    return out;
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(items.len());
+        for (id, hold) in items {
+            out.push(self.settle(id, hold, outcome.clone()).await);
+        }
+        out
+    }
+
+    /// Give a delivery back without an outcome.
+    pub(crate) async fn release(&self, id: &str, hold: Hold) -> Result<()> {
+        match hold {
+            Hold::Lease(t) => self.release_lease(id, t).await,
+            Hold::Session(s, lent) => s.release(&self.queue.name, lent, id).await,
+        }
+    }
+
+    async fn release_lease(&self, id: &str, token: SystemTime) -> Result<()> {
+        let c = self.pool.get().await?;
+        let st = c.prepare_cached(RELEASE_SQL).await?;
+        c.query_one(&st, &[&self.queue.name, &id, &Some(token)])
+            .await?;
+        Ok(())
+    }
+
+    /// A delivery dropped unsettled: given back in a task of its own, or (no
+    /// runtime) its connection closed when the claim's last reference goes.
+    pub(crate) fn give_back(self: Arc<Self>, id: String, hold: Hold) {
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) => {
+                h.spawn(async move {
+                    if let Err(e) = self.release(&id, hold).await {
+                        tracing::warn!(queue = %self.queue.name, id = %id, error = %e, "giving back a dropped delivery failed");
+                    }
+                });
+            }
+            Err(_) => {
+                // a lease expires on its own
+                if let Hold::Session(s, lent) = hold {
+                    s.abandon(lent);
+                }
+            }
+        }
+    }
+
+    /// Lease heartbeat: a new deadline and token.
+    pub(crate) async fn extend(&self, id: &str, hold: &mut Hold, ttl: Duration) -> Result<()> {
+        let Hold::Lease(token) = hold else {
+            return Err(Error::invalid("extend() is for the lease form"));
+        };
+        let c = self.pool.get().await?;
+        let st = c.prepare_cached(EXTEND_SQL).await?;
+        let r = c
+            .query_one(&st, &[&self.queue.name, &id, &Some(*token), &micros(ttl)])
+            .await?;
+        *token = r.get(0);
+        Ok(())
+    }
+
+    /// row_lock: the claim transaction, lent to the handler.
+    pub(crate) async fn transaction<'a>(
+        &self,
+        hold: &'a mut Hold,
+    ) -> Result<&'a tokio_postgres::Client> {
+        match hold {
+            Hold::Session(s, lent) => s.lend(lent).await,
+            Hold::Lease(_) => Err(Error::invalid("transaction() is for the row_lock form")),
+        }
+    }
+
+    pub(crate) async fn stats(&self) -> Result<Stats> {
+        let c = self.pool.get().await?;
+        let r = c.query_one(STATS_SQL, &[&self.queue.name]).await?;
+        Ok(Stats {
+            ready: r.get(0),
+            delayed: r.get(1),
+            in_flight: r.get(2),
+            dead: r.get(3),
+        })
+    }
+
+    pub(crate) async fn requeue_dead(&self) -> Result<i64> {
+        let c = self.pool.get().await?;
+        let r = c.query_one(REQUEUE_DEAD_SQL, &[&self.queue.name]).await?;
+        Ok(r.get(0))
+    }
+
+    /// A task that LISTENs and wakes the worker on `NOTIFY settle, '<queue>'`;
+    /// reconnects after failures. None when the client has no connection config.
+    pub(crate) fn listen(&self, wake: Arc<Notify>) -> Option<tokio::task::JoinHandle<()>> {
+        let config = self.listen.clone()?;
+        let queue = self.queue.name.clone();
+        Some(tokio::spawn(async move {
+            loop {
+                match config.connect(tokio_postgres::NoTls).await {
+                    Ok((client, mut conn)) => {
+                        // the connection task forwards notifications until the connection ends
+                        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+                        let driver = tokio::spawn(async move {
+                            let mut stream =
+                                futures_util::stream::poll_fn(move |cx| conn.poll_message(cx));
+                            while let Some(Ok(m)) = futures_util::StreamExt::next(&mut stream).await
+                            {
+                                if let tokio_postgres::AsyncMessage::Notification(n) = m {
+                                    if tx.send(n.payload().to_owned()).is_err() {
+                                        break;
+                                    }
+                                }
+                            }
+                        });
+                        match client.batch_execute("LISTEN settle").await {
+                            Ok(()) => {
+                                while let Some(payload) = rx.recv().await {
+                                    if payload == queue {
+                                        wake.notify_one();
+                                    }
+                                }
+                            }
+                            Err(e) => tracing::warn!(error = %e, "LISTEN failed; the worker polls"),
+                        }
+                        driver.abort();
+                    }
+                    Err(e) => {
+                        tracing::debug!(error = %e, "LISTEN connection failed; the worker polls")
+                    }
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }))
+    }
+}
+
+impl LeaseSettler for Ext {
+    type Token = SystemTime;
+
+    fn combiner(&self) -> &Combiner<SystemTime> {
+        &self.acks
+    }
+
+    /// One `queue_complete`. Any error but a lost lease wrote nothing, so the
+    /// row is given back at once rather than at its deadline.
+    async fn one(&self, id: &str, token: SystemTime, outcome: &Outcome) -> Result<Settled> {
+        let r: Result<String> = async {
+            let c = self.pool.get().await?;
+            let st = c.prepare_cached(COMPLETE_SQL).await?;
+            let row = c
+                .query_one(
+                    &st,
+                    &[
+                        &self.queue.name,
+                        &id,
+                        &outcome.sql_name(),
+                        &outcome.delay_micros(),
+                        &Some(token),
+                    ],
+                )
+                .await?;
+            Ok(row.get(0))
+        }
+        .await;
+        match r {
+            Ok(word) => self.settled(id, &word),
+            Err(e) => {
+                if !matches!(e, Error::LeaseLost(_)) {
+                    let _ = self.release_lease(id, token).await;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// One `queue_complete_many`; a row this call did not hold is [`Error::LeaseLost`].
+    async fn many(
+        &self,
+        ids: &[String],
+        tokens: &[SystemTime],
+        outcome: &Outcome,
+    ) -> Result<Vec<Result<Settled>>> {
+        let tokens: Vec<Option<SystemTime>> = tokens.iter().map(|t| Some(*t)).collect();
+        let c = self.pool.get().await?;
+        let st = c.prepare_cached(COMPLETE_MANY_SQL).await?;
+        let rows = c
+            .query(
+                &st,
+                &[
+                    &self.queue.name,
+                    &ids,
+                    &outcome.sql_name(),
+                    &outcome.delay_micros(),
+                    &tokens,
+                ],
+            )
+            .await?;
+        drop(c);
+        let got: std::collections::HashMap<&str, &str> = rows
+            .iter()
+            .map(|r| (r.get::<_, &str>(0), r.get::<_, &str>(1)))
+            .collect();
+        Ok(ids
+            .iter()
+            .map(|id| match got.get(id.as_str()) {
+                Some(&r) if r != "lease_lost" => self.settled(id, r),
+                _ => Err(Error::lease_lost(&self.queue.name, id)),
+            })
+            .collect())
+    }
+}

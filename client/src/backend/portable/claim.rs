@@ -1,0 +1,296 @@
+//! Claims on the portable path, in each form (SPEC §2), with crash-looping
+//! rows moved to the dead letter on the way.
+
+use super::session::{PSession, Pinned};
+use super::engine::{again_if_deadlock, exec_with_id, text, Engine};
+use crate::error::Result;
+use crate::outcome::micros;
+use crate::queue::Form;
+use sqlx::{Connection, Row};
+use std::collections::HashSet;
+
+/// A claimed row as the portable path reads it.
+pub(super) struct ClaimedRow {
+    pub(super) id: String,
+    pub(super) attempt: u32,
+    /// the lease token, epoch microseconds (lease form)
+    pub(super) token: Option<i64>,
+    /// the row as JSON text, parsed only when the handler asks
+    pub(super) row: Vec<u8>,
+}
+
+impl Engine {
+    /// Claim up to `n` rows. row_lock and advisory return the pinned session.
+    ///
+    /// A claim the database picks as a deadlock victim (InnoDB, SQLSTATE 40001)
+    /// has had its transaction rolled back whole — it wrote and holds nothing —
+    /// so it is run again, a few times, before the error reaches the caller.
+    pub(super) async fn claim_rows(
+        &self,
+        n: usize,
+    ) -> Result<(Vec<ClaimedRow>, Option<PSession>)> {
+        again_if_deadlock(|| self.claim_once(n)).await
+    }
+
+    async fn claim_once(&self, n: usize) -> Result<(Vec<ClaimedRow>, Option<PSession>)> {
+        let s = &self.s;
+        let d = s.d;
+        match s.form {
+            Form::RowLock => {
+                let mut tx = self.pool.begin_with(d.begin()).await?;
+                let rows = sqlx::query(&s.claim_rows_sql())
+                    .bind(n as i64)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                if rows.is_empty() {
+                    tx.commit().await?;
+                    return Ok((Vec::new(), None));
+                }
+                // row_lock counts the attempt in the settling statement: report stored + 1
+                let out: Vec<ClaimedRow> =
+                    rows.iter().map(|r| claimed(r, 1)).collect::<Result<_>>()?;
+                let held = out.iter().map(|c| c.id.clone()).collect();
+                Ok((out, Some(PSession::new(Pinned::Tx(tx), held))))
+            }
+            Form::Lease { .. } if d.has_writable_cte() => Ok((self.claim_lease_cte(n).await?, None)),
+            Form::Lease { .. } => {
+                let mut tx = self.pool.begin_with(d.begin()).await?;
+                let cands: Vec<(String, i64)> = sqlx::query(&s.lease_candidates_sql())
+                    .bind(n as i64)
+                    .fetch_all(&mut *tx)
+                    .await?
+                    .iter()
+                    .map(|r| (r.get(0), r.get(1)))
+                    .collect();
+                let live = self.drop_poison(&mut tx, cands).await?;
+                let out = self.take(&mut tx, &live).await?;
+                tx.commit().await?;
+                Ok((out, None))
+            }
+            Form::Advisory => self.claim_advisory(n).await,
+        }
+    }
+
+    /// Move rows whose last delivery died at max_attempts (crash loops: lease
+    /// and advisory forms) out of the candidates, returning the rest.
+    async fn drop_poison(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        cands: Vec<(String, i64)>,
+    ) -> Result<Vec<String>> {
+        let mut live = Vec::with_capacity(cands.len());
+        for (id, attempt) in cands {
+            match self.s.max {
+                Some(max) if attempt >= max => {
+                    for sql in self.s.dead_sql(false) {
+                        exec_with_id(conn, &sql, &id).await?;
+                    }
+                    self.warn_dead(&id);
+                }
+                _ => live.push(id),
+            }
+        }
+        Ok(live)
+    }
+
+    /// Count the attempt (and write the token) of `ids` and read them back.
+    async fn take(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        ids: &[String],
+    ) -> Result<Vec<ClaimedRow>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let s = &self.s;
+        if let Some(sql) = s.take_update_sql(ids.len()) {
+            let mut q = sqlx::query(&sql);
+            if let Form::Lease { ttl } = s.form {
+                q = q.bind(micros(ttl));
+            }
+            for id in ids {
+                q = q.bind(id);
+            }
+            q.execute(&mut *conn).await?;
+        }
+        let sql = s.take_read_sql(ids.len());
+        let mut q = sqlx::query(&sql);
+        for id in ids {
+            q = q.bind(id);
+        }
+        let rows = q.fetch_all(&mut *conn).await?;
+        rows.iter().map(|r| claimed(r, 0)).collect()
+    }
+
+    /// The lease claim as one autocommitted statement (lock the candidates,
+    /// count the attempt and write the token, return the rows), as a
+    /// hand-writer would, instead of a transaction of three. Candidates whose
+    /// attempt already reached max_attempts (crash loops) are not taken but
+    /// returned apart, and each is then moved to the dead letter if it is still
+    /// there, ready and at max_attempts.
+    async fn claim_lease_cte(&self, n: usize) -> Result<Vec<ClaimedRow>> {
+        let Form::Lease { ttl } = self.s.form else {
+            unreachable!("called for the lease form only");
+        };
+        let rows = sqlx::query(&self.s.claim_lease_cte_sql())
+            .bind(n as i64)
+            .bind(micros(ttl))
+            .fetch_all(&self.pool)
+            .await?;
+        // the rows delivered are already leased: a failed move must not lose
+        // them (the row stays, and a later claim tries again)
+        self.deliver_or_move(&rows).await
+    }
+
+    /// Move a crash-looping row to the dead letter if it is still there, ready
+    /// and at max_attempts (another claim may have moved it meanwhile).
+    async fn move_poison(&self, id: &str) -> Result<()> {
+        let s = &self.s;
+        let Some(check) = s.poison_check_sql() else {
+            return Ok(());
+        };
+        let mut tx = self.pool.begin_with(s.d.begin()).await?;
+        if sqlx::query(&check)
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .is_some()
+        {
+            for sql in s.dead_sql(false) {
+                exec_with_id(&mut tx, &sql, id).await?;
+            }
+            self.warn_dead(id);
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn claim_advisory(&self, n: usize) -> Result<(Vec<ClaimedRow>, Option<PSession>)> {
+        let s = &self.s;
+        let mut conn = self.pool.acquire().await?;
+        let cands: Vec<String> = sqlx::query(&s.advisory_candidates_sql())
+            .bind((n * 2 + 16) as i64)
+            .fetch_all(&mut *conn)
+            .await?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        // try as many keys as are still wanted, in one statement, until there
+        // are enough or no candidates left
+        let mut locked: HashSet<String> = HashSet::new();
+        let mut rest = &cands[..];
+        while locked.len() < n && !rest.is_empty() {
+            let (now, later) = rest.split_at((n - locked.len()).min(rest.len()));
+            rest = later;
+            match self.try_lock_many(&mut conn, now).await {
+                Ok(got) => locked.extend(got),
+                Err(e) => {
+                    drop(conn.detach()); // closes: the server drops every key
+                    return Err(e);
+                }
+            }
+        }
+        if locked.is_empty() {
+            return Ok((Vec::new(), None));
+        }
+        // re-check with a fresh read now that the keys are ours, count the attempt
+        let ids: Vec<String> = locked.iter().cloned().collect();
+        let res: Result<Vec<ClaimedRow>> = if s.d.has_writable_cte() {
+            self.take_locked_cte(&mut conn, &ids).await
+        } else {
+            async {
+                let mut tx = conn.begin().await?;
+                let sql = s.recheck_locked_sql(ids.len());
+                let mut q = sqlx::query(&sql);
+                for id in &ids {
+                    q = q.bind(id);
+                }
+                let cands: Vec<(String, i64)> = q
+                    .fetch_all(&mut *tx)
+                    .await?
+                    .iter()
+                    .map(|r| (r.get(0), r.get(1)))
+                    .collect();
+                let live = self.drop_poison(&mut tx, cands).await?;
+                let out = self.take(&mut tx, &live).await?;
+                tx.commit().await?;
+                Ok(out)
+            }
+            .await
+        };
+        let out = match res {
+            Ok(v) => v,
+            Err(e) => {
+                drop(conn.detach()); // closes: the server drops every key
+                return Err(e);
+            }
+        };
+        // give back every key not delivered (gone, not ready any more, or moved)
+        let taken: HashSet<&str> = out.iter().map(|c| c.id.as_str()).collect();
+        let (held, gone): (HashSet<String>, HashSet<String>) = locked
+            .into_iter()
+            .partition(|id| taken.contains(id.as_str()));
+        let gone: Vec<&str> = gone.iter().map(String::as_str).collect();
+        if let Err(e) = self.unlock_many(&mut conn, &gone).await {
+            drop(conn.detach());
+            return Err(e);
+        }
+        if out.is_empty() {
+            return Ok((out, None));
+        }
+        Ok((out, Some(PSession::new(Pinned::Conn(conn), held))))
+    }
+
+    /// The advisory claim's take as one statement, once this connection holds
+    /// the keys of `ids` (see [`super::shape::Shape::take_locked_cte_sql`]):
+    /// where the general path needs a transaction of four. Crash-looping rows
+    /// are left out and moved to the dead letter.
+    async fn take_locked_cte(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        ids: &[String],
+    ) -> Result<Vec<ClaimedRow>> {
+        let sql = self.s.take_locked_cte_sql(ids.len());
+        let mut q = sqlx::query(&sql);
+        for id in ids {
+            q = q.bind(id);
+        }
+        let rows = q.fetch_all(&mut *conn).await?;
+        // this connection still holds the crash-looping rows' keys: no other
+        // claim takes them before they are moved
+        self.deliver_or_move(&rows).await
+    }
+
+    /// The rows of a one-statement claim (see [`super::shape::Shape::crash_loops`]):
+    /// those to deliver, while each crash-looping one is moved to the dead
+    /// letter (a move that fails leaves the row for a later claim).
+    async fn deliver_or_move(&self, rows: &[sqlx::any::AnyRow]) -> Result<Vec<ClaimedRow>> {
+        let mut out = Vec::with_capacity(rows.len());
+        for r in rows {
+            if r.try_get::<i32, _>(4)? == 0 {
+                out.push(claimed(r, 0)?);
+            } else {
+                let id = text(r, 0)?;
+                if let Err(e) = self.move_poison(&id).await {
+                    tracing::warn!(queue = %self.s.queue, id = %id, error = %e, "could not move a crash-looping row to the dead letter; a later claim tries again");
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A claimed row from (id, attempt, token, row json); `plus` is added to the
+/// stored attempt (row_lock counts it when settling).
+fn claimed(r: &sqlx::any::AnyRow, plus: i64) -> Result<ClaimedRow> {
+    let id: String = text(r, 0)?;
+    let attempt: i64 = r.try_get(1)?;
+    let token: Option<i64> = r.try_get(2)?;
+    let json: String = text(r, 3)?;
+    Ok(ClaimedRow {
+        id,
+        attempt: u32::try_from((attempt + plus).max(1)).unwrap_or(u32::MAX),
+        token,
+        row: json.into_bytes(),
+    })
+}

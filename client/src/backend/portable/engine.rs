@@ -1,0 +1,67 @@
+//! The portable path's state for one queue: its pool and resolved descriptor,
+//! and the helpers every part of the path shares.
+
+use super::shape::Shape;
+use crate::backend::combine::Combiner;
+use crate::error::{Error, Result};
+use crate::queue::Queue;
+use sqlx::{AnyPool, Row};
+use std::time::Duration;
+
+/// The portable path for one queue.
+pub(crate) struct Engine {
+    pub(super) pool: AnyPool,
+    /// the resolved descriptor, whose statements the path runs
+    pub(super) s: Shape,
+    pub(super) queue: Queue,
+    pub(super) acks: Combiner<i64>,
+}
+
+impl Engine {
+    pub(super) fn warn_dead(&self, id: &str) {
+        tracing::warn!(queue = %self.s.queue, id = %id, max_attempts = self.s.max.unwrap_or(0), "max_attempts reached: moved to the dead letter");
+    }
+}
+
+pub(super) async fn exec_with_id(conn: &mut sqlx::AnyConnection, sql: &str, id: &str) -> Result<u64> {
+    Ok(sqlx::query(sql)
+        .bind(id)
+        .execute(conn)
+        .await?
+        .rows_affected())
+}
+
+/// Run `f` again (up to 4 more times) while it fails as a deadlock victim
+/// (InnoDB, SQLSTATE 40001). Only for work in a transaction of its own: the
+/// database rolled the victim's transaction back whole, so it wrote and holds
+/// nothing, and running it again can neither lose nor duplicate a delivery.
+pub(super) async fn again_if_deadlock<T, F, Fut>(mut f: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let mut tries = 0;
+    loop {
+        match f().await {
+            Err(e) if e.code() == Some("40001") && tries < 4 => {
+                tries += 1;
+                tracing::debug!(tries, "settle: a deadlock victim, running it again");
+                tokio::time::sleep(Duration::from_millis(tries)).await;
+            }
+            r => return r,
+        }
+    }
+}
+
+/// A text column; MariaDB sends long text (JSON, LONGTEXT) with a BLOB wire
+/// type, which sqlx's Any driver hands over as bytes.
+pub(super) fn text(r: &sqlx::any::AnyRow, i: usize) -> Result<String> {
+    match r.try_get::<String, _>(i) {
+        Ok(s) => Ok(s),
+        Err(_) => {
+            let b: Vec<u8> = r.try_get(i)?;
+            String::from_utf8(b)
+                .map_err(|e| Error::invalid(format!("column {i} is not UTF-8: {e}")))
+        }
+    }
+}

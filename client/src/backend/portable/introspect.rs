@@ -1,0 +1,261 @@
+//! Reading a portable queue's table and checking its descriptor: the
+//! portable path's `queue_register`. `Error::InvalidDescriptor` names the
+//! problem; nothing is written.
+
+use super::dialect::{Dialect, IdKind, UniqueArg};
+use super::shape::{Dead, Shape};
+use crate::error::{Error, Result};
+use crate::queue::{Form, Queue, Role};
+use sqlx::{AnyPool, Row};
+use std::collections::HashMap;
+
+/// Split a table name as SQL would read it — `name`, `schema.name`, with
+/// `"quoted"` (or MySQL `` `quoted` ``) parts whose doubled quotes stand for one
+/// — into its raw parts, unquoted parts folded as the dialect folds them.
+fn split_table(d: Dialect, t: &str) -> Result<(Option<String>, String)> {
+    let mut parts: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    let mut chars = t.trim().chars().peekable();
+    let mut quoted_part = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '"' | '`' if cur.is_empty() && !quoted_part => {
+                quoted_part = true;
+                loop {
+                    match chars.next() {
+                        Some(q) if q == c => {
+                            if chars.peek() == Some(&c) {
+                                chars.next();
+                                cur.push(c);
+                            } else {
+                                break;
+                            }
+                        }
+                        Some(x) => cur.push(x),
+                        None => {
+                            return Err(Error::invalid(format!(
+                                "unterminated quoted name in {t:?}"
+                            )))
+                        }
+                    }
+                }
+            }
+            '.' => {
+                parts.push(std::mem::take(&mut cur));
+                quoted_part = false;
+            }
+            c if quoted_part => {
+                return Err(Error::invalid(format!(
+                    "unexpected {c:?} after a quoted name in {t:?}"
+                )));
+            }
+            c => cur.push(if d.folds_unquoted_names() {
+                c.to_ascii_lowercase()
+            } else {
+                c
+            }),
+        }
+    }
+    parts.push(cur);
+    match parts.len() {
+        1 => Ok((None, parts.pop().unwrap())),
+        2 => {
+            let name = parts.pop().unwrap();
+            Ok((parts.pop(), name))
+        }
+        _ => Err(Error::invalid(format!(
+            "{t:?} is not a table name (name or schema.name)"
+        ))),
+    }
+}
+
+/// The columns of a table, in order: (name, lower-case type name). Empty when
+/// the table does not exist.
+async fn table_columns(
+    pool: &AnyPool,
+    d: Dialect,
+    schema: Option<&str>,
+    name: &str,
+) -> Result<Vec<(String, String)>> {
+    let (sql, binds_schema) = d.columns_sql();
+    let mut q = sqlx::query(sql);
+    if binds_schema {
+        q = q.bind(schema);
+    }
+    Ok(q.bind(name)
+        .fetch_all(pool)
+        .await?
+        .iter()
+        .map(|r| (r.get::<String, _>(0), r.get::<String, _>(1).to_lowercase()))
+        .collect())
+}
+
+/// Read the table's columns and check the descriptor: InvalidDescriptor names the problem.
+pub(super) async fn introspect(pool: &AnyPool, d: Dialect, q: &Queue) -> Result<Shape> {
+    let (schema, name) = split_table(d, &q.table)?;
+    let (schema, name) = (schema.as_deref(), name.as_str());
+    // (column name, lower-case type name)
+    let cols = table_columns(pool, d, schema, name).await?;
+    if cols.is_empty() {
+        return Err(Error::descriptor(format!("table {} does not exist", q.table)));
+    }
+    let has = |c: &str| cols.iter().find(|(n, _)| n == c).map(|(_, t)| t.clone());
+    let defaults = [
+        (Role::Id, "id"),
+        (Role::Attempt, "attempt"),
+        (Role::RetryAfter, "retry_after"),
+        (Role::LockedUntil, "locked_until"),
+        (Role::ProcessedAt, "processed_at"),
+        (Role::Group, "queue"),
+        (Role::CreatedAt, "created_at"),
+    ];
+    let mut resolved: HashMap<Role, (String, String)> = HashMap::new();
+    for (role, default) in defaults {
+        let name = match q.columns.get(&role) {
+            Some(Some(n)) => Some(n.clone()),
+            Some(None) => None,
+            None => has(default).map(|_| default.to_owned()),
+        };
+        if let Some(n) = name {
+            match has(&n) {
+                Some(t) => {
+                    resolved.insert(role, (n, t));
+                }
+                None => {
+                    return Err(Error::descriptor(format!(
+                        "column \"{n}\" ({role:?}) does not exist in {}",
+                        q.table
+                    )))
+                }
+            }
+        }
+    }
+    let (id, id_type) = resolved.get(&Role::Id).cloned().ok_or_else(|| {
+        Error::descriptor(format!(
+            "{} has no id column: name it with Queue::column(Role::Id, ..)",
+            q.table
+        ))
+    })?;
+    let is_int = |t: &str| t.contains("int");
+    for role in [Role::RetryAfter, Role::LockedUntil, Role::ProcessedAt] {
+        if let Some((n, t)) = resolved.get(&role) {
+            if !d.is_timestamp_type(t) {
+                return Err(Error::descriptor(format!(
+                    "column \"{n}\" ({role:?}) of {} is {t}, it must be {}",
+                    q.table,
+                    d.timestamp_hint()
+                )));
+            }
+        }
+    }
+    if let Some((n, t)) = resolved.get(&Role::Attempt) {
+        if !is_int(t) {
+            return Err(Error::descriptor(format!(
+                "column \"{n}\" (attempt) of {} is {t}, it must be an integer type",
+                q.table
+            )));
+        }
+    }
+    let id_kind = if is_int(&id_type) {
+        IdKind::Integer
+    } else if id_type.as_str() == "uuid" {
+        IdKind::Uuid
+    } else {
+        IdKind::Text
+    };
+    // the id needs a unique index of its own
+    let (sql, args) = d.unique_id_sql();
+    let mut uq = sqlx::query(sql);
+    for a in args {
+        uq = match a {
+            UniqueArg::Table => uq.bind(q.table.as_str()),
+            UniqueArg::Schema => uq.bind(schema),
+            UniqueArg::Name => uq.bind(name),
+            UniqueArg::Column => uq.bind(id.as_str()),
+        };
+    }
+    let unique: i64 = uq.fetch_one(pool).await?.get(0);
+    if unique == 0 {
+        return Err(Error::descriptor(format!(
+            "the id column \"{id}\" of {} needs a primary key or unique index of its own",
+            q.table
+        )));
+    }
+    if matches!(q.form, Form::Lease { .. }) && !resolved.contains_key(&Role::LockedUntil) {
+        return Err(Error::descriptor(format!(
+            "the lease form needs a locked_until column in {}",
+            q.table
+        )));
+    }
+    if let Form::Lease { ttl } = q.form {
+        if ttl.as_micros() < 1000 {
+            return Err(Error::invalid("a lease must be at least 1 millisecond"));
+        }
+    }
+    let table = match schema {
+        Some(s) => format!("{}.{}", d.ident(s), d.ident(name)),
+        None => d.ident(name),
+    };
+    let dead = match &q.dead {
+        None => None,
+        Some((0, _)) => return Err(Error::descriptor("max_attempts must be at least 1")),
+        Some(_) if !resolved.contains_key(&Role::Attempt) => {
+            return Err(Error::descriptor(format!(
+                "max_attempts needs an attempt column in {}",
+                q.table
+            )))
+        }
+        Some((_, target)) if resolved.contains_key(&Role::Group) => {
+            if target == &q.name {
+                return Err(Error::descriptor(
+                    "the dead-letter group must differ from the queue's own group",
+                ));
+            }
+            Some(Dead::Group(target.clone()))
+        }
+        Some((_, target)) => {
+            let (ts, tn) = split_table(d, target)?;
+            let (ts, tn) = (ts.as_deref(), tn.as_str());
+            let dcols: Vec<String> = table_columns(pool, d, ts, tn)
+                .await?
+                .into_iter()
+                .map(|(c, _)| c)
+                .collect();
+            if dcols.is_empty() {
+                return Err(Error::descriptor(format!(
+                    "dead-letter table {target} does not exist ({} has no group column, so the dead letter is a table)",
+                    q.table
+                )));
+            }
+            if let Some((c, _)) = cols.iter().find(|(c, _)| !dcols.contains(c)) {
+                return Err(Error::descriptor(format!(
+                    "dead-letter table {target} lacks column \"{c}\" of {}",
+                    q.table
+                )));
+            }
+            let dt = match ts {
+                Some(s) => format!("{}.{}", d.ident(s), d.ident(tn)),
+                None => d.ident(tn),
+            };
+            Some(Dead::Table(dt))
+        }
+    };
+    let get = |r: Role| resolved.get(&r).map(|(n, _)| n.clone());
+    Ok(Shape {
+        d,
+        queue: q.name.clone(),
+        form: q.form,
+        table,
+        cols: cols.into_iter().map(|(n, _)| n).collect(),
+        id,
+        id_kind,
+        attempt: get(Role::Attempt),
+        retry_after: get(Role::RetryAfter),
+        locked_until: get(Role::LockedUntil),
+        processed_at: get(Role::ProcessedAt),
+        group: get(Role::Group),
+        max: q.dead.as_ref().map(|(n, _)| i64::from(*n)),
+        dead,
+        custom: q.outcomes.iter().cloned().collect(),
+    })
+}

@@ -1,0 +1,427 @@
+//! The connection a row_lock or advisory claim keeps on the portable path: the
+//! claim transaction (row_lock) or the connection holding the keys (advisory),
+//! shared by the claim's deliveries, and the outcomes written on it.
+
+use super::engine::Engine;
+use crate::error::{Error, Result};
+use crate::outcome::{Outcome, Settled};
+use sqlx::any::Any;
+use sqlx::pool::PoolConnection;
+use sqlx::{Connection, Transaction};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex as StdMutex};
+use tokio::sync::{Mutex, OwnedMutexGuard};
+
+/// The pinned state of a row_lock / advisory claim.
+pub(crate) enum Pinned {
+    Tx(Transaction<'static, Any>),
+    Conn(PoolConnection<Any>),
+}
+
+/// Deliveries of one row_lock / advisory claim share this.
+pub(crate) struct PSession {
+    pinned: Arc<Mutex<Option<Pinned>>>,
+    /// row_lock transactional mode: the handler's savepoint is open
+    handler_sp: AtomicBool,
+    /// row_lock: the database rolled the claim transaction back under us
+    /// (MySQL/MariaDB end the whole transaction of a deadlock victim); nothing
+    /// more may run on it — later statements would run outside any transaction
+    broken: StdMutex<Option<String>>,
+    open: AtomicUsize,
+    /// ids this claim holds and has not settled (row_lock: claimed by the
+    /// transaction; advisory: their keys held on the connection)
+    held: StdMutex<HashSet<String>>,
+}
+
+/// The claim transaction lent to the handler (row_lock transactional mode).
+pub(crate) type Lent = OwnedMutexGuard<Option<Pinned>>;
+
+impl PSession {
+    /// The claim transaction is lost (see `broken`), because of `e`.
+    fn break_with(&self, e: &Error) {
+        tracing::warn!(error = %e, "settle: the claim transaction is rolled back; its rows go back to the queue");
+        self.broken
+            .lock()
+            .unwrap()
+            .get_or_insert_with(|| e.to_string());
+    }
+
+    fn broken(&self) -> Option<String> {
+        self.broken.lock().unwrap().clone()
+    }
+
+    /// Whether a row_lock outcome for `n` of this claim's deliveries runs in a
+    /// savepoint of its own ([`crate::backend::pinned::fence`]).
+    fn fence(&self, outcome: &Outcome, n: usize) -> bool {
+        crate::backend::pinned::fence(outcome, n, self.open.load(Ordering::Acquire))
+    }
+
+    pub(super) fn new(p: Pinned, held: HashSet<String>) -> PSession {
+        PSession {
+            open: AtomicUsize::new(held.len()),
+            pinned: Arc::new(Mutex::new(Some(p))),
+            handler_sp: AtomicBool::new(false),
+            broken: StdMutex::new(None),
+            held: StdMutex::new(held),
+        }
+    }
+}
+
+impl Drop for PSession {
+    fn drop(&mut self) {
+        // not finished cleanly: close the connection rather than return it with a
+        // transaction or locks (sqlx rolls a dropped transaction back; a detached
+        // connection closes, and the server drops its locks)
+        if let Some(p) = self.pinned.try_lock().ok().and_then(|mut g| g.take()) {
+            match p {
+                Pinned::Tx(tx) => drop(tx),
+                Pinned::Conn(c) => drop(c.detach()),
+            }
+        }
+    }
+}
+
+impl Engine {
+    /// Settle a delivery of a pinned session (row_lock: in the claim transaction,
+    /// fenced by a savepoint; advisory: its own transaction, then unlock).
+    async fn settle_pinned(
+        &self,
+        p: &mut Pinned,
+        session: &PSession,
+        id: &str,
+        outcome: &Outcome,
+    ) -> Result<Settled> {
+        if let Some(why) = session.broken() {
+            session.held.lock().unwrap().remove(id);
+            return Err(self.rolled_back(Some(id), &why));
+        }
+        if !session.held.lock().unwrap().remove(id) {
+            return Err(Error::not_held(&self.s.queue, id));
+        }
+        match p {
+            Pinned::Tx(tx) => {
+                if session.handler_sp.swap(false, Ordering::AcqRel) {
+                    // transactional mode: ack keeps the handler's writes, anything else undoes them
+                    let ack = matches!(outcome, Outcome::Ack);
+                    end_handler_savepoint(tx, ack).await?;
+                }
+                if !session.fence(outcome, 1) {
+                    return self
+                        .write(tx, id, None, outcome)
+                        .await
+                        .inspect_err(|e| session.break_with(e));
+                }
+                // a savepoint fences this outcome from its siblings in the claim transaction
+                let mut sp = tx.begin().await?;
+                match self.write(&mut sp, id, None, outcome).await {
+                    Ok(v) => {
+                        sp.commit().await?;
+                        Ok(v)
+                    }
+                    Err(e) => {
+                        self.undo(sp, session, &e).await;
+                        Err(e)
+                    }
+                }
+            }
+            Pinned::Conn(conn) => {
+                let r = match conn.begin().await {
+                    Ok(tx) => self.write_in(tx, id, None, outcome).await,
+                    Err(e) => Err(e.into()),
+                };
+                // the outcome committed (or failed and rolled back): now the key
+                // goes (if that fails, the session's end tries again, or closes
+                // the connection; the outcome stands)
+                if self.unlock(conn, id).await.is_err() {
+                    session.held.lock().unwrap().insert(id.to_owned());
+                }
+                r
+            }
+        }
+    }
+
+    /// Settle many deliveries of one pinned session with one ack, drop, retry or
+    /// retry_after: row_lock in the claim transaction, fenced by one savepoint;
+    /// advisory in one transaction of its own, then every key let go in one
+    /// statement. `Err` when the batch wrote nothing (undone to its savepoint,
+    /// or its transaction rolled back): the ids are held again, so the caller
+    /// can settle them one at a time and each gets its own result.
+    async fn settle_pinned_many(
+        &self,
+        p: &mut Pinned,
+        session: &PSession,
+        ids: &[String],
+        outcome: &Outcome,
+    ) -> Result<Vec<Result<Settled>>> {
+        if let Some(why) = session.broken() {
+            return Err(self.rolled_back(Some(&ids.join(", ")), &why));
+        }
+        let taken: HashSet<String> = {
+            let mut held = session.held.lock().unwrap();
+            ids.iter().filter(|id| held.remove(*id)).cloned().collect()
+        };
+        let items: Vec<(String, Option<i64>)> = ids
+            .iter()
+            .filter(|id| taken.contains(*id))
+            .map(|id| (id.clone(), None))
+            .collect();
+        let give_back = |e: Error| {
+            session.held.lock().unwrap().extend(taken.clone());
+            e
+        };
+        let written = match p {
+            Pinned::Tx(tx) => {
+                if session.handler_sp.swap(false, Ordering::AcqRel) {
+                    // transactional mode: ack keeps the handler's writes, anything else undoes them
+                    let ack = matches!(outcome, Outcome::Ack);
+                    end_handler_savepoint(tx, ack).await.map_err(give_back)?;
+                }
+                if !session.fence(outcome, items.len()) {
+                    // a failure aborts the claim transaction (see `PSession::fence`)
+                    self.write_many(tx, &items, outcome)
+                        .await
+                        .inspect_err(|e| session.break_with(e))?
+                } else {
+                    let mut sp = tx.begin().await.map_err(|e| give_back(e.into()))?;
+                    match self.write_many(&mut sp, &items, outcome).await {
+                        Ok(v) => {
+                            sp.commit().await.map_err(|e| give_back(e.into()))?;
+                            v
+                        }
+                        Err(e) => {
+                            self.undo(sp, session, &e).await;
+                            return Err(give_back(e));
+                        }
+                    }
+                }
+            }
+            Pinned::Conn(conn) => {
+                let mut tx = conn.begin().await.map_err(|e| give_back(e.into()))?;
+                match self.write_many(&mut tx, &items, outcome).await {
+                    Ok(v) => {
+                        tx.commit().await.map_err(|e| give_back(e.into()))?;
+                        // the outcomes committed: now the keys go (if that fails,
+                        // the session's end tries again, or closes the connection)
+                        let done: Vec<&str> = items.iter().map(|(id, _)| id.as_str()).collect();
+                        if self.unlock_many(conn, &done).await.is_err() {
+                            session.held.lock().unwrap().extend(taken.clone());
+                        }
+                        v
+                    }
+                    Err(e) => {
+                        // (a failed rollback means a broken connection: the
+                        // session's end then closes it, and the keys go with it)
+                        let _ = tx.rollback().await;
+                        return Err(give_back(e));
+                    }
+                }
+            }
+        };
+        let mut written = items.iter().map(|(id, _)| id).zip(written);
+        let mut next = written.next();
+        Ok(ids
+            .iter()
+            .map(|id| match &next {
+                Some((wid, r)) if *wid == id => {
+                    let r = *r;
+                    next = written.next();
+                    r.ok_or_else(|| self.not_held(id))
+                }
+                _ => Err(self.not_held(id)),
+            })
+            .collect())
+    }
+
+    /// Give a delivery of a pinned session back without an outcome.
+    async fn release_pinned(&self, p: Option<&mut Pinned>, session: &PSession, id: &str) -> Result<()> {
+        session.held.lock().unwrap().remove(id);
+        match p {
+            Some(Pinned::Conn(conn)) => self.unlock(conn, id).await,
+            Some(Pinned::Tx(tx)) => {
+                if session.handler_sp.swap(false, Ordering::AcqRel) {
+                    end_handler_savepoint(tx, false).await?;
+                }
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Undo a failed outcome to its savepoint in the claim transaction. When
+    /// that is impossible, or the failure was a deadlock of a database whose
+    /// victim loses its whole transaction, the claim is over: every row it held
+    /// goes back to the queue, and the session refuses further writes.
+    async fn undo(&self, sp: Transaction<'_, Any>, session: &PSession, e: &Error) {
+        let whole = self.s.d.deadlock_ends_transaction() && e.code() == Some("40001");
+        if sp.rollback().await.is_err() || whole {
+            session.break_with(e);
+        }
+    }
+
+    /// The error of a settle on a claim whose transaction was rolled back
+    /// (`None`: the claim's end, where its earlier outcomes were lost with it).
+    fn rolled_back(&self, id: Option<&str>, why: &str) -> Error {
+        let what = match id {
+            Some(id) => format!("nothing was written for row {id}"),
+            None => "the outcomes settled in it were not kept".into(),
+        };
+        Error::database(
+            None,
+            format!(
+                "the claim transaction of queue \"{}\" was rolled back ({why}): {what}; its rows go back to the queue",
+                self.s.queue
+            ),
+        )
+    }
+
+    /// One delivery of a pinned session is done; the last ends the session:
+    /// row_lock commits, advisory returns its clean connection to the pool.
+    async fn finish_one(&self, session: &PSession) -> Result<()> {
+        if session.open.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return Ok(());
+        }
+        let p = session.pinned.lock().await.take();
+        match p {
+            Some(Pinned::Tx(tx)) if session.broken().is_some() => {
+                drop(tx);
+                Err(self.rolled_back(None, &session.broken().unwrap_or_default()))
+            }
+            Some(Pinned::Tx(tx)) => Ok(tx.commit().await?),
+            Some(Pinned::Conn(mut conn)) => {
+                // keys of deliveries that were never settled nor released
+                let left: Vec<String> = session.held.lock().unwrap().drain().collect();
+                let left: Vec<&str> = left.iter().map(String::as_str).collect();
+                if self.unlock_many(&mut conn, &left).await.is_err() {
+                    drop(conn.detach());
+                }
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+
+
+}
+
+const HANDLER_SP: &str = "settle_handler";
+
+async fn end_handler_savepoint(tx: &mut Transaction<'static, Any>, keep: bool) -> Result<()> {
+    let conn: &mut sqlx::AnyConnection = tx;
+    if !keep {
+        sqlx::Executor::execute(
+            &mut *conn,
+            format!("ROLLBACK TO SAVEPOINT {HANDLER_SP}").as_str(),
+        )
+        .await?;
+    }
+    sqlx::Executor::execute(
+        &mut *conn,
+        format!("RELEASE SAVEPOINT {HANDLER_SP}").as_str(),
+    )
+    .await?;
+    Ok(())
+}
+
+/// What the delivery calls on its claim's session.
+impl PSession {
+    /// The pinned connection: the one lent to the handler, or taken now.
+    async fn pinned(self: &Arc<Self>, lent: Option<Lent>) -> Lent {
+        match lent {
+            Some(g) => g,
+            None => self.pinned.clone().lock_owned().await,
+        }
+    }
+
+    /// Settle one delivery of this claim, then count it done (the last one
+    /// commits the claim, or hands the connection back).
+    pub(super) async fn settle(
+        self: &Arc<Self>,
+        e: &Engine,
+        lent: Option<Lent>,
+        id: &str,
+        outcome: &Outcome,
+    ) -> Result<Settled> {
+        let mut g = self.pinned(lent).await;
+        let r = match g.as_mut() {
+            Some(p) => e.settle_pinned(p, self, id, outcome).await,
+            None => Err(Error::invalid("the claim's connection is gone")),
+        };
+        drop(g);
+        let closed = e.finish_one(self).await;
+        r.and_then(|v| closed.map(|_| v))
+    }
+
+    /// Settle many deliveries of this claim at once: one savepoint (row_lock)
+    /// or transaction (advisory), the advisory keys let go in one statement.
+    /// `None` when the batch wrote nothing: the caller settles them one at a
+    /// time, each with its own result.
+    pub(super) async fn settle_many(
+        self: &Arc<Self>,
+        e: &Engine,
+        ids: &[String],
+        outcome: &Outcome,
+    ) -> Option<Vec<Result<Settled>>> {
+        let mut g = self.pinned.clone().lock_owned().await;
+        let mut out = e
+            .settle_pinned_many(g.as_mut()?, self, ids, outcome)
+            .await
+            .ok()?;
+        drop(g);
+        // the last delivery of the claim commits (row_lock) or hands the
+        // connection back; if the commit fails, nothing of this batch was kept
+        let mut closed: Result<()> = Ok(());
+        for _ in ids {
+            if let Err(err) = e.finish_one(self).await {
+                closed = Err(err);
+            }
+        }
+        crate::backend::pinned::uncommitted(&mut out, closed);
+        Some(out)
+    }
+
+    /// Give a delivery of this claim back, then count it done.
+    pub(super) async fn release(
+        self: &Arc<Self>,
+        e: &Engine,
+        lent: Option<Lent>,
+        id: &str,
+    ) -> Result<()> {
+        let mut g = self.pinned(lent).await;
+        let r = e.release_pinned(g.as_mut(), self, id).await;
+        drop(g);
+        let closed = e.finish_one(self).await;
+        r.and(closed)
+    }
+
+    /// row_lock transactional mode: lend the claim transaction to the handler,
+    /// behind a savepoint (`lent` keeps it between calls).
+    pub(super) async fn lend<'a>(
+        self: &Arc<Self>,
+        lent: &'a mut Option<Lent>,
+    ) -> Result<&'a mut sqlx::AnyConnection> {
+        let wrong = || {
+            Error::invalid("any_transaction() is for the row_lock form on the portable path")
+        };
+        if lent.is_none() {
+            let mut g = self.pinned.clone().lock_owned().await;
+            match g.as_mut() {
+                Some(Pinned::Tx(tx)) => {
+                    let conn: &mut sqlx::AnyConnection = tx;
+                    sqlx::Executor::execute(
+                        &mut *conn,
+                        format!("SAVEPOINT {HANDLER_SP}").as_str(),
+                    )
+                    .await?;
+                    self.handler_sp.store(true, Ordering::Release);
+                }
+                _ => return Err(wrong()),
+            }
+            *lent = Some(g);
+        }
+        match lent.as_mut().and_then(|g| g.as_mut()) {
+            Some(Pinned::Tx(tx)) => Ok(&mut **tx),
+            _ => Err(Error::invalid("the claim transaction has ended")),
+        }
+    }
+}

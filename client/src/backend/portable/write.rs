@@ -1,0 +1,383 @@
+//! Outcomes written on the portable path (SPEC §3): lease settles in their own
+//! short transaction or one statement, and the shared writer the pinned
+//! sessions use; the lease heartbeat and the counts.
+
+use super::dialect::IdKind;
+use super::engine::{again_if_deadlock, exec_with_id, text, Engine};
+use crate::error::{Error, Result};
+use crate::outcome::{micros, Outcome, Settled};
+use crate::queue::Form;
+use sqlx::any::Any;
+use sqlx::{Row, Transaction};
+use std::collections::{HashMap, HashSet};
+
+/// Which lease tokens an ack statement checks (see `Engine::ack_returning`).
+#[derive(Clone, Copy)]
+enum Tokens {
+    /// none: rows held by a transaction or key
+    None,
+    /// one token for every row
+    Shared(i64),
+    /// each row its own, bound after its id
+    PerItem,
+}
+
+impl Engine {
+    /// The error for a delivery whose row this claim no longer holds.
+    pub(super) fn not_held(&self, id: &str) -> Error {
+        if matches!(self.s.form, Form::Lease { .. }) {
+            Error::lease_lost(&self.s.queue, id)
+        } else {
+            Error::not_held(&self.s.queue, id)
+        }
+    }
+
+    /// Write `outcome` for a held row, on `conn` inside an open transaction.
+    pub(super) async fn write(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        id: &str,
+        token: Option<i64>,
+        outcome: &Outcome,
+    ) -> Result<Settled> {
+        let item = [(id.to_owned(), token)];
+        let Outcome::Custom(name) = outcome else {
+            let r = self.write_many(conn, &item, outcome).await?;
+            return r[0].ok_or_else(|| self.not_held(id));
+        };
+        let s = &self.s;
+        let Some(sql) = s.custom.get(name) else {
+            return Err(Error::invalid(format!(
+                "queue \"{}\" has no custom outcome \"{name}\"",
+                s.queue
+            )));
+        };
+        if self.lock_held(conn, &item).await?.is_empty() {
+            return Err(self.not_held(id));
+        }
+        exec_with_id(conn, sql, id).await?;
+        Ok(Settled::Custom)
+    }
+
+    /// Lock the rows of `items` this queue still holds for them (lease: with the
+    /// delivery's token) and read their stored attempts: id → attempt.
+    async fn lock_held(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        items: &[(String, Option<i64>)],
+    ) -> Result<HashMap<String, i64>> {
+        let lease = matches!(self.s.form, Form::Lease { .. });
+        let sql = self.s.lock_held_sql(items.len());
+        let mut q = sqlx::query(&sql);
+        for (id, _) in items {
+            q = q.bind(id.as_str());
+        }
+        let now: HashMap<String, (i64, Option<i64>)> = q
+            .fetch_all(&mut *conn)
+            .await?
+            .iter()
+            .map(|r| Ok((text(r, 0)?, (r.try_get(1)?, r.try_get(2)?))))
+            .collect::<Result<_>>()?;
+        Ok(items
+            .iter()
+            .filter_map(|(id, tok)| {
+                let (attempt, t) = now.get(id)?;
+                (!lease || (tok.is_some() && t == tok)).then(|| (id.clone(), *attempt))
+            })
+            .collect())
+    }
+
+    /// Write one ack, drop, retry or retry_after for many rows, on `conn` inside
+    /// an open transaction: lock the rows still held for them, move a retried row
+    /// whose delivery reached max_attempts to the dead letter, then one statement
+    /// for the rest. `None` for an item not held (nothing written for it).
+    pub(super) async fn write_many(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        items: &[(String, Option<i64>)],
+        outcome: &Outcome,
+    ) -> Result<Vec<Option<Settled>>> {
+        let s = &self.s;
+        let d = s.d;
+        if items.is_empty() {
+            return Ok(Vec::new());
+        }
+        // row_lock/advisory ack or drop: one statement that writes the rows still
+        // there and returns which it wrote. The claim's transaction (row_lock) or
+        // key (advisory) holds them already and an ack counts nothing, so there
+        // is nothing to lock or read first.
+        if matches!(outcome, Outcome::Ack | Outcome::Drop)
+            && matches!(s.form, Form::RowLock | Form::Advisory)
+            && d.has_returning()
+        {
+            return self.ack_returning(conn, items, Tokens::None).await;
+        }
+        let retry = match outcome {
+            Outcome::Ack | Outcome::Drop => false,
+            Outcome::Retry | Outcome::RetryAfter(_) => true,
+            Outcome::Custom(_) => {
+                return Err(Error::invalid(
+                    "a custom outcome is settled one row at a time",
+                ))
+            }
+        };
+        let held = self.lock_held(conn, items).await?;
+        let mut dead = HashSet::new();
+        if retry && s.dead.is_some() {
+            if let Some(max) = s.max {
+                // row_lock counts this delivery here; the others counted it at the claim
+                let plus = i64::from(s.form == Form::RowLock);
+                for (id, _) in items {
+                    if held.get(id).is_some_and(|a| a + plus >= max) && dead.insert(id.as_str()) {
+                        for sql in s.dead_sql(s.form == Form::RowLock) {
+                            exec_with_id(conn, &sql, id).await?;
+                        }
+                        self.warn_dead(id);
+                    }
+                }
+            }
+        }
+        let mut go: Vec<&str> = Vec::with_capacity(held.len());
+        for (id, _) in items {
+            if held.contains_key(id) && !dead.contains(id.as_str()) && !go.contains(&id.as_str()) {
+                go.push(id);
+            }
+        }
+        // row_lock with integer ids where a locking scan of a list passes the
+        // listed rows: one statement per id (`id = n`, the unique key, touches
+        // only that row), sent together in one round trip. A deadlock would end
+        // a row_lock claim whole.
+        let one_by_one = d.locking_scans_pass_listed_ids()
+            && s.form == Form::RowLock
+            && s.id_kind == IdKind::Integer
+            && go.len() > 1;
+        let delay = match outcome {
+            Outcome::RetryAfter(dur) if s.retry_after.is_some() => Some(micros(*dur)),
+            Outcome::RetryAfter(_) => {
+                tracing::warn!(queue = %s.queue, "queue has no retry_after column: retry_after is settled as retry");
+                None
+            }
+            _ => None,
+        };
+        let (verb, settled) = s.outcome_verb(retry, delay, one_by_one);
+        match verb {
+            Some(verb) if !go.is_empty() && one_by_one => {
+                let idc = d.ident(&s.id);
+                let mut text = String::new();
+                for id in &go {
+                    let n: i64 = id
+                        .parse()
+                        .map_err(|_| Error::invalid(format!("row id {id:?} is not an integer")))?;
+                    text.push_str(&format!("{verb} WHERE {idc} = {n};"));
+                }
+                // no parameters: sent as one text query, the statements run in turn
+                sqlx::Executor::execute(&mut *conn, text.as_str()).await?;
+            }
+            Some(verb) if !go.is_empty() => {
+                let first = 1 + usize::from(delay.is_some());
+                let (key, tail) = s.by_ids(&d.ident(&s.id), first, go.len());
+                let sql = format!("{verb} WHERE {key}{tail}");
+                let mut q = sqlx::query(&sql);
+                if let Some(us) = delay {
+                    q = q.bind(us);
+                }
+                for id in &go {
+                    q = q.bind(*id);
+                }
+                q.execute(&mut *conn).await?;
+            }
+            _ => {}
+        }
+        Ok(items
+            .iter()
+            .map(|(id, _)| {
+                if dead.contains(id.as_str()) {
+                    Some(Settled::DeadLettered)
+                } else {
+                    held.contains_key(id).then_some(settled)
+                }
+            })
+            .collect())
+    }
+
+    /// Ack (or drop) `items` in one statement with `RETURNING` the ids written,
+    /// on `exec`; `None` for an item it did not write. Which rows it may write:
+    /// - `Tokens::None`: the held rows by id;
+    /// - `Tokens::Shared(t)`: those still holding the one lease token `t`
+    ///   (deliveries of one claim);
+    /// - `Tokens::PerItem`: distinct ids each still holding its own token —
+    ///   deliveries of several claims settled together (see `combine`).
+    async fn ack_returning<'c, E>(
+        &self,
+        exec: E,
+        items: &[(String, Option<i64>)],
+        tokens: Tokens,
+    ) -> Result<Vec<Option<Settled>>>
+    where
+        E: sqlx::Executor<'c, Database = Any>,
+    {
+        let s = &self.s;
+        let (sql, settled) = match tokens {
+            Tokens::None => s.ack_sql(items.len(), false),
+            Tokens::Shared(_) => s.ack_sql(items.len(), true),
+            Tokens::PerItem => s.ack_per_item_sql(items.len()),
+        };
+        let sql = format!("{sql}{}", s.returning_id());
+        let mut q = sqlx::query(&sql);
+        for (id, token) in items {
+            q = q.bind(id.as_str());
+            if let Tokens::PerItem = tokens {
+                q = q.bind(*token);
+            }
+        }
+        if let Tokens::Shared(t) = tokens {
+            q = q.bind(t);
+        }
+        let done: HashSet<String> = q
+            .fetch_all(exec)
+            .await?
+            .iter()
+            .map(|r| text(r, 0))
+            .collect::<Result<_>>()?;
+        Ok(items
+            .iter()
+            .map(|(id, _)| done.contains(id).then_some(settled))
+            .collect())
+    }
+
+    /// Settle many lease deliveries with one ack, drop, retry or retry_after in
+    /// one short transaction. `None` for a delivery whose lease was lost.
+    pub(super) async fn settle_many_lease(
+        &self,
+        items: &[(String, Option<i64>)],
+        outcome: &Outcome,
+    ) -> Result<Vec<Option<Settled>>> {
+        let first = items.first().and_then(|(_, t)| *t);
+        if let (Outcome::Ack | Outcome::Drop, Some(token)) = (outcome, first) {
+            if self.s.d.has_returning() {
+                if items.iter().all(|(_, t)| *t == first) {
+                    // claimed together, one deadline: one autocommitted statement, as for
+                    // one delivery, reporting the rows it wrote
+                    return self
+                        .ack_returning(&self.pool, items, Tokens::Shared(token))
+                        .await;
+                }
+                let ids: HashSet<&str> = items.iter().map(|(id, _)| id.as_str()).collect();
+                if ids.len() == items.len() && items.iter().all(|(_, t)| t.is_some()) {
+                    return self.ack_returning(&self.pool, items, Tokens::PerItem).await;
+                }
+            }
+        }
+        again_if_deadlock(|| async {
+            let mut tx = self.pool.begin_with(self.s.d.begin()).await?;
+            let r = self.write_many(&mut tx, items, outcome).await?;
+            tx.commit().await?;
+            Ok(r)
+        })
+        .await
+    }
+
+    /// Settle a lease delivery (own short transaction).
+    pub(super) async fn settle_lease(
+        &self,
+        id: &str,
+        token: i64,
+        outcome: &Outcome,
+    ) -> Result<Settled> {
+        if let Outcome::Ack | Outcome::Drop = outcome {
+            return again_if_deadlock(|| self.ack_lease(id, token)).await;
+        }
+        again_if_deadlock(|| async {
+            let tx = self.pool.begin_with(self.s.d.begin()).await?;
+            self.write_in(tx, id, Some(token), outcome).await
+        })
+        .await
+    }
+
+    /// Ack or drop one lease delivery: one autocommitted statement that writes
+    /// only while the row still holds the delivery's token.
+    async fn ack_lease(&self, id: &str, token: i64) -> Result<Settled> {
+        let (sql, settled) = self.s.ack_sql(1, true);
+        let n = sqlx::query(&sql)
+            .bind(id)
+            .bind(token)
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+        if n == 0 {
+            return Err(self.not_held(id));
+        }
+        Ok(settled)
+    }
+
+    /// Write `outcome` in `tx` (a transaction or a savepoint), then commit it,
+    /// or roll it back when the write failed.
+    pub(super) async fn write_in(
+        &self,
+        mut tx: Transaction<'_, Any>,
+        id: &str,
+        token: Option<i64>,
+        outcome: &Outcome,
+    ) -> Result<Settled> {
+        match self.write(&mut tx, id, token, outcome).await {
+            Ok(v) => {
+                tx.commit().await?;
+                Ok(v)
+            }
+            Err(e) => {
+                tx.rollback().await?;
+                Err(e)
+            }
+        }
+    }
+
+    /// Give a lease back: cleared at once, only while it holds the token.
+    pub(super) async fn release_lease(&self, id: &str, token: i64) -> Result<()> {
+        let n = sqlx::query(&self.s.release_lease_sql())
+            .bind(id)
+            .bind(token)
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+        if n == 0 {
+            return Err(Error::lease_lost(&self.s.queue, id));
+        }
+        Ok(())
+    }
+
+    /// Lease heartbeat: a new token, or LeaseLost.
+    pub(super) async fn extend_lease(&self, id: &str, token: i64, ttl_micros: i64) -> Result<i64> {
+        let s = &self.s;
+        let mut tx = self.pool.begin_with(s.d.begin()).await?;
+        let n = sqlx::query(&s.extend_sql())
+            .bind(ttl_micros)
+            .bind(id)
+            .bind(token)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        if n == 0 {
+            tx.rollback().await?;
+            return Err(Error::lease_lost(&s.queue, id));
+        }
+        let t: i64 = sqlx::query(&s.token_sql())
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await?
+            .get(0);
+        tx.commit().await?;
+        Ok(t)
+    }
+
+    /// ready, delayed, in_flight (lease), dead
+    pub(super) async fn counts(&self) -> Result<(i64, i64, Option<i64>, Option<i64>)> {
+        let r = sqlx::query(&self.s.stats_sql())
+            .fetch_one(&self.pool)
+            .await?;
+        let dead = match self.s.dead_count_sql() {
+            None => None,
+            Some(sql) => Some(sqlx::query(&sql).fetch_one(&self.pool).await?.get(0)),
+        };
+        Ok((r.get(0), r.get(1), r.get(2), dead))
+    }
+}
