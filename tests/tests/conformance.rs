@@ -1,6 +1,10 @@
 //! One body of scenarios, run unchanged against every backend × claim form that
-//! SPEC §5 lists. A backend that cannot run a form says why (capability); a
-//! missing server is a failure, never a silent skip.
+//! SPEC §5 lists, as one named test per backend × form × scenario:
+//! `cargo test -p settle-conformance sqlite_lease` runs one cell,
+//! `cargo test -p settle-conformance batch_ack` one scenario everywhere. A
+//! backend that cannot run a form says why (capability), and a cell left out
+//! by `SETTLE_TEST_BACKENDS` prints that it was; a missing server is a
+//! failure, never a silent skip.
 
 use settle::{Client, Error, Form, PoolOptions, Queue, Settled, WorkerOptions};
 use settle_conformance::*;
@@ -88,247 +92,203 @@ fn expected(form: Form) -> Observed {
 
 /// The differential check: the same script ends in the same rows on every
 /// backend, and in the rows SPEC §3 says.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn same_final_rows_on_every_backend() {
-    let mut failures = Vec::new();
-    let mut ran = 0;
-    for b in backends() {
-        for (form, refused) in b.forms() {
-            if let Some(why) = refused {
-                // capability: registration must refuse it, clearly
-                let pool = admin(b).await;
-                let t = table(b, &pool, "refuse", 1).await;
-                match b.client(Queue::new(&t, &t).form(form)).await {
-                    Err(Error::InvalidDescriptor(e)) => {
-                        println!("{b:?} {form:?}: skipped by capability ({why}); refused: {e}")
-                    }
-                    other => {
-                        failures.push(format!("{b:?} {form:?}: expected a refusal, got {other:?}"))
-                    }
-                }
-                continue;
-            }
-            ran += 1;
-            match scenario(b, form).await {
-                Ok(obs) => {
-                    let want = expected(form);
-                    if obs != want {
-                        let mismatch: Vec<String> = obs
-                            .rows
-                            .iter()
-                            .zip(want.rows.iter())
-                            .filter(|(a, w)| a != w)
-                            .map(|(a, w)| format!("row {}: got {a:?}, want {w:?}", w.0))
-                            .collect();
-                        failures.push(format!(
-                            "{b:?} {form:?}: differs from the contract: {mismatch:?}\n got  {obs:?}\n want {want:?}"
-                        ));
-                    } else {
-                        println!("{b:?} {form:?}: ok");
-                    }
-                }
-                Err(e) => failures.push(e),
-            }
-        }
+async fn same_final_rows(b: Backend, form: Form) {
+    let want = expected(form);
+    let obs = scenario(b, form).await.unwrap_or_else(|e| panic!("{e}"));
+    if obs != want {
+        let mismatch: Vec<String> = obs
+            .rows
+            .iter()
+            .zip(want.rows.iter())
+            .filter(|(a, w)| a != w)
+            .map(|(a, w)| format!("row {}: got {a:?}, want {w:?}", w.0))
+            .collect();
+        panic!("{b:?} {form:?}: differs from the contract: {mismatch:?}\n got  {obs:?}\n want {want:?}");
     }
-    // SPEC §5: three forms on every backend but SQLite, which refuses advisory
-    let cells: usize = backends()
-        .iter()
-        .map(|b| if *b == Backend::Sqlite { 2 } else { 3 })
-        .sum();
-    assert_eq!(ran, cells, "backend x form cells run");
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// Several workers on every backend × form: every job settled exactly once.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn concurrent_workers_settle_every_job_once() {
+/// A form the backend cannot run is refused at registration, clearly (SPEC §5).
+async fn refused(b: Backend, form: Form, why: &str) {
+    let pool = admin(b).await;
+    let t = table(b, &pool, "refuse", 1).await;
+    match b.client(Queue::new(&t, &t).form(form)).await {
+        Err(Error::InvalidDescriptor(e)) => {
+            println!("{b:?} {form:?}: skipped by capability ({why}); refused: {e}")
+        }
+        other => panic!("{b:?} {form:?}: expected a refusal, got {other:?}"),
+    }
+}
+
+/// Several workers: every job settled exactly once.
+async fn concurrent_workers(b: Backend, form: Form) {
     const JOBS: usize = 120;
-    for b in backends() {
-        for (form, refused) in b.forms() {
-            if refused.is_some() {
-                continue;
-            }
-            let pool = admin(b).await;
-            let t = table(b, &pool, "conc", JOBS).await;
-            let seen: Arc<Mutex<HashMap<String, u32>>> = Arc::default();
-            let mut workers = Vec::new();
-            let mut stops = Vec::new();
-            for _ in 0..3 {
-                let c = b.client(Queue::new(&t, &t).form(form)).await.unwrap();
-                let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-                stops.push(tx);
-                let seen = seen.clone();
-                workers.push(tokio::spawn(async move {
-                    c.run(
-                        WorkerOptions {
-                            concurrency: 4,
-                            batch: 3,
-                            poll_interval: Duration::from_millis(20),
-                            ..Default::default()
-                        },
-                        async {
-                            let _ = rx.await;
-                        },
-                        move |d| {
-                            let seen = seen.clone();
-                            async move {
-                                *seen.lock().unwrap().entry(d.id().to_owned()).or_default() += 1;
-                                d.ack().await
-                            }
-                        },
-                    )
-                    .await
-                }));
-            }
-            let mut left = i64::MAX;
-            for _ in 0..1500 {
-                let (rows, _) = final_rows(b, &pool, &t).await;
-                left = rows.len() as i64;
-                if left == 0 {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            for s in stops {
-                let _ = s.send(());
-            }
-            let mut acked = 0;
-            for w in workers {
-                let r = w.await.unwrap().unwrap();
-                assert_eq!((r.errors, r.panicked), (0, 0), "{b:?} {form:?}: {r:?}");
-                acked += r.count(Settled::Deleted);
-            }
-            let seen = seen.lock().unwrap();
-            let twice: Vec<_> = seen.iter().filter(|(_, n)| **n != 1).collect();
-            assert!(
-                twice.is_empty(),
-                "{b:?} {form:?}: handled more than once: {twice:?}"
-            );
-            assert_eq!(
-                (left, seen.len(), acked as usize),
-                (0, JOBS, JOBS),
-                "{b:?} {form:?}"
-            );
-            println!("{b:?} {form:?}: {JOBS} jobs, 3 workers, each handled once");
-        }
+    let pool = admin(b).await;
+    let t = table(b, &pool, "conc", JOBS).await;
+    let seen: Arc<Mutex<HashMap<String, u32>>> = Arc::default();
+    let mut workers = Vec::new();
+    let mut stops = Vec::new();
+    for _ in 0..3 {
+        let c = b.client(Queue::new(&t, &t).form(form)).await.unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        stops.push(tx);
+        let seen = seen.clone();
+        workers.push(tokio::spawn(async move {
+            c.run(
+                WorkerOptions {
+                    concurrency: 4,
+                    batch: 3,
+                    poll_interval: Duration::from_millis(20),
+                    ..Default::default()
+                },
+                async {
+                    let _ = rx.await;
+                },
+                move |d| {
+                    let seen = seen.clone();
+                    async move {
+                        *seen.lock().unwrap().entry(d.id().to_owned()).or_default() += 1;
+                        d.ack().await
+                    }
+                },
+            )
+            .await
+        }));
     }
-}
-
-/// Lease lost on every backend: an expired lease is claimed again with a later
-/// token; the old holder's settle fails with LeaseLost and changes nothing.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lease_lost_on_every_backend() {
-    for b in backends() {
-        let pool = admin(b).await;
-        let t = table(b, &pool, "lost", 1).await;
-        let c = b
-            .client(Queue::new(&t, &t).form(Form::Lease {
-                ttl: Duration::from_millis(100),
-            }))
-            .await
-            .unwrap();
-        let stale = c.claim(1).await.unwrap().pop().unwrap();
-        tokio::time::sleep(Duration::from_millis(250)).await;
-        let fresh = c
-            .claim(1)
-            .await
-            .unwrap()
-            .pop()
-            .expect("the expired lease is claimed again");
-        assert!(
-            fresh.token().unwrap() > stale.token().unwrap(),
-            "{b:?}: strictly later token"
-        );
-        assert_eq!(fresh.attempt(), 2, "{b:?}");
-        let mut stale = stale;
-        assert!(
-            matches!(
-                stale.extend(Duration::from_secs(60)).await,
-                Err(Error::LeaseLost(_))
-            ),
-            "{b:?}"
-        );
-        assert!(
-            matches!(stale.ack().await, Err(Error::LeaseLost(_))),
-            "{b:?}"
-        );
+    let mut left = i64::MAX;
+    for _ in 0..1500 {
         let (rows, _) = final_rows(b, &pool, &t).await;
-        assert_eq!(
-            rows,
-            vec![(1, 2, false, true)],
-            "{b:?}: the later delivery still holds the row"
-        );
-        assert_eq!(fresh.ack().await.unwrap(), Settled::Deleted, "{b:?}");
+        left = rows.len() as i64;
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    for s in stops {
+        let _ = s.send(());
+    }
+    let mut acked = 0;
+    for w in workers {
+        let r = w.await.unwrap().unwrap();
+        assert_eq!((r.errors, r.panicked), (0, 0), "{b:?} {form:?}: {r:?}");
+        acked += r.count(Settled::Deleted);
+    }
+    let seen = seen.lock().unwrap();
+    let twice: Vec<_> = seen.iter().filter(|(_, n)| **n != 1).collect();
+    assert!(
+        twice.is_empty(),
+        "{b:?} {form:?}: handled more than once: {twice:?}"
+    );
+    assert_eq!(
+        (left, seen.len(), acked as usize),
+        (0, JOBS, JOBS),
+        "{b:?} {form:?}"
+    );
+    println!("{b:?} {form:?}: {JOBS} jobs, 3 workers, each handled once");
 }
 
-/// settle_many on every backend × form: a batch acked at once (on the portable
+/// Lease lost: an expired lease is claimed again with a later
+/// token; the old holder's settle fails with LeaseLost and changes nothing.
+async fn lease_lost(b: Backend) {
+    let pool = admin(b).await;
+    let t = table(b, &pool, "lost", 1).await;
+    let c = b
+        .client(Queue::new(&t, &t).form(Form::Lease {
+            ttl: Duration::from_millis(100),
+        }))
+        .await
+        .unwrap();
+    let stale = c.claim(1).await.unwrap().pop().unwrap();
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let fresh = c
+        .claim(1)
+        .await
+        .unwrap()
+        .pop()
+        .expect("the expired lease is claimed again");
+    assert!(
+        fresh.token().unwrap() > stale.token().unwrap(),
+        "{b:?}: strictly later token"
+    );
+    assert_eq!(fresh.attempt(), 2, "{b:?}");
+    let mut stale = stale;
+    assert!(
+        matches!(
+            stale.extend(Duration::from_secs(60)).await,
+            Err(Error::LeaseLost(_))
+        ),
+        "{b:?}"
+    );
+    assert!(
+        matches!(stale.ack().await, Err(Error::LeaseLost(_))),
+        "{b:?}"
+    );
+    let (rows, _) = final_rows(b, &pool, &t).await;
+    assert_eq!(
+        rows,
+        vec![(1, 2, false, true)],
+        "{b:?}: the later delivery still holds the row"
+    );
+    assert_eq!(fresh.ack().await.unwrap(), Settled::Deleted, "{b:?}");
+}
+
+/// settle_many: a batch acked at once (on the portable
 /// lease path one transaction, elsewhere one statement or one by one); in the
 /// lease form a delivery whose lease was lost fails alone with LeaseLost and
 /// its row keeps the later delivery.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn batch_ack_on_every_backend() {
-    for b in backends() {
-        for (form, refused) in b.forms() {
-            if refused.is_some() {
-                continue;
-            }
-            let pool = admin(b).await;
-            let t = table(b, &pool, "batch", 5).await;
-            let lease = matches!(form, Form::Lease { .. });
-            let form = if lease {
-                Form::Lease {
-                    ttl: Duration::from_millis(300),
-                }
-            } else {
-                form
-            };
-            let c = b.client(Queue::new(&t, &t).form(form)).await.unwrap();
-            let ds = c.claim(4).await.unwrap();
-            assert_eq!(ds.len(), 4, "{b:?} {form:?}");
-            let mut later = None;
-            if lease {
-                // the leases run out; row 1 is claimed again (by a client with a
-                // long lease), rows 2-4 keep their tokens: nobody took them
-                tokio::time::sleep(Duration::from_millis(400)).await;
-                let c2 = b
-                    .client(Queue::new(&t, &t).form(Form::Lease {
-                        ttl: Duration::from_secs(30),
-                    }))
-                    .await
-                    .unwrap();
-                let mut again = c2.claim(1).await.unwrap();
-                assert_eq!(again.len(), 1, "{b:?}: an expired lease is claimed again");
-                assert_eq!(again[0].id(), "1", "{b:?}");
-                later = again.pop();
-            }
-            let r = c.settle_many(ds, settle::Outcome::Ack).await;
-            let (rows, _) = final_rows(b, &pool, &t).await;
-            if lease {
-                assert!(matches!(r[0], Err(Error::LeaseLost(_))), "{b:?}: {r:?}");
-                assert!(
-                    r[1..].iter().all(|r| matches!(r, Ok(Settled::Deleted))),
-                    "{b:?}: {r:?}"
-                );
-                assert_eq!(
-                    rows,
-                    vec![(1, 2, false, true), (5, 0, false, false)],
-                    "{b:?}"
-                );
-                assert_eq!(
-                    later.unwrap().ack().await.unwrap(),
-                    Settled::Deleted,
-                    "{b:?}"
-                );
-            } else {
-                assert!(
-                    r.iter().all(|r| matches!(r, Ok(Settled::Deleted))),
-                    "{b:?} {form:?}: {r:?}"
-                );
-                assert_eq!(rows, vec![(5, 0, false, false)], "{b:?} {form:?}");
-            }
+async fn batch_ack(b: Backend, form: Form) {
+    let pool = admin(b).await;
+    let t = table(b, &pool, "batch", 5).await;
+    let lease = matches!(form, Form::Lease { .. });
+    let form = if lease {
+        Form::Lease {
+            ttl: Duration::from_millis(300),
         }
+    } else {
+        form
+    };
+    let c = b.client(Queue::new(&t, &t).form(form)).await.unwrap();
+    let ds = c.claim(4).await.unwrap();
+    assert_eq!(ds.len(), 4, "{b:?} {form:?}");
+    let mut later = None;
+    if lease {
+        // the leases run out; row 1 is claimed again (by a client with a
+        // long lease), rows 2-4 keep their tokens: nobody took them
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let c2 = b
+            .client(Queue::new(&t, &t).form(Form::Lease {
+                ttl: Duration::from_secs(30),
+            }))
+            .await
+            .unwrap();
+        let mut again = c2.claim(1).await.unwrap();
+        assert_eq!(again.len(), 1, "{b:?}: an expired lease is claimed again");
+        assert_eq!(again[0].id(), "1", "{b:?}");
+        later = again.pop();
+    }
+    let r = c.settle_many(ds, settle::Outcome::Ack).await;
+    let (rows, _) = final_rows(b, &pool, &t).await;
+    if lease {
+        assert!(matches!(r[0], Err(Error::LeaseLost(_))), "{b:?}: {r:?}");
+        assert!(
+            r[1..].iter().all(|r| matches!(r, Ok(Settled::Deleted))),
+            "{b:?}: {r:?}"
+        );
+        assert_eq!(
+            rows,
+            vec![(1, 2, false, true), (5, 0, false, false)],
+            "{b:?}"
+        );
+        assert_eq!(
+            later.unwrap().ack().await.unwrap(),
+            Settled::Deleted,
+            "{b:?}"
+        );
+    } else {
+        assert!(
+            r.iter().all(|r| matches!(r, Ok(Settled::Deleted))),
+            "{b:?} {form:?}: {r:?}"
+        );
+        assert_eq!(rows, vec![(5, 0, false, false)], "{b:?} {form:?}");
     }
 }
 
@@ -337,142 +297,131 @@ async fn batch_ack_on_every_backend() {
 /// per outcome (see `combine`), and each still gets its own result. Row 1's
 /// lease ran out and a later claim holds it: only that delivery fails. One
 /// runtime thread, so the settles queue behind the first.
-#[tokio::test]
-async fn concurrent_lease_settles_on_every_backend() {
-    for b in backends() {
-        let pool = admin(b).await;
-        let t = table(b, &pool, "together", 10).await;
-        let c = b
-            .client(Queue::new(&t, &t).form(Form::Lease {
-                ttl: Duration::from_millis(300),
-            }))
-            .await
-            .unwrap();
-        let mut ds = Vec::new();
-        for n in [3, 3, 2] {
-            ds.extend(c.claim(n).await.unwrap());
-        }
-        assert_eq!(ds.len(), 8, "{b:?}");
-        tokio::time::sleep(Duration::from_millis(400)).await;
-        let c2 = b
-            .client(Queue::new(&t, &t).form(Form::Lease {
-                ttl: Duration::from_secs(30),
-            }))
-            .await
-            .unwrap();
-        let later = c2.claim(1).await.unwrap().pop().unwrap();
-        assert_eq!(later.id(), "1", "{b:?}");
-        let go = std::sync::Arc::new(tokio::sync::Barrier::new(ds.len()));
-        let hs: Vec<_> = ds
-            .into_iter()
-            .map(|d| {
-                let go = go.clone();
-                tokio::spawn(async move {
-                    let id: i64 = d.id().parse().unwrap();
-                    let outcome = match id {
-                        ..=4 => settle::Outcome::Ack,
-                        5 | 6 => settle::Outcome::Retry,
-                        _ => settle::Outcome::RetryAfter(Duration::from_secs(3600)),
-                    };
-                    go.wait().await;
-                    (id, d.settle(outcome).await)
-                })
-            })
-            .collect();
-        for h in hs {
-            let (id, r) = h.await.unwrap();
-            let ok = match id {
-                1 => matches!(r, Err(Error::LeaseLost(_))),
-                ..=4 => matches!(r, Ok(Settled::Deleted)),
-                5 | 6 => matches!(r, Ok(Settled::Retried)),
-                _ => matches!(r, Ok(Settled::Delayed)),
-            };
-            assert!(ok, "{b:?} row {id}: {r:?}");
-        }
-        let (rows, _) = final_rows(b, &pool, &t).await;
-        assert_eq!(
-            rows,
-            vec![
-                (1, 2, false, true),
-                (5, 1, false, false),
-                (6, 1, false, false),
-                (7, 1, true, false),
-                (8, 1, true, false),
-                (9, 0, false, false),
-                (10, 0, false, false)
-            ],
-            "{b:?}"
-        );
-        assert_eq!(later.ack().await.unwrap(), Settled::Deleted, "{b:?}");
+async fn concurrent_lease_settles(b: Backend) {
+    let pool = admin(b).await;
+    let t = table(b, &pool, "together", 10).await;
+    let c = b
+        .client(Queue::new(&t, &t).form(Form::Lease {
+            ttl: Duration::from_millis(300),
+        }))
+        .await
+        .unwrap();
+    let mut ds = Vec::new();
+    for n in [3, 3, 2] {
+        ds.extend(c.claim(n).await.unwrap());
     }
+    assert_eq!(ds.len(), 8, "{b:?}");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let c2 = b
+        .client(Queue::new(&t, &t).form(Form::Lease {
+            ttl: Duration::from_secs(30),
+        }))
+        .await
+        .unwrap();
+    let later = c2.claim(1).await.unwrap().pop().unwrap();
+    assert_eq!(later.id(), "1", "{b:?}");
+    let go = std::sync::Arc::new(tokio::sync::Barrier::new(ds.len()));
+    let hs: Vec<_> = ds
+        .into_iter()
+        .map(|d| {
+            let go = go.clone();
+            tokio::spawn(async move {
+                let id: i64 = d.id().parse().unwrap();
+                let outcome = match id {
+                    ..=4 => settle::Outcome::Ack,
+                    5 | 6 => settle::Outcome::Retry,
+                    _ => settle::Outcome::RetryAfter(Duration::from_secs(3600)),
+                };
+                go.wait().await;
+                (id, d.settle(outcome).await)
+            })
+        })
+        .collect();
+    for h in hs {
+        let (id, r) = h.await.unwrap();
+        let ok = match id {
+            1 => matches!(r, Err(Error::LeaseLost(_))),
+            ..=4 => matches!(r, Ok(Settled::Deleted)),
+            5 | 6 => matches!(r, Ok(Settled::Retried)),
+            _ => matches!(r, Ok(Settled::Delayed)),
+        };
+        assert!(ok, "{b:?} row {id}: {r:?}");
+    }
+    let (rows, _) = final_rows(b, &pool, &t).await;
+    assert_eq!(
+        rows,
+        vec![
+            (1, 2, false, true),
+            (5, 1, false, false),
+            (6, 1, false, false),
+            (7, 1, true, false),
+            (8, 1, true, false),
+            (9, 0, false, false),
+            (10, 0, false, false)
+        ],
+        "{b:?}"
+    );
+    assert_eq!(later.ack().await.unwrap(), Settled::Deleted, "{b:?}");
 }
 
 /// A batch of retries in which some deliveries reached max_attempts: one
-/// `settle_many`, each delivery its own result, the same rows on every backend
+/// `settle_many`, each delivery its own result, the same rows
 /// and form (the portable path writes the batch in one transaction or savepoint).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn batch_retry_and_dead_letter_on_every_backend() {
-    for b in backends() {
-        for (form, refused) in b.forms() {
-            if refused.is_some() {
-                continue;
-            }
-            let pool = admin(b).await;
-            let t = table(b, &pool, "bretry", 5).await;
-            let c = b
-                .client(
-                    Queue::new(&t, &t)
-                        .form(form)
-                        .dead_letter(2, format!("{t}_dead")),
-                )
-                .await
-                .unwrap();
-            let ds = c.claim(2).await.unwrap();
-            let r = c.settle_many(ds, settle::Outcome::Retry).await;
-            assert!(
-                r.iter().all(|r| matches!(r, Ok(Settled::Retried))),
-                "{b:?} {form:?}: {r:?}"
-            );
-            let ds = c.claim(4).await.unwrap();
-            let seen: Vec<(String, u32)> = ds
-                .iter()
-                .map(|d| (d.id().to_owned(), d.attempt()))
-                .collect();
-            let want: Vec<(String, u32)> = [("1", 2), ("2", 2), ("3", 1), ("4", 1)]
-                .iter()
-                .map(|(i, a)| (i.to_string(), *a))
-                .collect();
-            assert_eq!(seen, want, "{b:?} {form:?}");
-            let r = c
-                .settle_many(ds, settle::Outcome::RetryAfter(Duration::from_secs(3600)))
-                .await;
-            let r: Vec<Settled> = r
-                .into_iter()
-                .map(|r| r.unwrap_or_else(|e| panic!("{b:?} {form:?}: {e}")))
-                .collect();
-            assert_eq!(
-                r,
-                vec![
-                    Settled::DeadLettered,
-                    Settled::DeadLettered,
-                    Settled::Delayed,
-                    Settled::Delayed
-                ],
-                "{b:?} {form:?}"
-            );
-            let (rows, dead) = final_rows(b, &pool, &t).await;
-            assert_eq!(
-                rows,
-                vec![
-                    (3, 1, true, false),
-                    (4, 1, true, false),
-                    (5, 0, false, false)
-                ],
-                "{b:?} {form:?}"
-            );
-            assert_eq!(dead, vec![(1, 2), (2, 2)], "{b:?} {form:?}");
-        }
-    }
+async fn batch_retry_and_dead_letter(b: Backend, form: Form) {
+    let pool = admin(b).await;
+    let t = table(b, &pool, "bretry", 5).await;
+    let c = b
+        .client(
+            Queue::new(&t, &t)
+                .form(form)
+                .dead_letter(2, format!("{t}_dead")),
+        )
+        .await
+        .unwrap();
+    let ds = c.claim(2).await.unwrap();
+    let r = c.settle_many(ds, settle::Outcome::Retry).await;
+    assert!(
+        r.iter().all(|r| matches!(r, Ok(Settled::Retried))),
+        "{b:?} {form:?}: {r:?}"
+    );
+    let ds = c.claim(4).await.unwrap();
+    let seen: Vec<(String, u32)> = ds
+        .iter()
+        .map(|d| (d.id().to_owned(), d.attempt()))
+        .collect();
+    let want: Vec<(String, u32)> = [("1", 2), ("2", 2), ("3", 1), ("4", 1)]
+        .iter()
+        .map(|(i, a)| (i.to_string(), *a))
+        .collect();
+    assert_eq!(seen, want, "{b:?} {form:?}");
+    let r = c
+        .settle_many(ds, settle::Outcome::RetryAfter(Duration::from_secs(3600)))
+        .await;
+    let r: Vec<Settled> = r
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|e| panic!("{b:?} {form:?}: {e}")))
+        .collect();
+    assert_eq!(
+        r,
+        vec![
+            Settled::DeadLettered,
+            Settled::DeadLettered,
+            Settled::Delayed,
+            Settled::Delayed
+        ],
+        "{b:?} {form:?}"
+    );
+    let (rows, dead) = final_rows(b, &pool, &t).await;
+    assert_eq!(
+        rows,
+        vec![
+            (3, 1, true, false),
+            (4, 1, true, false),
+            (5, 0, false, false)
+        ],
+        "{b:?} {form:?}"
+    );
+    assert_eq!(dead, vec![(1, 2), (2, 2)], "{b:?} {form:?}");
 }
 
 /// row_lock: an ack runs without a savepoint of its own (one would leave dead
@@ -480,143 +429,298 @@ async fn batch_retry_and_dead_letter_on_every_backend() {
 /// row another table still refers to — rolls back the whole claim: every
 /// delivery of it reports an error, and every row goes back to the queue
 /// unchanged and free, nothing lost.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn failed_ack_gives_the_whole_claim_back() {
-    for b in backends() {
-        let pool = admin(b).await;
-        let t = table(b, &pool, "ackfail", 3).await;
-        let keep = match b {
-            // SQLite enforces foreign keys only when asked on each connection
-            Backend::Sqlite => vec![format!(
-                "CREATE TRIGGER {t}_keep BEFORE DELETE ON {t} WHEN old.id = 1 \
-                 BEGIN SELECT RAISE(ABORT, 'row 1 is kept'); END"
-            )],
-            _ => vec![
-                format!("CREATE TABLE {t}_ref (qid BIGINT NOT NULL, FOREIGN KEY (qid) REFERENCES {t} (id))"),
-                format!("INSERT INTO {t}_ref (qid) VALUES (1)"),
-            ],
-        };
-        for sql in keep {
-            sqlx::query(&sql).execute(&pool).await.unwrap();
-        }
-        let c = b
-            .client(Queue::new(&t, &t).form(Form::RowLock))
-            .await
-            .unwrap();
-        let mut ds = c.claim(2).await.unwrap();
-        assert_eq!(ds.len(), 2, "{b:?}");
-        let two = ds.pop().unwrap();
-        let one = ds.pop().unwrap();
-        let r1 = one.ack().await;
-        assert!(r1.is_err(), "{b:?}: the ack of row 1 fails: {r1:?}");
-        let r2 = two.ack().await;
-        assert!(
-            r2.is_err(),
-            "{b:?}: the claim was rolled back, row 2 too: {r2:?}"
-        );
-        let (rows, _) = final_rows(b, &pool, &t).await;
-        assert_eq!(
-            rows,
-            vec![
-                (1, 0, false, false),
-                (2, 0, false, false),
-                (3, 0, false, false)
-            ],
-            "{b:?}: every row back, unchanged"
-        );
-        // and free: a new claim takes them all
-        let again = c.claim(3).await.unwrap();
-        assert_eq!(again.len(), 3, "{b:?}: nothing left locked");
-        for d in again {
-            d.release().await.unwrap();
-        }
+async fn failed_ack_gives_the_whole_claim_back(b: Backend) {
+    let pool = admin(b).await;
+    let t = table(b, &pool, "ackfail", 3).await;
+    let keep = match b {
+        // SQLite enforces foreign keys only when asked on each connection
+        Backend::Sqlite => vec![format!(
+            "CREATE TRIGGER {t}_keep BEFORE DELETE ON {t} WHEN old.id = 1 \
+             BEGIN SELECT RAISE(ABORT, 'row 1 is kept'); END"
+        )],
+        _ => vec![
+            format!("CREATE TABLE {t}_ref (qid BIGINT NOT NULL, FOREIGN KEY (qid) REFERENCES {t} (id))"),
+            format!("INSERT INTO {t}_ref (qid) VALUES (1)"),
+        ],
+    };
+    for sql in keep {
+        sqlx::query(&sql).execute(&pool).await.unwrap();
+    }
+    let c = b
+        .client(Queue::new(&t, &t).form(Form::RowLock))
+        .await
+        .unwrap();
+    let mut ds = c.claim(2).await.unwrap();
+    assert_eq!(ds.len(), 2, "{b:?}");
+    let two = ds.pop().unwrap();
+    let one = ds.pop().unwrap();
+    let r1 = one.ack().await;
+    assert!(r1.is_err(), "{b:?}: the ack of row 1 fails: {r1:?}");
+    let r2 = two.ack().await;
+    assert!(
+        r2.is_err(),
+        "{b:?}: the claim was rolled back, row 2 too: {r2:?}"
+    );
+    let (rows, _) = final_rows(b, &pool, &t).await;
+    assert_eq!(
+        rows,
+        vec![
+            (1, 0, false, false),
+            (2, 0, false, false),
+            (3, 0, false, false)
+        ],
+        "{b:?}: every row back, unchanged"
+    );
+    // and free: a new claim takes them all
+    let again = c.claim(3).await.unwrap();
+    assert_eq!(again.len(), 3, "{b:?}: nothing left locked");
+    for d in again {
+        d.release().await.unwrap();
     }
 }
 
 /// Crash loops (SPEC §3): in the lease and advisory forms a row whose
 /// deliveries keep ending unsettled is moved to the dead letter by the claim
 /// that finds its attempt at max_attempts, instead of being delivered again.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn crash_loop_moves_to_the_dead_letter() {
-    for b in backends() {
-        for (form, refused) in b.forms() {
-            if refused.is_some() || form == Form::RowLock {
-                continue;
-            }
-            let pool = admin(b).await;
-            let t = table(b, &pool, "crash", 2).await;
-            let c = b
-                .client(
-                    Queue::new(&t, &t)
-                        .form(form)
-                        .dead_letter(2, format!("{t}_dead")),
-                )
-                .await
-                .unwrap();
-            for attempt in 1..=2 {
-                let mut ds = c.claim(1).await.unwrap();
-                let d = ds.pop().unwrap();
-                assert_eq!((d.id(), d.attempt()), ("1", attempt), "{b:?} {form:?}");
-                // the handler "crashed": the delivery comes back unsettled
-                d.release().await.unwrap();
-            }
-            let ds = c.claim(2).await.unwrap();
-            let ids: Vec<&str> = ds.iter().map(|d| d.id()).collect();
-            assert_eq!(
-                ids,
-                vec!["2"],
-                "{b:?} {form:?}: row 1 is not delivered a third time"
-            );
-            for d in ds {
-                d.ack().await.unwrap();
-            }
-            let (rows, dead) = final_rows(b, &pool, &t).await;
-            assert_eq!(rows, vec![], "{b:?} {form:?}");
-            assert_eq!(dead, vec![(1, 2)], "{b:?} {form:?}");
-        }
+async fn crash_loop(b: Backend, form: Form) {
+    let pool = admin(b).await;
+    let t = table(b, &pool, "crash", 2).await;
+    let c = b
+        .client(
+            Queue::new(&t, &t)
+                .form(form)
+                .dead_letter(2, format!("{t}_dead")),
+        )
+        .await
+        .unwrap();
+    for attempt in 1..=2 {
+        let mut ds = c.claim(1).await.unwrap();
+        let d = ds.pop().unwrap();
+        assert_eq!((d.id(), d.attempt()), ("1", attempt), "{b:?} {form:?}");
+        // the handler "crashed": the delivery comes back unsettled
+        d.release().await.unwrap();
     }
+    let ds = c.claim(2).await.unwrap();
+    let ids: Vec<&str> = ds.iter().map(|d| d.id()).collect();
+    assert_eq!(
+        ids,
+        vec!["2"],
+        "{b:?} {form:?}: row 1 is not delivered a third time"
+    );
+    for d in ds {
+        d.ack().await.unwrap();
+    }
+    let (rows, dead) = final_rows(b, &pool, &t).await;
+    assert_eq!(rows, vec![], "{b:?} {form:?}");
+    assert_eq!(dead, vec![(1, 2)], "{b:?} {form:?}");
 }
 
 /// Bad input: each a clear error naming the problem, nothing written.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bad_descriptors_are_refused() {
-    for b in backends() {
-        let pool = admin(b).await;
-        let t = table(b, &pool, "bad", 1).await;
-        let missing = b
-            .client(Queue::new(&t, &t).column(settle::Role::Attempt, "no_such_column"))
-            .await;
-        assert!(
-            matches!(&missing, Err(Error::InvalidDescriptor(e)) if e.message.contains("no_such_column")),
-            "{b:?}: {missing:?}"
-        );
-        let wrong = b
-            .client(Queue::new(&t, &t).column(settle::Role::RetryAfter, "payload"))
-            .await;
-        assert!(
-            matches!(&wrong, Err(Error::InvalidDescriptor(e)) if e.message.contains("payload")),
-            "{b:?}: {wrong:?}"
-        );
-        let no_table = b.client(Queue::new("q", "no_such_table_here")).await;
-        assert!(
-            matches!(&no_table, Err(Error::InvalidDescriptor(_))),
-            "{b:?}: {no_table:?}"
-        );
-        let no_dead = b
-            .client(Queue::new(&t, &t).dead_letter(3, "no_such_dead_table"))
-            .await;
-        assert!(
-            matches!(&no_dead, Err(Error::InvalidDescriptor(_))),
-            "{b:?}: {no_dead:?}"
-        );
-        let (rows, dead) = final_rows(b, &pool, &t).await;
-        assert_eq!(
-            (rows, dead),
-            (vec![(1, 0, false, false)], vec![]),
-            "{b:?}: nothing written"
-        );
+async fn bad_descriptors_are_refused(b: Backend) {
+    let pool = admin(b).await;
+    let t = table(b, &pool, "bad", 1).await;
+    let missing = b
+        .client(Queue::new(&t, &t).column(settle::Role::Attempt, "no_such_column"))
+        .await;
+    assert!(
+        matches!(&missing, Err(Error::InvalidDescriptor(e)) if e.message.contains("no_such_column")),
+        "{b:?}: {missing:?}"
+    );
+    let wrong = b
+        .client(Queue::new(&t, &t).column(settle::Role::RetryAfter, "payload"))
+        .await;
+    assert!(
+        matches!(&wrong, Err(Error::InvalidDescriptor(e)) if e.message.contains("payload")),
+        "{b:?}: {wrong:?}"
+    );
+    let no_table = b.client(Queue::new("q", "no_such_table_here")).await;
+    assert!(
+        matches!(&no_table, Err(Error::InvalidDescriptor(_))),
+        "{b:?}: {no_table:?}"
+    );
+    let no_dead = b
+        .client(Queue::new(&t, &t).dead_letter(3, "no_such_dead_table"))
+        .await;
+    assert!(
+        matches!(&no_dead, Err(Error::InvalidDescriptor(_))),
+        "{b:?}: {no_dead:?}"
+    );
+    let (rows, dead) = final_rows(b, &pool, &t).await;
+    assert_eq!(
+        (rows, dead),
+        (vec![(1, 0, false, false)], vec![]),
+        "{b:?}: nothing written"
+    );
+}
+
+/// Transactional mode (row_lock): the handlers' writes in the
+/// claim transaction survive ack and vanish for retry, retry_after, drop, the
+/// dead-letter move and a delivery dropped unsettled.
+async fn transactional_mode(b: Backend) {
+    let pool = admin(b).await;
+    let t = table(b, &pool, "txm", 5).await;
+    let d = b.dialect();
+    let side = d.ident(&format!("{t}_side"));
+    sqlx::query(&format!("CREATE TABLE {side} (id BIGINT)"))
+        .execute(&pool)
+        .await
+        .unwrap();
+    let c = b
+        .client(
+            Queue::new(&t, &t)
+                .form(Form::RowLock)
+                .dead_letter(1, format!("{t}_dead")),
+        )
+        .await
+        .unwrap();
+    let batch = c.claim(5).await.unwrap();
+    assert_eq!(batch.len(), 5, "{b:?}");
+    let mut got = Vec::new();
+    for (i, mut dl) in batch.into_iter().enumerate() {
+        let id: i64 = dl.id().parse().unwrap();
+        if b == Backend::PgExtension {
+            let tx = dl.transaction().await.unwrap();
+            tx.execute(&format!("INSERT INTO {side} VALUES ($1)"), &[&id])
+                .await
+                .unwrap();
+        } else {
+            let conn = dl.any_transaction().await.unwrap();
+            sqlx::query(&format!("INSERT INTO {side} VALUES ({})", d.p(1)))
+                .bind(id)
+                .execute(conn)
+                .await
+                .unwrap();
+        }
+        got.push(match i {
+            0 => dl.ack().await.unwrap(),
+            1 => dl.retry_after(Duration::from_secs(60)).await.unwrap(),
+            2 => dl.drop_it().await.unwrap(),
+            3 => dl.retry().await.unwrap(),
+            _ => dl.release().await.unwrap(),
+        });
     }
-    // an unreachable database is a clear connection error, quickly
+    assert_eq!(
+        got,
+        vec![
+            Settled::Deleted,
+            Settled::DeadLettered,
+            Settled::Deleted,
+            Settled::DeadLettered,
+            Settled::Released
+        ],
+        "{b:?}"
+    );
+    let kept: Vec<i64> =
+        sqlx::query(&format!("SELECT {} FROM {side} ORDER BY id", d.int("id")))
+            .fetch_all(&pool)
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+    assert_eq!(
+        kept,
+        vec![1],
+        "{b:?}: only the acked handler's write survives"
+    );
+    let (rows, dead) = final_rows(b, &pool, &t).await;
+    assert_eq!(rows, vec![(5, 0, false, false)], "{b:?}");
+    assert_eq!(dead, vec![(2, 1), (4, 1)], "{b:?}");
+    println!("{b:?}: transactional mode ok");
+}
+
+/// A payload that is not valid for the handler's type is a Payload error on every
+/// backend, and the delivery is still there to settle.
+async fn payload_of_the_wrong_shape(b: Backend) {
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Email {
+        to: String,
+    }
+    let pool = admin(b).await;
+    let t = table(b, &pool, "shape", 1).await; // payload is {"n": 1}
+    let c = b.client(Queue::new(&t, &t)).await.unwrap();
+    let d = c.claim(1).await.unwrap().pop().unwrap();
+    assert!(
+        matches!(d.payload::<Email>(), Err(Error::Payload(_))),
+        "{b:?}"
+    );
+    assert_eq!(d.payload::<serde_json::Value>().unwrap()["n"], 1, "{b:?}");
+    assert_eq!(d.drop_it().await.unwrap(), Settled::Deleted, "{b:?}");
+}
+
+/// Every connection busy: a claim waits `wait_timeout`, fails with
+/// `Error::PoolTimeout` having claimed nothing, and works again once a
+/// connection is free. Row_lock/advisory deliveries keep their connection until
+/// settled; for the lease form something else holds the only connection.
+async fn pool_exhausted(b: Backend, form: Form) {
+    let pool = admin(b).await;
+    let t = table(b, &pool, "pool", 2).await;
+    let c = b
+        .client_with(
+            Queue::new(&t, &t).form(form),
+            PoolOptions::new(1).wait_timeout(Some(Duration::from_millis(200))),
+        )
+        .await
+        .unwrap();
+    let lease = matches!(form, Form::Lease { .. });
+    let mut first = None;
+    let (mut ext_hold, mut any_hold) = (None, None);
+    if lease {
+        if b == Backend::PgExtension {
+            ext_hold = Some(c.pool().expect("the extension backend").get().await.unwrap());
+        } else {
+            any_hold = Some(c.any_pool().unwrap().acquire().await.unwrap());
+        }
+    } else {
+        first = c.claim(1).await.unwrap().pop();
+        assert!(first.is_some(), "{b:?} {form:?}: the first claim");
+    }
+    let started = std::time::Instant::now();
+    let r = c.claim(1).await;
+    let waited = started.elapsed();
+    assert!(
+        matches!(r, Err(Error::PoolTimeout(_))),
+        "{b:?} {form:?}: {:?}",
+        r.map(|v| v.len())
+    );
+    assert!(
+        waited >= Duration::from_millis(150) && waited < Duration::from_secs(5),
+        "{b:?} {form:?}: waited {waited:?}"
+    );
+    let (rows, _) = final_rows(b, &pool, &t).await;
+    let attempts: Vec<i64> = rows.iter().map(|r| r.1).collect();
+    // a row_lock claim's attempt is uncommitted until its transaction ends
+    let expect = if form == Form::Advisory {
+        vec![1, 0]
+    } else {
+        vec![0, 0]
+    };
+    assert_eq!(
+        attempts, expect,
+        "{b:?} {form:?}: the timed-out claim took nothing"
+    );
+    drop((ext_hold, any_hold));
+    if let Some(d) = first {
+        assert_eq!(d.ack().await.unwrap(), Settled::Deleted, "{b:?} {form:?}");
+    }
+    // recovered: the rest is claimed and settled through the same pool
+    loop {
+        let got = c.claim(1).await.unwrap();
+        if got.is_empty() {
+            break;
+        }
+        for d in got {
+            d.ack().await.unwrap();
+        }
+    }
+    let (rows, _) = final_rows(b, &pool, &t).await;
+    assert!(rows.is_empty(), "{b:?} {form:?}: {rows:?}");
+}
+
+/// An unreachable database is a clear connection error, quickly.
+#[tokio::test]
+async fn unreachable_database() {
     let unreachable =
         Client::portable("mysql://root@127.0.0.1:1/settle", 1, Queue::new("q", "q")).await;
     assert!(
@@ -625,181 +729,84 @@ async fn bad_descriptors_are_refused() {
     );
 }
 
-/// Transactional mode (row_lock) on every backend: the handlers' writes in the
-/// claim transaction survive ack and vanish for retry, retry_after, drop, the
-/// dead-letter move and a delivery dropped unsettled.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn transactional_mode_on_every_backend() {
-    for b in backends() {
-        let pool = admin(b).await;
-        let t = table(b, &pool, "txm", 5).await;
-        let d = b.dialect();
-        let side = d.ident(&format!("{t}_side"));
-        sqlx::query(&format!("CREATE TABLE {side} (id BIGINT)"))
-            .execute(&pool)
-            .await
-            .unwrap();
-        let c = b
-            .client(
-                Queue::new(&t, &t)
-                    .form(Form::RowLock)
-                    .dead_letter(1, format!("{t}_dead")),
-            )
-            .await
-            .unwrap();
-        let batch = c.claim(5).await.unwrap();
-        assert_eq!(batch.len(), 5, "{b:?}");
-        let mut got = Vec::new();
-        for (i, mut dl) in batch.into_iter().enumerate() {
-            let id: i64 = dl.id().parse().unwrap();
-            if b == Backend::PgExtension {
-                let tx = dl.transaction().await.unwrap();
-                tx.execute(&format!("INSERT INTO {side} VALUES ($1)"), &[&id])
-                    .await
-                    .unwrap();
-            } else {
-                let conn = dl.any_transaction().await.unwrap();
-                sqlx::query(&format!("INSERT INTO {side} VALUES ({})", d.p(1)))
-                    .bind(id)
-                    .execute(conn)
-                    .await
-                    .unwrap();
-            }
-            got.push(match i {
-                0 => dl.ack().await.unwrap(),
-                1 => dl.retry_after(Duration::from_secs(60)).await.unwrap(),
-                2 => dl.drop_it().await.unwrap(),
-                3 => dl.retry().await.unwrap(),
-                _ => dl.release().await.unwrap(),
-            });
-        }
-        assert_eq!(
-            got,
-            vec![
-                Settled::Deleted,
-                Settled::DeadLettered,
-                Settled::Deleted,
-                Settled::DeadLettered,
-                Settled::Released
-            ],
-            "{b:?}"
-        );
-        let kept: Vec<i64> =
-            sqlx::query(&format!("SELECT {} FROM {side} ORDER BY id", d.int("id")))
-                .fetch_all(&pool)
-                .await
-                .unwrap()
-                .iter()
-                .map(|r| r.get(0))
-                .collect();
-        assert_eq!(
-            kept,
-            vec![1],
-            "{b:?}: only the acked handler's write survives"
-        );
-        let (rows, dead) = final_rows(b, &pool, &t).await;
-        assert_eq!(rows, vec![(5, 0, false, false)], "{b:?}");
-        assert_eq!(dead, vec![(2, 1), (4, 1)], "{b:?}");
-        println!("{b:?}: transactional mode ok");
+fn lease() -> Form {
+    Form::Lease {
+        ttl: Duration::from_secs(30),
     }
 }
 
-/// A payload that is not valid for the handler's type is a Payload error on every
-/// backend, and the delivery is still there to settle.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn payload_of_the_wrong_shape() {
-    #[derive(Debug, serde::Deserialize)]
-    #[allow(dead_code)]
-    struct Email {
-        to: String,
-    }
-    for b in backends() {
-        let pool = admin(b).await;
-        let t = table(b, &pool, "shape", 1).await; // payload is {"n": 1}
-        let c = b.client(Queue::new(&t, &t)).await.unwrap();
-        let d = c.claim(1).await.unwrap().pop().unwrap();
-        assert!(
-            matches!(d.payload::<Email>(), Err(Error::Payload(_))),
-            "{b:?}"
-        );
-        assert_eq!(d.payload::<serde_json::Value>().unwrap()["n"], 1, "{b:?}");
-        assert_eq!(d.drop_it().await.unwrap(), Settled::Deleted, "{b:?}");
-    }
+/// One module per backend × form (or per backend, for scenarios that do not
+/// depend on the form), one test per scenario in it.
+macro_rules! cell {
+    ($cell:ident: $b:expr, $form:expr => $($scenario:ident),+ $(,)?) => {
+        mod $cell {
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    if selected($b) {
+                        super::$scenario($b, $form).await;
+                    }
+                }
+            )+
+        }
+    };
+    ($cell:ident: $b:expr => $($scenario:ident),+ $(,)?) => {
+        mod $cell {
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    if selected($b) {
+                        super::$scenario($b).await;
+                    }
+                }
+            )+
+        }
+    };
 }
 
-/// Every connection busy: a claim waits `wait_timeout`, fails with
-/// `Error::PoolTimeout` having claimed nothing, and works again once a
-/// connection is free. Row_lock/advisory deliveries keep their connection until
-/// settled; for the lease form something else holds the only connection.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pool_exhausted_on_every_backend() {
-    for b in backends() {
-        for (form, refused) in b.forms() {
-            if refused.is_some() {
-                continue;
-            }
-            let pool = admin(b).await;
-            let t = table(b, &pool, "pool", 2).await;
-            let c = b
-                .client_with(
-                    Queue::new(&t, &t).form(form),
-                    PoolOptions::new(1).wait_timeout(Some(Duration::from_millis(200))),
-                )
-                .await
-                .unwrap();
-            let lease = matches!(form, Form::Lease { .. });
-            let mut first = None;
-            let (mut ext_hold, mut any_hold) = (None, None);
-            if lease {
-                if b == Backend::PgExtension {
-                    ext_hold = Some(c.pool().expect("the extension backend").get().await.unwrap());
-                } else {
-                    any_hold = Some(c.any_pool().unwrap().acquire().await.unwrap());
-                }
-            } else {
-                first = c.claim(1).await.unwrap().pop();
-                assert!(first.is_some(), "{b:?} {form:?}: the first claim");
-            }
-            let started = std::time::Instant::now();
-            let r = c.claim(1).await;
-            let waited = started.elapsed();
-            assert!(
-                matches!(r, Err(Error::PoolTimeout(_))),
-                "{b:?} {form:?}: {:?}",
-                r.map(|v| v.len())
-            );
-            assert!(
-                waited >= Duration::from_millis(150) && waited < Duration::from_secs(5),
-                "{b:?} {form:?}: waited {waited:?}"
-            );
-            let (rows, _) = final_rows(b, &pool, &t).await;
-            let attempts: Vec<i64> = rows.iter().map(|r| r.1).collect();
-            // a row_lock claim's attempt is uncommitted until its transaction ends
-            let expect = if form == Form::Advisory {
-                vec![1, 0]
-            } else {
-                vec![0, 0]
-            };
-            assert_eq!(
-                attempts, expect,
-                "{b:?} {form:?}: the timed-out claim took nothing"
-            );
-            drop((ext_hold, any_hold));
-            if let Some(d) = first {
-                assert_eq!(d.ack().await.unwrap(), Settled::Deleted, "{b:?} {form:?}");
-            }
-            // recovered: the rest is claimed and settled through the same pool
-            loop {
-                let got = c.claim(1).await.unwrap();
-                if got.is_empty() {
-                    break;
-                }
-                for d in got {
-                    d.ack().await.unwrap();
-                }
-            }
-            let (rows, _) = final_rows(b, &pool, &t).await;
-            assert!(rows.is_empty(), "{b:?} {form:?}: {rows:?}");
-        }
-    }
+// every form: the script, several workers, batches, the pool exhausted
+// lease: a lost lease, combined settles; lease and advisory: crash loops
+// row_lock: a failed ack, transactional mode
+cell!(pg_extension_row_lock: Backend::PgExtension, Form::RowLock =>
+    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted);
+cell!(pg_extension_lease: Backend::PgExtension, lease() =>
+    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop);
+cell!(pg_extension_advisory: Backend::PgExtension, Form::Advisory =>
+    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop);
+cell!(pg_extension: Backend::PgExtension =>
+    lease_lost, concurrent_lease_settles, failed_ack_gives_the_whole_claim_back, transactional_mode,
+    bad_descriptors_are_refused, payload_of_the_wrong_shape);
+
+cell!(pg_portable_row_lock: Backend::PgPortable, Form::RowLock =>
+    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted);
+cell!(pg_portable_lease: Backend::PgPortable, lease() =>
+    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop);
+cell!(pg_portable_advisory: Backend::PgPortable, Form::Advisory =>
+    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop);
+cell!(pg_portable: Backend::PgPortable =>
+    lease_lost, concurrent_lease_settles, failed_ack_gives_the_whole_claim_back, transactional_mode,
+    bad_descriptors_are_refused, payload_of_the_wrong_shape);
+
+cell!(mariadb_row_lock: Backend::MariaDb, Form::RowLock =>
+    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted);
+cell!(mariadb_lease: Backend::MariaDb, lease() =>
+    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop);
+cell!(mariadb_advisory: Backend::MariaDb, Form::Advisory =>
+    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop);
+cell!(mariadb: Backend::MariaDb =>
+    lease_lost, concurrent_lease_settles, failed_ack_gives_the_whole_claim_back, transactional_mode,
+    bad_descriptors_are_refused, payload_of_the_wrong_shape);
+
+cell!(sqlite_row_lock: Backend::Sqlite, Form::RowLock =>
+    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted);
+cell!(sqlite_lease: Backend::Sqlite, lease() =>
+    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop);
+cell!(sqlite: Backend::Sqlite =>
+    lease_lost, concurrent_lease_settles, failed_ack_gives_the_whole_claim_back, transactional_mode,
+    bad_descriptors_are_refused, payload_of_the_wrong_shape, advisory_is_refused);
+
+async fn advisory_is_refused(b: Backend) {
+    refused(b, Form::Advisory, "SQLite has no advisory locks").await
 }
