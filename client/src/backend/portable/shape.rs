@@ -624,3 +624,112 @@ impl Shape {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::portable::dialect::Advisory;
+    use std::time::Duration;
+
+    /// The canonical table (`sql/<dialect>/queue.sql`) with a dead-letter table
+    /// and a retry limit, as `introspect` resolves it.
+    fn canonical(d: Dialect, form: Form) -> Shape {
+        let cols = ["id", "payload", "attempt", "retry_after", "locked_until", "created_at"];
+        Shape {
+            d,
+            queue: "jobs".into(),
+            form,
+            table: d.ident("jobs"),
+            cols: cols.iter().map(|c| c.to_string()).collect(),
+            id: "id".into(),
+            id_kind: IdKind::Integer,
+            attempt: Some("attempt".into()),
+            retry_after: Some("retry_after".into()),
+            locked_until: Some("locked_until".into()),
+            processed_at: None,
+            group: None,
+            max: Some(3),
+            dead: Some(Dead::Table(d.ident("jobs_dead"))),
+            custom: HashMap::new(),
+        }
+    }
+
+    /// Every statement the portable path runs for a queue, one per line.
+    fn statements(s: &Shape) -> String {
+        let mut out: Vec<(String, String)> = Vec::new();
+        let mut add = |name: &str, sql: String| out.push((name.into(), sql));
+        match s.form {
+            Form::RowLock => add("claim", s.claim_rows_sql()),
+            Form::Lease { .. } if s.d.has_writable_cte() => add("claim", s.claim_lease_cte_sql()),
+            Form::Lease { .. } => add("claim candidates", s.lease_candidates_sql()),
+            Form::Advisory => add("claim candidates", s.advisory_candidates_sql()),
+        }
+        if s.form == Form::Advisory {
+            let a: Advisory = s.d.advisory().expect("an advisory dialect");
+            add("try locks", a.try_lock_sql(s.d, 2));
+            add("unlock", a.unlock_sql(s.d, 2));
+            if s.d.has_writable_cte() {
+                add("take locked", s.take_locked_cte_sql(2));
+            } else {
+                add("recheck locked", s.recheck_locked_sql(2));
+            }
+        }
+        if s.form != Form::RowLock && !s.d.has_writable_cte() {
+            // the claim's transaction: count, then read
+            if let Some(sql) = s.take_update_sql(2) {
+                add("take", sql);
+            }
+            add("take read", s.take_read_sql(2));
+        }
+        if s.form != Form::RowLock && s.d.has_writable_cte() {
+            // crash-looping rows the one-statement claim returned apart
+            if let Some(sql) = s.poison_check_sql() {
+                add("crash loop check", sql);
+            }
+        }
+        add("lock held", s.lock_held_sql(2));
+        let (ack, _) = s.outcome_verb(false, None, false);
+        add("ack verb", ack.unwrap_or_default());
+        let (retry, _) = s.outcome_verb(true, None, false);
+        add("retry verb", retry.unwrap_or_default());
+        let (later, _) = s.outcome_verb(true, Some(1_000_000), false);
+        add("retry_after verb", later.unwrap_or_default());
+        add("ack by id", s.ack_sql(2, false).0 + &s.returning_id());
+        if let Form::Lease { .. } = s.form {
+            add("ack by token", s.ack_sql(2, true).0 + &s.returning_id());
+            add("ack by tokens", s.ack_per_item_sql(2).0 + &s.returning_id());
+            add("release", s.release_lease_sql());
+            add("extend", s.extend_sql());
+            add("token", s.token_sql());
+        }
+        for (i, sql) in s.dead_sql(s.form == Form::RowLock).into_iter().enumerate() {
+            add(&format!("dead letter {}", i + 1), sql);
+        }
+        add("stats", s.stats_sql());
+        add("dead count", s.dead_count_sql().unwrap_or_default());
+        out.iter()
+            .map(|(n, sql)| format!("{n}:\n  {sql}\n"))
+            .collect::<Vec<_>>()
+            .join("")
+    }
+
+    /// The SQL of every dialect × form, as a snapshot to review when it changes
+    /// (`INSTA_UPDATE=always cargo test -p settle` writes the new one).
+    #[test]
+    fn statements_per_dialect_and_form() {
+        let lease = Form::Lease {
+            ttl: Duration::from_secs(30),
+        };
+        for d in [Dialect::Postgres, Dialect::MySql, Dialect::Sqlite] {
+            for (name, form) in [("row_lock", Form::RowLock), ("lease", lease), ("advisory", Form::Advisory)] {
+                if form == Form::Advisory && d.advisory().is_none() {
+                    continue;
+                }
+                insta::assert_snapshot!(
+                    format!("{}_{name}", d.name()),
+                    statements(&canonical(d, form))
+                );
+            }
+        }
+    }
+}
