@@ -718,6 +718,39 @@ async fn pool_exhausted(b: Backend, form: Form) {
     assert!(rows.is_empty(), "{b:?} {form:?}: {rows:?}");
 }
 
+/// What a backend can do is a fact the client states, and what it cannot do
+/// is a clear `Unsupported` error, never a panic.
+async fn capabilities(b: Backend) {
+    let pool = admin(b).await;
+    let t = table(b, &pool, "caps", 1).await;
+    let c = b
+        .client(Queue::new(&t, &t).dead_letter(3, format!("{t}_dead")))
+        .await
+        .unwrap();
+    let caps = c.capabilities();
+    let ext = b == Backend::PgExtension;
+    assert_eq!(
+        (caps.listen, caps.requeue_dead, caps.transaction, caps.any_transaction),
+        (ext, ext, ext, !ext),
+        "{b:?}: {caps:?}"
+    );
+    assert_eq!(c.pool().is_some(), ext, "{b:?}");
+    assert_eq!(c.any_pool().is_some(), !ext, "{b:?}");
+    match c.requeue_dead().await {
+        Ok(n) => assert!(ext && n == 0, "{b:?}: {n}"),
+        Err(e) => assert!(!ext && matches!(e, Error::Unsupported(_)), "{b:?}: {e:?}"),
+    }
+    // a lease delivery has no claim transaction to lend, on either backend
+    let mut d = c.claim(1).await.unwrap().pop().unwrap();
+    let wrong = if ext {
+        d.any_transaction().await.err()
+    } else {
+        d.transaction().await.err()
+    };
+    assert!(matches!(wrong, Some(Error::Unsupported(_))), "{b:?}: {wrong:?}");
+    assert_eq!(d.ack().await.unwrap(), Settled::Deleted, "{b:?}");
+}
+
 /// An unreachable database is a clear connection error, quickly.
 #[tokio::test]
 async fn unreachable_database() {
@@ -777,7 +810,7 @@ cell!(pg_extension_advisory: Backend::PgExtension, Form::Advisory =>
     same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop);
 cell!(pg_extension: Backend::PgExtension =>
     lease_lost, concurrent_lease_settles, failed_ack_gives_the_whole_claim_back, transactional_mode,
-    bad_descriptors_are_refused, payload_of_the_wrong_shape);
+    bad_descriptors_are_refused, payload_of_the_wrong_shape, capabilities);
 
 cell!(pg_portable_row_lock: Backend::PgPortable, Form::RowLock =>
     same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted);
@@ -787,7 +820,7 @@ cell!(pg_portable_advisory: Backend::PgPortable, Form::Advisory =>
     same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop);
 cell!(pg_portable: Backend::PgPortable =>
     lease_lost, concurrent_lease_settles, failed_ack_gives_the_whole_claim_back, transactional_mode,
-    bad_descriptors_are_refused, payload_of_the_wrong_shape);
+    bad_descriptors_are_refused, payload_of_the_wrong_shape, capabilities);
 
 cell!(mariadb_row_lock: Backend::MariaDb, Form::RowLock =>
     same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted);
@@ -797,7 +830,7 @@ cell!(mariadb_advisory: Backend::MariaDb, Form::Advisory =>
     same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop);
 cell!(mariadb: Backend::MariaDb =>
     lease_lost, concurrent_lease_settles, failed_ack_gives_the_whole_claim_back, transactional_mode,
-    bad_descriptors_are_refused, payload_of_the_wrong_shape);
+    bad_descriptors_are_refused, payload_of_the_wrong_shape, capabilities);
 
 cell!(sqlite_row_lock: Backend::Sqlite, Form::RowLock =>
     same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted);
@@ -805,7 +838,7 @@ cell!(sqlite_lease: Backend::Sqlite, lease() =>
     same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop);
 cell!(sqlite: Backend::Sqlite =>
     lease_lost, concurrent_lease_settles, failed_ack_gives_the_whole_claim_back, transactional_mode,
-    bad_descriptors_are_refused, payload_of_the_wrong_shape, advisory_is_refused);
+    bad_descriptors_are_refused, payload_of_the_wrong_shape, capabilities, advisory_is_refused);
 
 async fn advisory_is_refused(b: Backend) {
     refused(b, Form::Advisory, "SQLite has no advisory locks").await

@@ -65,8 +65,8 @@ impl Backend {
 
     pub(crate) fn capabilities(&self) -> Capabilities {
         match self {
-            Backend::Ext(_) => Capabilities {
-                listen: true,
+            Backend::Ext(e) => Capabilities {
+                listen: e.listens(),
                 requeue_dead: true,
                 transaction: true,
                 any_transaction: false,

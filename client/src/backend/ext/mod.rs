@@ -180,6 +180,12 @@ impl Ext {
         &self.pool
     }
 
+    /// Whether the worker can LISTEN (a client made from the caller's own pool
+    /// has no config to open that connection with).
+    pub(crate) fn listens(&self) -> bool {
+        self.listen.is_some()
+    }
+
     /// A table without retry_after takes retry_after(d) as retry() and says so
     /// (SPEC §3).
     fn warn_if_no_retry_after(&self, outcome: &Outcome) {
