@@ -19,6 +19,8 @@
 #   6. Rust tests of every other backend (portable PostgreSQL, MariaDB, SQLite), rustdoc
 #   7. reliability: load, mixed outcomes and faults on every backend x form (reduced size)
 #   8. the benchmark harness with its peers, the quickstart (SQLite) and the PostgreSQL example
+#   9. pg_regress once more on the extension's debug build, whose every claimed row is also
+#      compared with PostgreSQL's own jsonb bytes
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -130,11 +132,13 @@ install_files() {
   fi
 }
 
-CURRENT=
+# the running test server (its data directory and bin directory), for cleanup
+CLUSTER=
+CLUSTER_BIN=
 cleanup() {
-  if [ -n "$CURRENT" ]; then
-    SETTLE_PGBIN=${BIN[$CURRENT]} scripts/pg-cluster.sh stop "$WORK/pg$CURRENT" || true
-    scripts/pgbouncer.sh stop "$WORK/bouncer$CURRENT" || true
+  if [ -n "$CLUSTER" ]; then
+    SETTLE_PGBIN=$CLUSTER_BIN scripts/pg-cluster.sh stop "$CLUSTER" || true
+    scripts/pgbouncer.sh stop "$CLUSTER-bouncer" || true
   fi
   scripts/mariadb.sh stop "$WORK/mysql" || true
   if [ -n "${NETNS:-}" ]; then scripts/netns.sh down "$NETNS" || true; fi
@@ -218,10 +222,10 @@ for MAJOR in "${MAJORS[@]}"; do
   install_files "$MAJOR"
 
   step "PostgreSQL $MAJOR: start the server and PgBouncer"
-  CURRENT=$MAJOR
-  SETTLE_PGBIN=$PG_BIN scripts/pg-cluster.sh start "$WORK/pg$MAJOR"
-  export PGHOST="$WORK/pg$MAJOR/sock" PGPORT=$SETTLE_PGPORT PGUSER=postgres
-  scripts/pgbouncer.sh start "$WORK/bouncer$MAJOR" "$PGHOST" "$PGPORT"
+  CLUSTER=$WORK/pg$MAJOR CLUSTER_BIN=$PG_BIN
+  SETTLE_PGBIN=$PG_BIN scripts/pg-cluster.sh start "$CLUSTER"
+  export PGHOST="$CLUSTER/sock" PGPORT=$SETTLE_PGPORT PGUSER=postgres
+  scripts/pgbouncer.sh start "$CLUSTER-bouncer" "$PGHOST" "$PGPORT"
   "$PG_BIN/psql" -X -tA -d postgres -c "SELECT version()"
 
   step "PostgreSQL $MAJOR: golden SQL regression (pg_regress)"
@@ -267,7 +271,7 @@ for MAJOR in "${MAJORS[@]}"; do
 
     step "reliability (load, mixed outcomes, killed connections, server restarts; reduced size)"
     # the full size is: SETTLE_RELIABILITY_JOBS=100000 scripts/test.sh
-    export SETTLE_TEST_PGCTL="runuser -u postgres -- $PG_BIN/pg_ctl -D $WORK/pg$MAJOR/data -l $WORK/pg$MAJOR/server.log -w restart -m"
+    export SETTLE_TEST_PGCTL="runuser -u postgres -- $PG_BIN/pg_ctl -D $CLUSTER/data -l $CLUSTER/server.log -w restart -m"
     set +e
     # shellcheck disable=SC2086 # SETTLE_RELIABILITY_ARGS is a list of arguments, e.g. "--backends PgExtension"
     cargo run -q -p settle-conformance --bin settle-reliability -- --jobs "${SETTLE_RELIABILITY_JOBS:-600}" ${SETTLE_RELIABILITY_ARGS:-} 2>&1 \
@@ -310,9 +314,9 @@ for MAJOR in "${MAJORS[@]}"; do
   fi
 
   step "PostgreSQL $MAJOR: stop"
-  scripts/pgbouncer.sh stop "$WORK/bouncer$MAJOR"
-  SETTLE_PGBIN=$PG_BIN scripts/pg-cluster.sh stop "$WORK/pg$MAJOR"
-  CURRENT=
+  scripts/pgbouncer.sh stop "$CLUSTER-bouncer"
+  SETTLE_PGBIN=$PG_BIN scripts/pg-cluster.sh stop "$CLUSTER"
+  CLUSTER=
 done
 
 if [ -n "${DEB[15]:-}" ]; then
@@ -326,6 +330,25 @@ if [ -n "${DEB[15]:-}" ]; then
     [ -z "$left" ] || { echo "left behind: $left"; return 1; }
   }
   check "package removal" removed_clean
+
+  step "the debug build's jsonb cross-check on 15 (pg_regress)"
+  # A debug build also builds every claimed row with PostgreSQL's own jsonb code
+  # and compares the bytes, which pg_regress's text output cannot show; the
+  # release package does not carry that check. Installed only for this tier.
+  (cd extension && cargo pgrx package --debug --pg-config "${BIN[15]}/pg_config" --out-dir "$WORK/debug15" >"$WORK/debug15.log" 2>&1) \
+    || { cat "$WORK/debug15.log"; exit 1; }
+  cp "$(find "$WORK/debug15" -name settle.so)" "$EXT15_LIB/"
+  cp "$(dirname "$(find "$WORK/debug15" -name settle.control)")"/settle* extension/sql/settle--*.sql "$EXT15_SHARE/"
+  MAJOR=15-debug PG_BIN=${BIN[15]} PGXS=$("${BIN[15]}/pg_config" --pkglibdir)/pgxs
+  CLUSTER=$WORK/pg15-debug CLUSTER_BIN=$PG_BIN
+  SETTLE_PGBIN=$PG_BIN scripts/pg-cluster.sh start "$CLUSTER"
+  export PGHOST="$CLUSTER/sock"
+  reg=$ROOT/extension/tests/pg_regress
+  run_regress regress "$PGXS/src/test/regress/pg_regress" "$reg" \
+    $(cd "$reg/sql" && ls *.sql | sed 's/\.sql$//' | sort)
+  SETTLE_PGBIN=$PG_BIN scripts/pg-cluster.sh stop "$CLUSTER"
+  CLUSTER=
+  rm -f "$EXT15_LIB/settle.so" "$EXT15_SHARE"/settle.control "$EXT15_SHARE"/settle--*.sql
 fi
 
 echo
