@@ -135,7 +135,14 @@ install_files() {
 # the running test server (its data directory and bin directory), for cleanup
 CLUSTER=
 CLUSTER_BIN=
+# the debug build's files are in PostgreSQL 15's directories (last tier)
+DEBUG15=
+remove_debug15() {
+  rm -f "$EXT15_LIB/settle.so" "$EXT15_SHARE"/settle.control "$EXT15_SHARE"/settle--*.sql
+  DEBUG15=
+}
 cleanup() {
+  if [ -n "$DEBUG15" ]; then remove_debug15; fi
   if [ -n "$CLUSTER" ]; then
     SETTLE_PGBIN=$CLUSTER_BIN scripts/pg-cluster.sh stop "$CLUSTER" || true
     scripts/pgbouncer.sh stop "$CLUSTER-bouncer" || true
@@ -337,8 +344,10 @@ if [ -n "${DEB[15]:-}" ]; then
   # release package does not carry that check. Installed only for this tier.
   (cd extension && cargo pgrx package --debug --pg-config "${BIN[15]}/pg_config" --out-dir "$WORK/debug15" >"$WORK/debug15.log" 2>&1) \
     || { cat "$WORK/debug15.log"; exit 1; }
+  DEBUG15=1
   cp "$(find "$WORK/debug15" -name settle.so)" "$EXT15_LIB/"
-  cp "$(dirname "$(find "$WORK/debug15" -name settle.control)")"/settle* extension/sql/settle--*.sql "$EXT15_SHARE/"
+  cp "$(dirname "$(find "$WORK/debug15" -name settle.control)")"/settle* "$EXT15_SHARE/"
+  cp extension/sql/settle--*.sql "$EXT15_SHARE/"
   MAJOR=15-debug PG_BIN=${BIN[15]} PGXS=$("${BIN[15]}/pg_config" --pkglibdir)/pgxs
   CLUSTER=$WORK/pg15-debug CLUSTER_BIN=$PG_BIN
   SETTLE_PGBIN=$PG_BIN scripts/pg-cluster.sh start "$CLUSTER"
@@ -348,7 +357,7 @@ if [ -n "${DEB[15]:-}" ]; then
     $(cd "$reg/sql" && ls *.sql | sed 's/\.sql$//' | sort)
   SETTLE_PGBIN=$PG_BIN scripts/pg-cluster.sh stop "$CLUSTER"
   CLUSTER=
-  rm -f "$EXT15_LIB/settle.so" "$EXT15_SHARE"/settle.control "$EXT15_SHARE"/settle--*.sql
+  remove_debug15
 fi
 
 echo
