@@ -55,20 +55,33 @@ impl Engine {
             Form::Lease { .. } if d.has_writable_cte() => Ok((self.claim_lease_cte(n).await?, None)),
             Form::Lease { .. } => {
                 let mut tx = self.pool.begin_with(d.begin()).await?;
-                let cands: Vec<(String, i64)> = sqlx::query(&s.lease_candidates_sql())
-                    .bind(n as i64)
-                    .fetch_all(&mut *tx)
-                    .await?
-                    .iter()
-                    .map(|r| (r.get(0), r.get(1)))
-                    .collect();
-                let live = self.drop_poison(&mut tx, cands).await?;
-                let out = self.take(&mut tx, &live).await?;
+                let sql = s.lease_candidates_sql();
+                let out = self
+                    .take_candidates(&mut tx, sqlx::query(&sql).bind(n as i64))
+                    .await?;
                 tx.commit().await?;
                 Ok((out, None))
             }
             Form::Advisory => self.claim_advisory(n).await,
         }
+    }
+
+    /// In a claim's transaction (no writable CTE): read the locked candidates
+    /// `q` returns as (id, attempt), move the crash-looping ones to the dead
+    /// letter, and take the rest.
+    async fn take_candidates<'q>(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    ) -> Result<Vec<ClaimedRow>> {
+        let cands: Vec<(String, i64)> = q
+            .fetch_all(&mut *conn)
+            .await?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        let live = self.drop_poison(conn, cands).await?;
+        self.take(conn, &live).await
     }
 
     /// Move rows whose last delivery died at max_attempts (crash loops: lease
@@ -205,14 +218,7 @@ impl Engine {
                 for id in &ids {
                     q = q.bind(id);
                 }
-                let cands: Vec<(String, i64)> = q
-                    .fetch_all(&mut *tx)
-                    .await?
-                    .iter()
-                    .map(|r| (r.get(0), r.get(1)))
-                    .collect();
-                let live = self.drop_poison(&mut tx, cands).await?;
-                let out = self.take(&mut tx, &live).await?;
+                let out = self.take_candidates(&mut tx, q).await?;
                 tx.commit().await?;
                 Ok(out)
             }
