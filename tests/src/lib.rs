@@ -172,6 +172,20 @@ pub async fn table(b: Backend, pool: &sqlx::AnyPool, prefix: &str, n: usize) -> 
     t
 }
 
+/// Wait (polling every 20 ms, `tries` times at most) until the queue table is
+/// empty; the rows still in it.
+pub async fn wait_until_empty(b: Backend, pool: &sqlx::AnyPool, t: &str, tries: usize) -> usize {
+    let mut left = usize::MAX;
+    for _ in 0..tries {
+        left = final_rows(b, pool, t).await.0.len();
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    left
+}
+
 /// (id, attempt, delayed, held) of every row in the queue, and (id, attempt) of the dead letter.
 pub async fn final_rows(
     b: Backend,

@@ -154,15 +154,7 @@ async fn concurrent_workers(b: Backend, form: Form) {
             .await
         }));
     }
-    let mut left = i64::MAX;
-    for _ in 0..1500 {
-        let (rows, _) = final_rows(b, &pool, &t).await;
-        left = rows.len() as i64;
-        if left == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let left = wait_until_empty(b, &pool, &t, 1500).await;
     for s in stops {
         let _ = s.send(());
     }

@@ -87,15 +87,7 @@ async fn extension_and_portable_workers_exclude_each_other() {
                 ));
             }
         }
-        let mut left = usize::MAX;
-        for _ in 0..3000 {
-            let (rows, _) = final_rows(b, &pool, &t).await;
-            left = rows.len();
-            if left == 0 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let left = wait_until_empty(b, &pool, &t, 3000).await;
         for s in stops {
             let _ = s.send(());
         }
