@@ -2,6 +2,7 @@
 # Start or stop a throwaway PostgreSQL 15 cluster for settle's tests.
 #   scripts/pg-cluster.sh start DIR   -> initdb DIR/data, listen on unix socket DIR/sock, port $SETTLE_PGPORT (55432)
 #   scripts/pg-cluster.sh stop DIR
+# SETTLE_PG_PRELOAD sets shared_preload_libraries (the Citus nodes: citus).
 # PostgreSQL refuses to run as root, so the server runs as the `postgres` OS user.
 set -euo pipefail
 cmd=$1; dir=$2
@@ -31,6 +32,9 @@ tcp_keepalives_interval = 1
 tcp_keepalives_count = 2
 tcp_user_timeout = 3000
 CONF
+  if [ -n "${SETTLE_PG_PRELOAD:-}" ]; then
+    echo "shared_preload_libraries = '$SETTLE_PG_PRELOAD'" >>"$dir/data/postgresql.conf"
+  fi
   if [ -n "${SETTLE_PG_HBA_NET:-}" ]; then
     echo "host all all $SETTLE_PG_HBA_NET trust" >>"$dir/data/pg_hba.conf"
   fi

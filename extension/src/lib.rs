@@ -1,19 +1,23 @@
 //! settle — claim a row, run the handler, settle it with an outcome, for queues
 //! kept in ordinary PostgreSQL tables. See README.md and docs/ (docs/sql-reference.md: every function).
 //!
-//! Layout: `api/` holds every SQL-callable function; `desc` registers, loads
-//! and caches queue descriptors and their kept plans; `sql` builds the SQL of
+//! Layout: `api/` holds every SQL-callable function; `register` validates and
+//! stores queue descriptors; `desc` loads and caches them with their kept
+//! plans; `catalog` and `citus` read the catalogs both use; `sql` builds the SQL of
 //! each queue; `ops` runs claims and outcomes; `held` keeps the advisory form's
 //! per-session state; `error` raises the product SQLSTATEs.
 
 use pgrx::prelude::*;
 
 mod api;
+mod catalog;
+mod citus;
 mod desc;
 mod error;
 mod held;
 mod ops;
 mod rawjsonb;
+mod register;
 mod rowjson;
 mod sql;
 mod srf;

@@ -65,7 +65,8 @@ const PLUS: &str = "OPERATOR(pg_catalog.+)";
 const MINUS: &str = "OPERATOR(pg_catalog.-)";
 const CAT: &str = "OPERATOR(pg_catalog.||)";
 const NOW: &str = "pg_catalog.now()";
-const CLOCK: &str = "pg_catalog.clock_timestamp()";
+/// The advisory keys (bigint form) some session of this server holds.
+pub const HELD_KEYS: &str = "SELECT ((l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8) FROM pg_catalog.pg_locks l WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory' AND l.objsubid OPERATOR(pg_catalog.=) 1 AND l.granted";
 
 /// A claim's LIMIT: the batch size as a literal, or `$1` (int8). With a
 /// parameter PostgreSQL plans the statement anew on every call: its generic plan
@@ -125,6 +126,9 @@ pub struct Shape {
     /// a plain table of the heap access method (see `desc::plain_heap`): a
     /// ctid names one row version, so statements can find rows they locked by it
     pub plain_heap: bool,
+    /// the table is distributed by Citus: statements on it are planned per
+    /// call (Citus plans a distributed statement for its parameters' values)
+    pub distributed: bool,
     /// the id column is an integer (int2/int4/int8): its text sorts by value
     /// once parsed, so the extension can put claimed rows in id order itself
     pub int_id: bool,
@@ -201,6 +205,17 @@ impl Shape {
         p
     }
 
+    /// `a.group = 'queue' AND ` on a grouped table, else nothing: a write that
+    /// finds rows by id finds them within the queue's group, so an id need only
+    /// be unique with the group (a `(group, id)` key), and Citus routes the
+    /// statement to the group's shard.
+    fn in_group(&self, a: &str) -> String {
+        match &self.group {
+            Some(g) => format!("{} {EQ} {} AND ", self.col(a, g), self.group_value),
+            None => String::new(),
+        }
+    }
+
     fn attempt_plus_one(&self, a: &str) -> Option<String> {
         self.attempt
             .as_ref()
@@ -214,10 +229,6 @@ impl Shape {
             Form::RowLock => format!("(COALESCE({e}, 0) {PLUS} 1)"),
             _ => format!("COALESCE({e}, 0)"),
         }
-    }
-
-    fn token_expr(&self, lease_param: &str) -> String {
-        format!("(SELECT pg_catalog.date_trunc('milliseconds', {CLOCK} {PLUS} {lease_param}))")
     }
 
     fn attempt_out(&self, a: &str) -> String {
@@ -265,39 +276,91 @@ impl Shape {
                     _ => {}
                 }
                 vec![format!(
-                    "_s_d AS (UPDATE {t} _s_t SET {sets} WHERE _s_t.{id} {EQ} ANY (ARRAY(SELECT {src}._s_id FROM {src} WHERE {src}._s_dead)) RETURNING _s_t.{id} AS _s_id)",
+                    "_s_d AS (UPDATE {t} _s_t SET {sets} WHERE {grp}_s_t.{id} {EQ} ANY (ARRAY(SELECT {src}._s_id FROM {src} WHERE {src}._s_dead)) RETURNING _s_t.{id} AS _s_id)",
                     t = self.table,
+                    grp = self.in_group("_s_t"),
                     sets = sets.join(", ")
                 )]
             }
             Dead::Table(dlt) => {
-                let cols = self.copy_cols.join(", ");
-                let vals = self
-                    .copy_cols
-                    .iter()
-                    .map(|c| {
-                        if Some(c) == self.locked_until.as_ref() {
-                            "NULL".to_string()
-                        } else if Some(c) == self.attempt.as_ref() && count == Count::Add {
-                            format!("COALESCE(_s_dm.{c}, 0) {PLUS} 1")
-                        } else if Some(c) == self.attempt.as_ref() && count == Count::Undo {
-                            format!("_s_dm.{c} {MINUS} 1")
-                        } else {
-                            format!("_s_dm.{c}")
-                        }
-                    })
-                    .collect::<Vec<_>>()
-                    .join(", ");
+                let (cols, vals) = self.dead_values("_s_dm", count);
                 vec![
                     format!(
-                        "_s_dm AS (DELETE FROM {t} _s_t WHERE _s_t.{id} {EQ} ANY (ARRAY(SELECT {src}._s_id FROM {src} WHERE {src}._s_dead)) RETURNING _s_t.*)",
-                        t = self.table
+                        "_s_dm AS (DELETE FROM {t} _s_t WHERE {grp}_s_t.{id} {EQ} ANY (ARRAY(SELECT {src}._s_id FROM {src} WHERE {src}._s_dead)) RETURNING _s_t.*)",
+                        t = self.table,
+                        grp = self.in_group("_s_t"),
                     ),
                     format!("_s_di AS (INSERT INTO {dlt} ({cols}) OVERRIDING SYSTEM VALUE SELECT {vals} FROM _s_dm)"),
                     format!("_s_d AS (SELECT _s_dm.{id} AS _s_id FROM _s_dm)"),
                 ]
             }
         }
+    }
+
+    /// The columns a move into the dead-letter table writes, and their values
+    /// from the moved row `a`: the lease cleared, the attempt counter as
+    /// `count` says.
+    fn dead_values(&self, a: &str, count: Count) -> (String, String) {
+        let vals = self
+            .copy_cols
+            .iter()
+            .map(|c| {
+                if Some(c) == self.locked_until.as_ref() {
+                    "NULL".to_string()
+                } else if Some(c) == self.attempt.as_ref() && count == Count::Add {
+                    format!("COALESCE({a}.{c}, 0) {PLUS} 1")
+                } else if Some(c) == self.attempt.as_ref() && count == Count::Undo {
+                    format!("{a}.{c} {MINUS} 1")
+                } else {
+                    format!("{a}.{c}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        (self.copy_cols.join(", "), vals)
+    }
+
+    /// A distributed table with a dead-letter table moves dead rows with two
+    /// statements of their own ([`dead_copy`](Self::dead_copy), then
+    /// [`dead_delete`](Self::dead_delete)), each routed to the group's shard:
+    /// Citus runs a statement with an INSERT in a CTE through the coordinator.
+    /// The settle statement then only flags the rows (`to_dead`).
+    pub fn moves_dead_apart(&self) -> bool {
+        self.distributed && matches!(self.dead, Some(Dead::Table(_)))
+    }
+
+    /// Copy the rows `$1` (text[] ids, held by the caller) into the dead-letter
+    /// table, counted as a settle counts them, or with `taken` as a claim's take
+    /// left them (see [`move_taken_dead`](Self::move_taken_dead)).
+    pub fn dead_copy(&self, taken: bool) -> Option<String> {
+        let Some(Dead::Table(dlt)) = &self.dead else {
+            return None;
+        };
+        let count = match (taken, self.form) {
+            (true, _) => Count::Undo,
+            (false, Form::RowLock) => Count::Add,
+            (false, _) => Count::Keep,
+        };
+        let (cols, vals) = self.dead_values("_s_dm", count);
+        Some(format!(
+            "INSERT INTO {dlt} ({cols}) OVERRIDING SYSTEM VALUE SELECT {vals} FROM {t} _s_dm WHERE {grp}_s_dm.{id} {EQ} ANY (($1::pg_catalog.text[])::{ty}[])",
+            t = self.table,
+            grp = self.in_group("_s_dm"),
+            id = self.id,
+            ty = self.id_type,
+        ))
+    }
+
+    /// Delete the rows `$1` (text[] ids) that [`dead_copy`](Self::dead_copy)
+    /// copied. Rows: the ids deleted.
+    pub fn dead_delete(&self) -> String {
+        format!(
+            "DELETE FROM {t} _s_t WHERE {grp}_s_t.{id} {EQ} ANY (($1::pg_catalog.text[])::{ty}[]) RETURNING (_s_t.{id})::pg_catalog.text",
+            t = self.table,
+            grp = self.in_group("_s_t"),
+            id = self.id,
+            ty = self.id_type,
+        )
     }
 
     fn dead_flag(&self, att_expr: &str) -> String {
@@ -381,7 +444,8 @@ impl Shape {
     /// it, on every claim, for rows that are rare).
     ///
     /// lease: params $1 int8 batch (unless `n` writes it, see [`limit`]),
-    /// $2 interval lease; candidates are the first ready rows, SKIP LOCKED.
+    /// $2 timestamptz lease token (the lease's end, see `ops::lease_token`);
+    /// candidates are the first ready rows, SKIP LOCKED.
     /// advisory: params $1 text[] ids whose keys this session just locked;
     /// candidates are those still ready (fresh snapshot: re-checked after locking).
     pub fn take(&self, n: Option<u32>) -> String {
@@ -389,15 +453,12 @@ impl Shape {
         let id = &self.id_of("_s_t");
         match self.form {
             Form::Lease => {
-                let mut sets = vec![format!(
-                    "{} = {}",
-                    self.locked_until.as_ref().unwrap(),
-                    self.token_expr("$2")
-                )];
+                let mut sets = vec![format!("{} = $2", self.locked_until.as_ref().unwrap())];
                 sets.extend(self.attempt_plus_one("_s_t"));
                 let update = format!(
-                    "UPDATE {t} _s_t SET {sets} WHERE {key} {EQ} ANY (ARRAY(SELECT {cid} FROM {t} _s_c WHERE {ready} ORDER BY {oid} {limit} FOR UPDATE OF _s_c SKIP LOCKED))",
+                    "UPDATE {t} _s_t SET {sets} WHERE {grp}{key} {EQ} ANY (ARRAY(SELECT {cid} FROM {t} _s_c WHERE {ready} ORDER BY {oid} {limit} FOR UPDATE OF _s_c SKIP LOCKED))",
                     sets = sets.join(", "),
+                    grp = self.in_group("_s_t"),
                     limit = limit(n),
                     key = self.locator("_s_t"),
                     cid = self.locator("_s_c"),
@@ -447,7 +508,7 @@ impl Shape {
     /// and for advisory their keys). Params: $1 text[] ids. Rows: the ids moved.
     /// `None` without a dead letter.
     pub fn move_taken_dead(&self) -> Option<String> {
-        if self.dead.is_none() || self.form == Form::RowLock {
+        if self.dead.is_none() || self.form == Form::RowLock || self.moves_dead_apart() {
             return None;
         }
         let mut ctes = vec![format!(
@@ -550,7 +611,9 @@ impl Shape {
     }
 
     /// One statement settling every held row of `$1` with one outcome.
-    /// Params: $1 text[] ids, $2 timestamptz[] tokens, $3 interval delay.
+    /// Params: $1 text[] ids, $2 timestamptz[] tokens, $3 timestamptz: when a
+    /// retry_after row is ready again (bound, not computed in the statement:
+    /// Citus refuses volatile functions in a distributed UPDATE).
     /// Rows: (id text, result text) for each row it settled; ids it did not
     /// return were not held.
     pub fn settle(&self, w: Write) -> String {
@@ -560,8 +623,9 @@ impl Shape {
         let mut outs: Vec<String> = Vec::new();
         // writes find their rows by `id = ANY(ARRAY(...))`: an index scan whatever
         // the planner guesses about the CTE's size (a join can turn into a seq scan)
+        let grp = self.in_group("_s_t");
         let on_held = |src: &str, filter: &str| {
-            format!("_s_t.{id} {EQ} ANY (ARRAY(SELECT {src}._s_id FROM {src}{filter}))")
+            format!("{grp}_s_t.{id} {EQ} ANY (ARRAY(SELECT {src}._s_id FROM {src}{filter}))")
         };
         let write_cte =
             |ctes: &mut Vec<String>, name: &str, src: &str, sets: Vec<String>, filter: &str| {
@@ -606,17 +670,16 @@ impl Shape {
                     "_s_x AS (SELECT _s_id, {} AS _s_dead FROM _s_h)",
                     self.dead_flag("_s_att")
                 ));
-                ctes.extend(self.dead_ctes("_s_x"));
-                if self.dead.is_some() {
+                if self.moves_dead_apart() {
+                    outs.push("SELECT (_s_x._s_id)::pg_catalog.text, 'to_dead'::pg_catalog.text FROM _s_x WHERE _s_x._s_dead".into());
+                } else if self.dead.is_some() {
+                    ctes.extend(self.dead_ctes("_s_x"));
                     outs.push("SELECT (_s_d._s_id)::pg_catalog.text, 'dead_lettered'::pg_catalog.text FROM _s_d".into());
                 }
                 let mut sets = Vec::new();
                 let delayed = w == Write::RetryAfter && self.retry_after.is_some();
                 if delayed {
-                    sets.push(format!(
-                        "{} = {CLOCK} {PLUS} $3",
-                        self.retry_after.as_ref().unwrap()
-                    ));
+                    sets.push(format!("{} = $3", self.retry_after.as_ref().unwrap()));
                 }
                 if self.form == Form::RowLock {
                     sets.extend(self.attempt_plus_one("_s_t"));
@@ -743,7 +806,7 @@ impl Shape {
         self.ack_write(None, &join_and(cond))
     }
 
-    /// Lease heartbeat. Params: $1 text id, $2 timestamptz token, $3 interval.
+    /// Lease heartbeat. Params: $1 text id, $2 timestamptz token, $3 timestamptz new token.
     pub fn extend(&self) -> String {
         let lu = self.locked_until.as_ref().unwrap();
         let mut cond = self.mine("_s_t");
@@ -754,9 +817,8 @@ impl Shape {
         ));
         cond.push(format!("_s_t.{lu} {EQ} $2"));
         format!(
-            "UPDATE {t} _s_t SET {lu} = {tok} WHERE {cond} RETURNING _s_t.{lu}",
+            "UPDATE {t} _s_t SET {lu} = $3 WHERE {cond} RETURNING _s_t.{lu}",
             t = self.table,
-            tok = self.token_expr("$3"),
             cond = join_and(cond)
         )
     }
@@ -775,8 +837,14 @@ impl Shape {
                 let lu = self.locked_until.as_ref().unwrap();
                 format!("pg_catalog.count(*) FILTER (WHERE _s_t.{lu} {GE} {NOW})")
             }
+            // a distributed statement runs on a worker, whose pg_locks holds none
+            // of the coordinator's keys: they are read there and bound as $1
+            Form::Advisory if self.distributed => format!(
+                "pg_catalog.count(*) FILTER (WHERE {ready} AND {key} OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.int8[]))",
+                key = self.advisory_key(&format!("({})::pg_catalog.text", self.id_of("_s_t")))
+            ),
             Form::Advisory => format!(
-                "pg_catalog.count(*) FILTER (WHERE {ready} AND {key} IN (SELECT ((l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8) FROM pg_catalog.pg_locks l WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory' AND l.objsubid OPERATOR(pg_catalog.=) 1 AND l.granted))",
+                "pg_catalog.count(*) FILTER (WHERE {ready} AND {key} IN ({HELD_KEYS}))",
                 key = self.advisory_key(&format!("({})::pg_catalog.text", self.id_of("_s_t")))
             ),
             Form::RowLock => "NULL::pg_catalog.int8".into(),
@@ -800,7 +868,11 @@ impl Shape {
                 self.table,
                 self.group.as_ref().unwrap()
             )),
-            Dead::Table(dlt) => Some(format!("SELECT pg_catalog.count(*) FROM {dlt}")),
+            // a grouped queue's dead-letter table may hold the dead of other groups
+            Dead::Table(dlt) => Some(format!(
+                "SELECT pg_catalog.count(*) FROM {dlt} _s_t WHERE {}true",
+                self.in_group("_s_t")
+            )),
         }
     }
 
@@ -845,10 +917,11 @@ impl Shape {
                     .collect::<Vec<_>>()
                     .join(", ");
                 Some(format!(
-                    "WITH _s_m AS (DELETE FROM {dlt} _s_t WHERE {pick} RETURNING _s_t.*), \
+                    "WITH _s_m AS (DELETE FROM {dlt} _s_t WHERE {grp}{pick} RETURNING _s_t.*), \
                      _s_i AS (INSERT INTO {t} ({cols}) OVERRIDING SYSTEM VALUE SELECT {vals} FROM _s_m) \
                      SELECT (_s_m.{id})::pg_catalog.text FROM _s_m",
-                    t = self.table
+                    t = self.table,
+                    grp = self.in_group("_s_t"),
                 ))
             }
         }

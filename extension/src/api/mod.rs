@@ -4,9 +4,10 @@
 //! `error.rs`); arguments are all `Option` so that a NULL gets a clear SQ004
 //! rather than a generic failure.
 
-use crate::desc::{self, spi, Registration};
+use crate::desc::{self, spi};
 use crate::error::{ok_or_raise, Result, SettleError};
 use crate::ops::{self, Action, Outcome};
+use crate::register::{self, Registration};
 use crate::sql::{ident, literal};
 use crate::srf;
 use pgrx::datum::{Interval, TimestampWithTimeZone};
@@ -18,21 +19,57 @@ fn need<'a, T>(v: Option<T>, what: &str) -> Result<T> {
 }
 
 /// Register (or update) a queue: idempotent upsert of its descriptor.
-#[pg_extern(security_invoker)]
-fn queue_register(
+#[pg_extern(security_invoker, name = "queue_register")]
+fn queue_register_v3(
     queue: Option<&str>,
     tbl: Option<PgRelation>,
     form: Option<&str>,
     max_attempts: default!(Option<i32>, "NULL"),
     dead_letter: default!(Option<&str>, "NULL"),
     columns: default!(Option<JsonB>, "'{}'"),
+    dead_letter_table: default!(Option<PgRelation>, "NULL"),
+) {
+    register_queue(
+        queue,
+        tbl,
+        form,
+        max_attempts,
+        dead_letter,
+        columns,
+        dead_letter_table,
+    )
+}
+
+/// The six-argument queue_register of 0.1.0 and 0.2.0, kept in the library
+/// (no SQL of its own) for databases that run this library before
+/// `ALTER EXTENSION settle UPDATE`: their catalog still calls this symbol.
+#[pg_extern(security_invoker, sql = false)]
+fn queue_register(
+    queue: Option<&str>,
+    tbl: Option<PgRelation>,
+    form: Option<&str>,
+    max_attempts: Option<i32>,
+    dead_letter: Option<&str>,
+    columns: Option<JsonB>,
+) {
+    register_queue(queue, tbl, form, max_attempts, dead_letter, columns, None)
+}
+
+fn register_queue(
+    queue: Option<&str>,
+    tbl: Option<PgRelation>,
+    form: Option<&str>,
+    max_attempts: Option<i32>,
+    dead_letter: Option<&str>,
+    columns: Option<JsonB>,
+    dead_letter_table: Option<PgRelation>,
 ) {
     let r = (|| {
         let queue = need(queue, "queue")?;
         let tbl = need(tbl, "tbl")?;
         let form = need(form, "form")?;
         Spi::connect_mut(|client| {
-            desc::register(
+            register::register(
                 client,
                 Registration {
                     queue,
@@ -40,6 +77,7 @@ fn queue_register(
                     form,
                     max_attempts,
                     dead_letter,
+                    dead_letter_table: dead_letter_table.as_ref().map(|t| t.oid()),
                     columns: columns.as_ref().map(|j| &j.0),
                 },
             )
@@ -198,7 +236,7 @@ fn queue_register_outcome(queue: Option<&str>, name: Option<&str>, sql: Option<&
     let r = (|| {
         let queue = need(queue, "queue")?;
         let name = need(name, "name")?;
-        Spi::connect_mut(|client| desc::register_outcome(client, queue, name, sql))
+        Spi::connect_mut(|client| register::register_outcome(client, queue, name, sql))
     })();
     ok_or_raise(r)
 }

@@ -51,6 +51,14 @@ ALTER TABLE reg_dead_types ALTER COLUMN attempt TYPE bigint;
 SELECT try($$SELECT queue_register('bad', 'reg', 'lease', 3, 'reg_dead_types')$$);
 -- group dead letter must differ from the queue itself
 SELECT try($$SELECT queue_register('reg2', 'reg2', 'lease', 5, 'reg2', '{"id": "job_id", "attempt": "tries", "group": "topic", "locked_until": "lease_end"}')$$);
+-- an id unique only together with the group needs the group role; a dead letter is a group
+-- or a table, not both
+CREATE TABLE reg_keyed (queue text NOT NULL, id int NOT NULL, attempt int NOT NULL DEFAULT 0,
+                        locked_until timestamptz, PRIMARY KEY (queue, id));
+SELECT try($$SELECT queue_register('bad', 'reg_keyed', 'lease', columns => '{"group": null}')$$);
+SELECT try($$SELECT queue_register('bad', 'reg_keyed', 'lease', 3, 'gone', dead_letter_table => 'reg_keyed')$$);
+SELECT try($$SELECT queue_register('bad', 'reg_keyed', 'lease', 3, dead_letter_table => 'reg_keyed')$$);
+SELECT try($$SELECT queue_register('bad', 'reg_keyed', 'lease', dead_letter_table => 'reg')$$);
 SELECT count(*) = :queues_before AS nothing_written FROM settle_queues;
 
 -- unknown queue everywhere is SQ002

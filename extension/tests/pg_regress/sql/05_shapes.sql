@@ -85,3 +85,42 @@ INSERT INTO shared_lease VALUES ('c', 'jobs', 0, NULL), ('a', 'jobs', 2, now() -
 SELECT id, attempt FROM queue_claim('jobs', 10);
 SELECT id, queue, attempt, locked_until IS NOT NULL AS leased FROM shared_lease ORDER BY id;
 SELECT ready, in_flight, dead FROM queue_stats('jobs');
+-- many queues in one table whose id is unique only with the group: a (queue, id) key, dead
+-- rows in a table shared by the queues. Every statement finds rows by group and id, so the
+-- same id in another queue is never touched
+CREATE TABLE keyed (queue text NOT NULL, id int NOT NULL, attempt int NOT NULL DEFAULT 0,
+                    locked_until timestamptz, retry_after timestamptz, PRIMARY KEY (queue, id));
+CREATE TABLE keyed_dead (LIKE keyed INCLUDING ALL);
+SELECT queue_register('k_lease', 'keyed', 'lease', 2, dead_letter_table => 'keyed_dead');
+SELECT queue_register('k_row', 'keyed', 'row_lock', 2, dead_letter_table => 'keyed_dead');
+SELECT queue_register('k_adv', 'keyed', 'advisory', 2, dead_letter_table => 'keyed_dead');
+INSERT INTO keyed (queue, id) SELECT q, i FROM unnest(ARRAY['k_lease', 'k_row', 'k_adv', 'k_other']) q, generate_series(1, 3) i;
+CREATE TEMP TABLE k_tok AS SELECT id, token FROM queue_claim('k_lease', 2);
+SELECT id FROM k_tok ORDER BY id;
+SELECT queue_complete('k_lease', '1', 'ack', token => (SELECT token FROM k_tok WHERE id = '1')),
+       queue_complete('k_lease', '2', 'retry_after', '1 hour', (SELECT token FROM k_tok WHERE id = '2'));
+SELECT token IS NOT NULL AS leased, t.* FROM queue_claim('k_lease', 1, '1 ms') c, LATERAL (SELECT c.id, c.attempt) t;
+SELECT pg_sleep(0.01);
+SELECT id, attempt FROM queue_claim('k_lease', 5, '1 ms');
+SELECT pg_sleep(0.01);
+-- its second delivery died unsettled at max_attempts: the next claim moves it
+SELECT id, attempt FROM queue_claim('k_lease', 5);
+BEGIN;
+SELECT id, attempt FROM queue_claim('k_row', 2);
+SELECT queue_complete('k_row', '1', 'ack'), queue_complete('k_row', '2', 'retry');
+COMMIT;
+BEGIN;
+SELECT id, attempt FROM queue_claim('k_row', 1);
+SELECT queue_complete('k_row', '2', 'retry');
+COMMIT;
+SELECT id, attempt FROM queue_claim('k_adv', 1);
+SELECT queue_complete('k_adv', '1', 'drop');
+-- only the settled queue's rows changed; dead rows of each queue are in the shared table
+SELECT queue, id, attempt, retry_after IS NOT NULL AS delayed FROM keyed ORDER BY queue, id;
+SELECT queue, id, attempt FROM keyed_dead ORDER BY queue, id;
+SELECT queue, ready, delayed, dead FROM queue_stats() WHERE queue LIKE 'k\_%' ORDER BY queue;
+-- requeue takes back the queue's own dead rows only
+SELECT queue_requeue_dead('k_row');
+SELECT queue, id, attempt FROM keyed_dead ORDER BY queue, id;
+SELECT queue, id, attempt FROM keyed WHERE queue = 'k_row' ORDER BY id;
+SELECT statement, sql FROM queue_sql('k_row') WHERE statement IN ('ack_one', 'retry', 'requeue_dead');

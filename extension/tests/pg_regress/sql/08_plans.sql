@@ -5,18 +5,18 @@ CREATE FUNCTION seq_scans(q text) RETURNS TABLE(statement text, seq_scans int) L
 DECLARE r record; types text; nulls text; line text; form text; v text;
 BEGIN
   SELECT s.form INTO form FROM settle_queues s WHERE s.queue = q;
-  FOR r IN SELECT s.statement, s.sql FROM queue_sql(q) s WHERE s.statement NOT IN ('stats', 'requeue_dead') LOOP
+  FOR r IN SELECT s.statement, s.sql FROM queue_sql(q) s WHERE s.statement NOT IN ('stats', 'dead_count', 'requeue_dead') LOOP
     types := CASE
-      WHEN r.statement IN ('ack', 'retry', 'retry_after', 'release', 'custom_check') THEN 'text[], timestamptz[], interval'
+      WHEN r.statement IN ('ack', 'retry', 'retry_after', 'release', 'custom_check') THEN 'text[], timestamptz[], timestamptz'
       WHEN r.statement = 'ack_many' THEN 'text[], timestamptz[]'
       WHEN r.statement = 'ack_tids' THEN 'tid[]'
       WHEN r.statement = 'ack_many_one_token' THEN 'text[], timestamptz'
-      WHEN r.statement = 'extend' THEN 'text, timestamptz, interval'
+      WHEN r.statement = 'extend' THEN 'text, timestamptz, timestamptz'
       WHEN r.statement = 'ack_one' THEN 'text, timestamptz'
       WHEN r.statement IN ('claim_take', 'claim_move_dead') THEN 'text[]'
       WHEN r.statement = 'claim_candidates_after' THEN 'bigint, text'
       WHEN r.statement = 'claim_again' THEN 'bigint, text[]'
-      WHEN r.statement = 'claim' AND form = 'lease' THEN 'bigint, interval'
+      WHEN r.statement = 'claim' AND form = 'lease' THEN 'bigint, timestamptz'
       ELSE 'bigint' END;
     nulls := regexp_replace(types, '[a-z\[\]]+', 'NULL', 'g');
     statement := r.statement;
@@ -48,12 +48,23 @@ CREATE INDEX big_shared_ready ON big_shared (queue, id) WHERE processed_at IS NU
 SELECT queue_register('big_shared', 'big_shared', 'lease', 3, 'big_shared_dead');
 INSERT INTO big_shared (queue, processed_at) SELECT 'done', now() FROM generate_series(1, 20000);
 INSERT INTO big_shared (queue) SELECT 'big_shared' FROM generate_series(1, 20000);
-ANALYZE big_lease, big_rowlock, big_advisory, big_shared, big_lease_nodl;
+-- many queues in one table keyed by (queue, id), dead rows in a table: every statement
+-- finds rows by group and id
+CREATE TABLE big_grouped (queue text NOT NULL, id bigint NOT NULL, attempt int NOT NULL DEFAULT 0,
+                          locked_until timestamptz, PRIMARY KEY (queue, id));
+CREATE TABLE big_grouped_dead (LIKE big_grouped INCLUDING ALL);
+SELECT queue_register('big_grouped', 'big_grouped', 'lease', 3, dead_letter_table => 'big_grouped_dead');
+SELECT queue_register('big_grouped_rl', 'big_grouped', 'row_lock', 3, dead_letter_table => 'big_grouped_dead');
+INSERT INTO big_grouped (queue, id) SELECT q, i FROM unnest(ARRAY['other', 'big_grouped', 'big_grouped_rl']) q,
+  generate_series(1, 20000) i;
+ANALYZE big_lease, big_rowlock, big_advisory, big_shared, big_lease_nodl, big_grouped;
 SELECT 'big_lease' AS queue, * FROM seq_scans('big_lease')
 UNION ALL SELECT 'big_rowlock', * FROM seq_scans('big_rowlock')
 UNION ALL SELECT 'big_advisory', * FROM seq_scans('big_advisory')
 UNION ALL SELECT 'big_shared', * FROM seq_scans('big_shared')
-UNION ALL SELECT 'big_lease_nodl', * FROM seq_scans('big_lease_nodl');
+UNION ALL SELECT 'big_lease_nodl', * FROM seq_scans('big_lease_nodl')
+UNION ALL SELECT 'big_grouped', * FROM seq_scans('big_grouped')
+UNION ALL SELECT 'big_grouped_rl', * FROM seq_scans('big_grouped_rl');
 -- queue_create leaves half of each page free where claims update the rows they take
 -- (lease, advisory), so a claim's update stays on its page (HOT: no index entry per
 -- row); with full pages (the default) the 100-row claim below updated 0 rows HOT,

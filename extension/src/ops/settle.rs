@@ -1,369 +1,19 @@
-//! What each SQL function does: claim in three forms, settle with an outcome,
-//! extend, release, stats, requeue. SQL text comes from `sql.rs`, plans from
-//! `desc.rs`; this module decides, checks arguments and keeps advisory state.
+//! Settling deliveries with an outcome, releasing and extending them.
 
 use crate::desc::{self, spi, PlanKey, Queue};
 use crate::error::{bail, Result, SettleError};
 use crate::held;
-use crate::rawjsonb::RawJsonb;
 use crate::sql::{Form, Write};
 use pgrx::datum::{DatumWithOid, Interval, TimestampWithTimeZone};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
-use pgrx::PgMemoryContexts;
 // Fx: the keys are ids this backend chose or was given, and SipHash cost a
 // measurable share of a 100-row settle
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
-
-/// Largest batch one claim takes.
-pub const MAX_BATCH: i32 = 10_000;
-/// Lease when none is given.
-pub const DEFAULT_LEASE_MICROS: i64 = 30_000_000;
-/// Longest delay or lease (100 years): beyond it timestamps overflow.
-pub const MAX_INTERVAL_MICROS: i128 = 100 * 366 * 86_400 * 1_000_000;
-
-pub struct Delivery {
-    pub id: String,
-    pub attempt: Option<i32>,
-    pub token: Option<TimestampWithTimeZone>,
-    pub payload: Option<RawJsonb>,
-}
-
-fn in_transaction_block() -> bool {
-    unsafe { pg_sys::IsTransactionBlock() }
-}
-
-fn lease_interval(lease: Option<Interval>) -> Result<Interval> {
-    let lease = lease.unwrap_or_else(|| Interval::from_micros(DEFAULT_LEASE_MICROS));
-    if lease.as_micros() < 1_000 {
-        bail!(InvalidArgument, "a lease must be at least 1 millisecond");
-    }
-    if lease.as_micros() > MAX_INTERVAL_MICROS {
-        bail!(InvalidArgument, "a lease must be at most 100 years");
-    }
-    Ok(lease)
-}
-
-fn warn_dead(q: &Queue, id: &str) {
-    let s = &q.shape;
-    pgrx::warning!(
-        "settle: queue \"{}\": row {} reached max_attempts ({}) and was moved to the dead letter",
-        s.queue,
-        id,
-        s.max_attempts.unwrap_or_default()
-    );
-}
-
-/// Rows of a claim statement: (dead, id, attempt, token, payload..., [ctid]).
-/// The payload is one jsonb column (`to_jsonb` in the statement) or the row's
-/// columns, written as jsonb here (`rowjson`); either way it is copied out of
-/// SPI's memory. With `tids` the statement's last column is the row's ctid
-/// (a row_lock claim with `Shape::by_ctid`), pushed there row for row.
-fn read_claimed(
-    q: &Queue,
-    // the rows of the claim statement just run, in SPI's current tuple table
-    rows: usize,
-    out: &mut Vec<Delivery>,
-    dead: &mut Vec<String>,
-    mut tids: Option<&mut Vec<held::Tid>>,
-) {
-    let tail = usize::from(tids.is_some());
-    // values that must outlive SPI are copied to the context SPI was entered from
-    let outer = unsafe { PgMemoryContexts::CurrentMemoryContext.parent() }
-        .expect("SPI runs under the function's memory context");
-    let mut enc = q.encoder.as_ref().map(|e| e.borrow_mut());
-    unsafe {
-        spi_rows(rows, |values, nulls| {
-            let is_dead = !nulls[0] && bool::from_datum(values[0], false).unwrap_or(false);
-            let id = if nulls[1] {
-                String::new()
-            } else {
-                text_of(values[1])
-            };
-            if is_dead {
-                warn_dead(q, &id);
-                dead.push(id);
-                return;
-            }
-            if let Some(tids) = &mut tids {
-                let last = values.len() - 1;
-                assert!(!nulls[last], "settle: a claimed row has a ctid");
-                // SAFETY: a tid datum points to its ItemPointerData
-                tids.push(*(values[last].cast_mut_ptr::<held::Tid>()));
-            }
-            let (values, nulls) = (&values[..values.len() - tail], &nulls[..nulls.len() - tail]);
-            let payload = match &mut enc {
-                Some(e) => {
-                    assert_eq!(
-                        values.len(),
-                        4 + e.width(),
-                        "settle: claim columns and row encoder differ"
-                    );
-                    Some(RawJsonb::from_allocated(e.encode(
-                        &values[4..],
-                        &nulls[4..],
-                        outer.value(),
-                    )))
-                }
-                None => RawJsonb::from_datum_in_memory_context(
-                    PgMemoryContexts::For(outer.value()),
-                    values[4],
-                    nulls[4],
-                    pg_sys::JSONBOID,
-                ),
-            };
-            out.push(Delivery {
-                id,
-                attempt: i32::from_datum(values[2], nulls[2]),
-                token: TimestampWithTimeZone::from_datum(values[3], nulls[3]),
-                payload,
-            });
-        });
-    }
-}
-
-/// Each of the `rows` result rows of the last SPI statement run, deformed once
-/// into values and nulls (pgrx's per-column `get` walks the tuple for every
-/// column it is asked for).
-///
-/// # Safety
-/// The last SPI statement run returned `rows` rows, and its tuple table has
-/// not been freed.
-unsafe fn spi_rows(rows: usize, mut each: impl FnMut(&[pg_sys::Datum], &[bool])) {
-    let tt = pg_sys::SPI_tuptable;
-    assert!(
-        !tt.is_null() && (*tt).numvals as usize == rows,
-        "settle: a statement's result is SPI's current tuple table"
-    );
-    let td = (*tt).tupdesc;
-    let natts = (*td).natts as usize;
-    let mut values = vec![pg_sys::Datum::from(0usize); natts];
-    let mut nulls = vec![true; natts];
-    for i in 0..rows {
-        pg_sys::heap_deform_tuple(
-            *(*tt).vals.add(i),
-            td,
-            values.as_mut_ptr(),
-            nulls.as_mut_ptr(),
-        );
-        each(&values, &nulls);
-    }
-}
-
-/// A text datum's bytes as a String.
-///
-/// # Safety
-/// `d` is a valid, non-null text datum.
-unsafe fn text_of(d: pg_sys::Datum) -> String {
-    String::from_utf8_lossy(crate::rowjson::detoasted(d)).into_owned()
-}
-
-pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result<Vec<Delivery>> {
-    let batch = batch.unwrap_or(1);
-    if !(1..=MAX_BATCH).contains(&batch) {
-        bail!(
-            InvalidArgument,
-            "batch must be between 1 and {MAX_BATCH}, got {batch}"
-        );
-    }
-    Spi::connect_mut(|client| {
-        let q = desc::queue(client, queue)?;
-        if q.shape.form != Form::Lease && lease.is_some() {
-            bail!(
-                InvalidArgument,
-                "lease applies to the lease form only; queue \"{queue}\" uses {}",
-                q.shape.form.name()
-            );
-        }
-        let mut out = Vec::with_capacity(batch as usize);
-        let mut dead = Vec::new();
-        match q.shape.form {
-            Form::RowLock => {
-                if !in_transaction_block() {
-                    bail!(
-                        NoTransaction,
-                        "row_lock claim on queue \"{queue}\" outside a transaction block: the lock would end with this statement"
-                    );
-                }
-                // rows this transaction already claimed are locked by it, which
-                // SKIP LOCKED does not skip: leave them out, or they come again
-                let held = held::rows_claimed(queue);
-                let t = if held.is_empty() {
-                    let plan = q.claim_plan(
-                        client,
-                        |limit| PlanKey::ClaimRowLock { limit },
-                        batch as i64,
-                    );
-                    spi(client.select(&*plan, None, &[(batch as i64).into()]))
-                } else {
-                    let plan = q.claim_plan(
-                        client,
-                        |limit| PlanKey::ClaimRowLockExcept { limit },
-                        batch as i64,
-                    );
-                    spi(client.select(&*plan, None, &[(batch as i64).into(), held.into()]))
-                };
-                let mut tids = Vec::with_capacity(batch as usize);
-                read_claimed(
-                    &q,
-                    t.len(),
-                    &mut out,
-                    &mut dead,
-                    q.shape.by_ctid().then_some(&mut tids),
-                );
-                held::rows_claimed_now(
-                    queue,
-                    out.iter()
-                        .enumerate()
-                        .map(|(i, d)| (d.id.as_str(), tids.get(i).copied())),
-                );
-            }
-            Form::Lease => {
-                let lease = lease_interval(lease)?;
-                let plan = q.claim_plan(client, |limit| PlanKey::Take { limit }, batch as i64);
-                let t = spi(client.select(&*plan, None, &[(batch as i64).into(), lease.into()]));
-                read_claimed(&q, t.len(), &mut out, &mut dead, None);
-                oldest_first(&q, &mut out);
-                move_taken_dead(client, &q, &dead);
-            }
-            Form::Advisory => advisory_claim(client, &q, batch as usize, &mut out, &mut dead),
-        }
-        Ok(out)
-    })
-}
-
-/// Move the rows a take flagged dead (`Shape::take`) into the dead letter. The
-/// claim holds them, so every one is moved; anything else is a bug, and the
-/// claim fails (its transaction rolls back) rather than lose a row.
-fn move_taken_dead(client: &SpiClient<'_>, q: &Queue, dead: &[String]) {
-    if dead.is_empty() {
-        return;
-    }
-    let ids: Vec<&str> = dead.iter().map(|s| s.as_str()).collect();
-    q.settle_plan(client, PlanKey::MoveTakenDead)
-        .run(&[ids.into()]);
-    // SAFETY: right after the statement ran
-    let moved = unsafe { pg_sys::SPI_processed } as usize;
-    assert_eq!(
-        moved,
-        dead.len(),
-        "settle: queue \"{}\": a claim moved {moved} of the {} rows it took past max_attempts",
-        q.shape.queue,
-        dead.len()
-    );
-}
-
-/// Put taken rows with an integer id oldest first (`Shape::taken_oldest_first`
-/// orders any other id type in the statement); each id is parsed once, not at
-/// every comparison.
-fn oldest_first(q: &Queue, taken: &mut [Delivery]) {
-    if q.shape.int_id {
-        taken.sort_by_cached_key(|d| d.id.parse::<i64>().unwrap_or(i64::MAX));
-    }
-}
-
-/// Walk ready rows in id order, lock keys with pg_try_advisory_lock, re-check
-/// the locked rows with a fresh snapshot (the previous holder may have settled
-/// them between our read and our lock) and count the attempt. Every key locked
-/// for a row not returned is unlocked again; until the claim hands a key over,
-/// it sits in the transaction-end unlock list, so an error half-way leaks none.
-fn advisory_claim(
-    client: &SpiClient<'_>,
-    q: &Queue,
-    batch: usize,
-    out: &mut Vec<Delivery>,
-    dead: &mut Vec<String>,
-) {
-    let page = (batch as i64) * 2 + 16;
-    let mark = held::claim_mark();
-    let mut after: Option<String> = None;
-    for _round in 0..16 {
-        let want = batch - out.len();
-        if want == 0 {
-            break;
-        }
-        let t = match &after {
-            None => spi(client.select(
-                &*q.claim_plan(
-                    client,
-                    |limit| PlanKey::Candidates {
-                        after: false,
-                        limit,
-                    },
-                    page,
-                ),
-                None,
-                &[page.into()],
-            )),
-            Some(a) => spi(client.select(
-                &*q.claim_plan(
-                    client,
-                    |limit| PlanKey::Candidates { after: true, limit },
-                    page,
-                ),
-                None,
-                &[page.into(), a.as_str().into()],
-            )),
-        };
-        let cands: Vec<(String, i64)> = t
-            .map(|r| {
-                (
-                    spi(r.get::<String>(1)).unwrap(),
-                    spi(r.get::<i64>(2)).unwrap(),
-                )
-            })
-            .collect();
-        let full_page = cands.len() as i64 == page;
-        let mut locked: Vec<(String, i64)> = Vec::new();
-        let mut examined = 0;
-        for (id, key) in &cands {
-            if locked.len() == want {
-                break;
-            }
-            examined += 1;
-            // a session lock is re-entrant: never hand this session a row it already holds
-            if held::lock_held(*key) {
-                continue;
-            }
-            if held::try_lock(*key) {
-                held::unlock_at_end(*key);
-                locked.push((id.clone(), *key));
-            }
-        }
-        after = cands.get(examined.max(1) - 1).map(|c| c.0.clone());
-        if !locked.is_empty() {
-            let ids: Vec<&str> = locked.iter().map(|(i, _)| i.as_str()).collect();
-            // a generic plan: `id = ANY($1)` would be planned again for every
-            // claim otherwise (see `desc::GenericPlan`)
-            q.settle_plan(client, PlanKey::Take { limit: None })
-                .run(&[ids.into()]);
-            // SAFETY: right after the statement ran
-            let rows = unsafe { pg_sys::SPI_processed } as usize;
-            let before = out.len();
-            let dead_before = dead.len();
-            read_claimed(q, rows, out, dead, None);
-            // rounds go up the ids, so each round's rows sort on their own
-            oldest_first(q, &mut out[before..]);
-            let taken: HashSet<&str> = out[before..].iter().map(|d| d.id.as_str()).collect();
-            move_taken_dead(client, q, &dead[dead_before..]);
-            let moved: HashSet<&str> = dead[dead_before..].iter().map(|s| s.as_str()).collect();
-            for (id, key) in &locked {
-                if taken.contains(id.as_str()) {
-                    held::claim_keep(mark, *key);
-                } else if !moved.contains(id.as_str()) {
-                    // no longer ready: give the key back now (we wrote nothing)
-                    held::claim_keep(mark, *key);
-                    held::unlock(*key);
-                }
-                // moved rows keep their key until the move commits
-            }
-        }
-        if !full_page {
-            break;
-        }
-    }
-}
+use super::dead::{move_dead_apart, warn_dead};
+use super::rows::{in_transaction_block, spi_rows};
+use super::time::{clock_plus, lease_interval, lease_token, MAX_INTERVAL_MICROS};
+use rustc_hash::FxHashMap as HashMap;
 
 /// An outcome as given to queue_complete.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -413,6 +63,7 @@ fn result_word(b: &[u8]) -> &'static str {
         b"retried" => "retried",
         b"delayed" => "delayed",
         b"dead_lettered" => "dead_lettered",
+        b"to_dead" => "to_dead",
         b"released" => "released",
         b"held" => "held",
         b"custom" => "custom",
@@ -558,7 +209,12 @@ fn settle_given(
             }
             (Form::Lease, Some(t)) => {
                 if t.len() != given.len() {
-                    bail!(InvalidArgument, "{} ids but {} tokens", given.len(), t.len());
+                    bail!(
+                        InvalidArgument,
+                        "{} ids but {} tokens",
+                        given.len(),
+                        t.len()
+                    );
                 }
                 let mut v = Vec::with_capacity(t.len());
                 for tok in t {
@@ -694,13 +350,25 @@ fn settle_given(
                 } else {
                     DatumWithOid::null::<Vec<TimestampWithTimeZone>>()
                 },
-                delay.into(),
+                delay.map(clock_plus).into(),
             ];
             plan.run(&args);
             results.read(None);
         }
         // a text id that is not in canonical form ('007' for a bigint) comes back canonical
         results.canonical(client, &q, given, &run);
+        let to_dead: Vec<usize> = run
+            .iter()
+            .copied()
+            .filter(|&i| results.res[i] == Some("to_dead"))
+            .collect();
+        if !to_dead.is_empty() {
+            let ids: Vec<&str> = to_dead.iter().map(|&i| given[i].as_str()).collect();
+            move_dead_apart(client, &q, &ids, false);
+            for i in to_dead {
+                results.res[i] = Some("dead_lettered");
+            }
+        }
         let mut res = results.res;
         for &i in &run {
             if res[i] == Some("dead_lettered") {
@@ -845,7 +513,8 @@ pub fn extend(
             );
         }
         let plan = q.plan(client, PlanKey::Extend);
-        let t = spi(client.update(&*plan, None, &[id.into(), token.into(), lease.into()]));
+        let next = lease_token(lease);
+        let t = spi(client.update(&*plan, None, &[id.into(), token.into(), next.into()]));
         match t
             .into_iter()
             .next()
@@ -857,131 +526,4 @@ pub fn extend(
             ))),
         }
     })
-}
-
-pub struct Stats {
-    pub queue: String,
-    pub form: String,
-    pub ready: i64,
-    pub delayed: i64,
-    pub in_flight: Option<i64>,
-    pub dead: Option<i64>,
-    pub oldest_ready_age: Option<Interval>,
-}
-
-pub fn stats(queue: Option<&str>) -> Result<Vec<Stats>> {
-    Spi::connect_mut(|client| {
-        let names: Vec<String> = match queue {
-            Some(q) => vec![q.to_owned()],
-            None => spi(client.select(
-                &*format!(
-                    "SELECT queue FROM {}.settle_queues ORDER BY queue",
-                    desc::ext_schema(client)
-                ),
-                None,
-                &[],
-            ))
-            .map(|r| spi(r.get::<String>(1)).unwrap())
-            .collect(),
-        };
-        let mut out = Vec::new();
-        for name in names {
-            let q = desc::queue(client, &name)?;
-            let t = spi(client.select(&*q.plan(client, PlanKey::Stats), None, &[]));
-            let r = t.first();
-            let dead = if q.shape.dead.is_some() {
-                spi(client
-                    .select(&*q.plan(client, PlanKey::DeadCount), None, &[])
-                    .and_then(|t| t.first().get_one::<i64>()))
-            } else {
-                None
-            };
-            out.push(Stats {
-                queue: name,
-                form: q.shape.form.name().to_owned(),
-                ready: spi(r.get::<i64>(1)).unwrap_or(0),
-                delayed: spi(r.get::<i64>(2)).unwrap_or(0),
-                in_flight: spi(r.get::<i64>(3)),
-                dead,
-                oldest_ready_age: spi(r.get::<Interval>(4)),
-            });
-        }
-        Ok(out)
-    })
-}
-
-pub fn requeue_dead(queue: &str, ids: Option<Vec<Option<String>>>) -> Result<i64> {
-    let ids: Option<Vec<String>> = match ids {
-        None => None,
-        Some(v) => {
-            let mut o = Vec::with_capacity(v.len());
-            for i in v {
-                match i {
-                    Some(i) => o.push(i),
-                    None => bail!(InvalidArgument, "ids must not be NULL"),
-                }
-            }
-            Some(o)
-        }
-    };
-    Spi::connect_mut(|client| {
-        let q = desc::queue(client, queue)?;
-        if q.shape.dead.is_none() {
-            bail!(InvalidArgument, "queue \"{queue}\" has no dead letter (register it with max_attempts and dead_letter)");
-        }
-        let plan = q.plan(client, PlanKey::Requeue);
-        let t = spi(client.update(&*plan, None, &[ids.into()]));
-        Ok(t.len() as i64)
-    })
-}
-
-/// Every statement of a queue, named (see queue_sql()).
-pub fn statements(s: &crate::sql::Shape) -> Vec<(String, String)> {
-    let mut v = Vec::new();
-    match s.form {
-        Form::RowLock => {
-            v.push(("claim".into(), s.claim_row_lock(false, None)));
-            v.push(("claim_again".into(), s.claim_row_lock(true, None)));
-        }
-        Form::Lease => v.push(("claim".into(), s.take(None))),
-        Form::Advisory => {
-            v.push((
-                "claim_candidates".into(),
-                s.advisory_candidates(false, None),
-            ));
-            v.push((
-                "claim_candidates_after".into(),
-                s.advisory_candidates(true, None),
-            ));
-            v.push(("claim_take".into(), s.take(None)));
-        }
-    }
-    if let Some(m) = s.move_taken_dead() {
-        v.push(("claim_move_dead".into(), m));
-    }
-    v.push(("ack_one".into(), s.ack_one()));
-    v.push(("ack_many".into(), s.ack_many()));
-    if s.form == Form::Lease {
-        v.push(("ack_many_one_token".into(), s.ack_many_one_token()));
-    }
-    if s.by_ctid() {
-        v.push(("ack_tids".into(), s.ack_tids()));
-    }
-    v.push(("ack".into(), s.settle(Write::Ack)));
-    v.push(("retry".into(), s.settle(Write::Retry)));
-    if s.retry_after.is_some() {
-        v.push(("retry_after".into(), s.settle(Write::RetryAfter)));
-    }
-    if s.form != Form::RowLock {
-        v.push(("release".into(), s.settle(Write::Release)));
-    }
-    if s.form == Form::Lease {
-        v.push(("extend".into(), s.extend()));
-    }
-    v.push(("custom_check".into(), s.settle(Write::HeldOnly)));
-    v.push(("stats".into(), s.stats()));
-    if let Some(r) = s.requeue_dead() {
-        v.push(("requeue_dead".into(), r));
-    }
-    v
 }

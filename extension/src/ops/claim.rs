@@ -1,0 +1,282 @@
+//! Claims in three forms: row_lock, lease, advisory.
+
+use crate::desc::{self, spi, PlanKey, Queue};
+use crate::error::{bail, Result};
+use crate::held;
+use crate::rawjsonb::RawJsonb;
+use crate::sql::Form;
+use pgrx::datum::{Interval, TimestampWithTimeZone};
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use pgrx::spi::SpiClient;
+use pgrx::PgMemoryContexts;
+// Fx: the keys are ids this backend chose or was given, and SipHash cost a
+// measurable share of a 100-row settle
+use super::dead::{move_taken_dead, warn_dead};
+use super::rows::{in_transaction_block, spi_rows, text_of};
+use super::time::{lease_interval, lease_token};
+use rustc_hash::FxHashSet as HashSet;
+
+/// Largest batch one claim takes.
+pub const MAX_BATCH: i32 = 10_000;
+
+pub struct Delivery {
+    pub id: String,
+    pub attempt: Option<i32>,
+    pub token: Option<TimestampWithTimeZone>,
+    pub payload: Option<RawJsonb>,
+}
+
+/// Rows of a claim statement: (dead, id, attempt, token, payload..., [ctid]).
+/// The payload is one jsonb column (`to_jsonb` in the statement) or the row's
+/// columns, written as jsonb here (`rowjson`); either way it is copied out of
+/// SPI's memory. With `tids` the statement's last column is the row's ctid
+/// (a row_lock claim with `Shape::by_ctid`), pushed there row for row.
+fn read_claimed(
+    q: &Queue,
+    // the rows of the claim statement just run, in SPI's current tuple table
+    rows: usize,
+    out: &mut Vec<Delivery>,
+    dead: &mut Vec<String>,
+    mut tids: Option<&mut Vec<held::Tid>>,
+) {
+    let tail = usize::from(tids.is_some());
+    // values that must outlive SPI are copied to the context SPI was entered from
+    let outer = unsafe { PgMemoryContexts::CurrentMemoryContext.parent() }
+        .expect("SPI runs under the function's memory context");
+    let mut enc = q.encoder.as_ref().map(|e| e.borrow_mut());
+    unsafe {
+        spi_rows(rows, |values, nulls| {
+            let is_dead = !nulls[0] && bool::from_datum(values[0], false).unwrap_or(false);
+            let id = if nulls[1] {
+                String::new()
+            } else {
+                text_of(values[1])
+            };
+            if is_dead {
+                warn_dead(q, &id);
+                dead.push(id);
+                return;
+            }
+            if let Some(tids) = &mut tids {
+                let last = values.len() - 1;
+                assert!(!nulls[last], "settle: a claimed row has a ctid");
+                // SAFETY: a tid datum points to its ItemPointerData
+                tids.push(*(values[last].cast_mut_ptr::<held::Tid>()));
+            }
+            let (values, nulls) = (&values[..values.len() - tail], &nulls[..nulls.len() - tail]);
+            let payload = match &mut enc {
+                Some(e) => {
+                    assert_eq!(
+                        values.len(),
+                        4 + e.width(),
+                        "settle: claim columns and row encoder differ"
+                    );
+                    Some(RawJsonb::from_allocated(e.encode(
+                        &values[4..],
+                        &nulls[4..],
+                        outer.value(),
+                    )))
+                }
+                None => RawJsonb::from_datum_in_memory_context(
+                    PgMemoryContexts::For(outer.value()),
+                    values[4],
+                    nulls[4],
+                    pg_sys::JSONBOID,
+                ),
+            };
+            out.push(Delivery {
+                id,
+                attempt: i32::from_datum(values[2], nulls[2]),
+                token: TimestampWithTimeZone::from_datum(values[3], nulls[3]),
+                payload,
+            });
+        });
+    }
+}
+
+pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result<Vec<Delivery>> {
+    let batch = batch.unwrap_or(1);
+    if !(1..=MAX_BATCH).contains(&batch) {
+        bail!(
+            InvalidArgument,
+            "batch must be between 1 and {MAX_BATCH}, got {batch}"
+        );
+    }
+    Spi::connect_mut(|client| {
+        let q = desc::queue(client, queue)?;
+        if q.shape.form != Form::Lease && lease.is_some() {
+            bail!(
+                InvalidArgument,
+                "lease applies to the lease form only; queue \"{queue}\" uses {}",
+                q.shape.form.name()
+            );
+        }
+        let mut out = Vec::with_capacity(batch as usize);
+        let mut dead = Vec::new();
+        match q.shape.form {
+            Form::RowLock => {
+                if !in_transaction_block() {
+                    bail!(
+                        NoTransaction,
+                        "row_lock claim on queue \"{queue}\" outside a transaction block: the lock would end with this statement"
+                    );
+                }
+                // rows this transaction already claimed are locked by it, which
+                // SKIP LOCKED does not skip: leave them out, or they come again
+                let held = held::rows_claimed(queue);
+                let t = if held.is_empty() {
+                    let plan = q.claim_plan(
+                        client,
+                        |limit| PlanKey::ClaimRowLock { limit },
+                        batch as i64,
+                    );
+                    spi(client.select(&*plan, None, &[(batch as i64).into()]))
+                } else {
+                    let plan = q.claim_plan(
+                        client,
+                        |limit| PlanKey::ClaimRowLockExcept { limit },
+                        batch as i64,
+                    );
+                    spi(client.select(&*plan, None, &[(batch as i64).into(), held.into()]))
+                };
+                let mut tids = Vec::with_capacity(batch as usize);
+                read_claimed(
+                    &q,
+                    t.len(),
+                    &mut out,
+                    &mut dead,
+                    q.shape.by_ctid().then_some(&mut tids),
+                );
+                held::rows_claimed_now(
+                    queue,
+                    out.iter()
+                        .enumerate()
+                        .map(|(i, d)| (d.id.as_str(), tids.get(i).copied())),
+                );
+            }
+            Form::Lease => {
+                let lease = lease_interval(lease)?;
+                let plan = q.claim_plan(client, |limit| PlanKey::Take { limit }, batch as i64);
+                let token = lease_token(lease);
+                let t = spi(client.select(&*plan, None, &[(batch as i64).into(), token.into()]));
+                read_claimed(&q, t.len(), &mut out, &mut dead, None);
+                oldest_first(&q, &mut out);
+                move_taken_dead(client, &q, &dead);
+            }
+            Form::Advisory => advisory_claim(client, &q, batch as usize, &mut out, &mut dead),
+        }
+        Ok(out)
+    })
+}
+
+/// Put taken rows with an integer id oldest first (`Shape::taken_oldest_first`
+/// orders any other id type in the statement); each id is parsed once, not at
+/// every comparison.
+fn oldest_first(q: &Queue, taken: &mut [Delivery]) {
+    if q.shape.int_id {
+        taken.sort_by_cached_key(|d| d.id.parse::<i64>().unwrap_or(i64::MAX));
+    }
+}
+
+/// Walk ready rows in id order, lock keys with pg_try_advisory_lock, re-check
+/// the locked rows with a fresh snapshot (the previous holder may have settled
+/// them between our read and our lock) and count the attempt. Every key locked
+/// for a row not returned is unlocked again; until the claim hands a key over,
+/// it sits in the transaction-end unlock list, so an error half-way leaks none.
+fn advisory_claim(
+    client: &SpiClient<'_>,
+    q: &Queue,
+    batch: usize,
+    out: &mut Vec<Delivery>,
+    dead: &mut Vec<String>,
+) {
+    let page = (batch as i64) * 2 + 16;
+    let mark = held::claim_mark();
+    let mut after: Option<String> = None;
+    for _round in 0..16 {
+        let want = batch - out.len();
+        if want == 0 {
+            break;
+        }
+        let t = match &after {
+            None => spi(client.select(
+                &*q.claim_plan(
+                    client,
+                    |limit| PlanKey::Candidates {
+                        after: false,
+                        limit,
+                    },
+                    page,
+                ),
+                None,
+                &[page.into()],
+            )),
+            Some(a) => spi(client.select(
+                &*q.claim_plan(
+                    client,
+                    |limit| PlanKey::Candidates { after: true, limit },
+                    page,
+                ),
+                None,
+                &[page.into(), a.as_str().into()],
+            )),
+        };
+        let cands: Vec<(String, i64)> = t
+            .map(|r| {
+                (
+                    spi(r.get::<String>(1)).unwrap(),
+                    spi(r.get::<i64>(2)).unwrap(),
+                )
+            })
+            .collect();
+        let full_page = cands.len() as i64 == page;
+        let mut locked: Vec<(String, i64)> = Vec::new();
+        let mut examined = 0;
+        for (id, key) in &cands {
+            if locked.len() == want {
+                break;
+            }
+            examined += 1;
+            // a session lock is re-entrant: never hand this session a row it already holds
+            if held::lock_held(*key) {
+                continue;
+            }
+            if held::try_lock(*key) {
+                held::unlock_at_end(*key);
+                locked.push((id.clone(), *key));
+            }
+        }
+        after = cands.get(examined.max(1) - 1).map(|c| c.0.clone());
+        if !locked.is_empty() {
+            let ids: Vec<&str> = locked.iter().map(|(i, _)| i.as_str()).collect();
+            // a generic plan: `id = ANY($1)` would be planned again for every
+            // claim otherwise (see `desc::GenericPlan`)
+            q.settle_plan(client, PlanKey::Take { limit: None })
+                .run(&[ids.into()]);
+            // SAFETY: right after the statement ran
+            let rows = unsafe { pg_sys::SPI_processed } as usize;
+            let before = out.len();
+            let dead_before = dead.len();
+            read_claimed(q, rows, out, dead, None);
+            // rounds go up the ids, so each round's rows sort on their own
+            oldest_first(q, &mut out[before..]);
+            let taken: HashSet<&str> = out[before..].iter().map(|d| d.id.as_str()).collect();
+            move_taken_dead(client, q, &dead[dead_before..]);
+            let moved: HashSet<&str> = dead[dead_before..].iter().map(|s| s.as_str()).collect();
+            for (id, key) in &locked {
+                if taken.contains(id.as_str()) {
+                    held::claim_keep(mark, *key);
+                } else if !moved.contains(id.as_str()) {
+                    // no longer ready: give the key back now (we wrote nothing)
+                    held::claim_keep(mark, *key);
+                    held::unlock(*key);
+                }
+                // moved rows keep their key until the move commits
+            }
+        }
+        if !full_page {
+            break;
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! Queue stats, requeueing dead rows, and the statements a queue runs.
+
+use crate::desc::{self, spi, PlanKey};
+use crate::error::{bail, Result};
+use crate::sql::{Form, Write};
+use pgrx::datum::Interval;
+use pgrx::prelude::*;
+
+pub struct Stats {
+    pub queue: String,
+    pub form: String,
+    pub ready: i64,
+    pub delayed: i64,
+    pub in_flight: Option<i64>,
+    pub dead: Option<i64>,
+    pub oldest_ready_age: Option<Interval>,
+}
+
+pub fn stats(queue: Option<&str>) -> Result<Vec<Stats>> {
+    Spi::connect_mut(|client| {
+        let names: Vec<String> = match queue {
+            Some(q) => vec![q.to_owned()],
+            None => spi(client.select(
+                &*format!(
+                    "SELECT queue FROM {}.settle_queues ORDER BY queue",
+                    desc::ext_schema(client)
+                ),
+                None,
+                &[],
+            ))
+            .map(|r| spi(r.get::<String>(1)).unwrap())
+            .collect(),
+        };
+        let mut out = Vec::new();
+        for name in names {
+            let q = desc::queue(client, &name)?;
+            let plan = q.plan(client, PlanKey::Stats);
+            let t = if q.shape.form == Form::Advisory && q.shape.distributed {
+                let keys: Vec<i64> = spi(client.select(crate::sql::HELD_KEYS, None, &[]))
+                    .filter_map(|r| spi(r.get::<i64>(1)))
+                    .collect();
+                spi(client.select(&*plan, None, &[keys.into()]))
+            } else {
+                spi(client.select(&*plan, None, &[]))
+            };
+            let r = t.first();
+            let dead = if q.shape.dead.is_some() {
+                spi(client
+                    .select(&*q.plan(client, PlanKey::DeadCount), None, &[])
+                    .and_then(|t| t.first().get_one::<i64>()))
+            } else {
+                None
+            };
+            out.push(Stats {
+                queue: name,
+                form: q.shape.form.name().to_owned(),
+                ready: spi(r.get::<i64>(1)).unwrap_or(0),
+                delayed: spi(r.get::<i64>(2)).unwrap_or(0),
+                in_flight: spi(r.get::<i64>(3)),
+                dead,
+                oldest_ready_age: spi(r.get::<Interval>(4)),
+            });
+        }
+        Ok(out)
+    })
+}
+
+pub fn requeue_dead(queue: &str, ids: Option<Vec<Option<String>>>) -> Result<i64> {
+    let ids: Option<Vec<String>> = match ids {
+        None => None,
+        Some(v) => {
+            let mut o = Vec::with_capacity(v.len());
+            for i in v {
+                match i {
+                    Some(i) => o.push(i),
+                    None => bail!(InvalidArgument, "ids must not be NULL"),
+                }
+            }
+            Some(o)
+        }
+    };
+    Spi::connect_mut(|client| {
+        let q = desc::queue(client, queue)?;
+        if q.shape.dead.is_none() {
+            bail!(InvalidArgument, "queue \"{queue}\" has no dead letter (register it with max_attempts and dead_letter)");
+        }
+        let plan = q.plan(client, PlanKey::Requeue);
+        let t = spi(client.update(&*plan, None, &[ids.into()]));
+        Ok(t.len() as i64)
+    })
+}
+
+/// Every statement of a queue, named (see queue_sql()).
+pub fn statements(s: &crate::sql::Shape) -> Vec<(String, String)> {
+    let mut v = Vec::new();
+    match s.form {
+        Form::RowLock => {
+            v.push(("claim".into(), s.claim_row_lock(false, None)));
+            v.push(("claim_again".into(), s.claim_row_lock(true, None)));
+        }
+        Form::Lease => v.push(("claim".into(), s.take(None))),
+        Form::Advisory => {
+            v.push((
+                "claim_candidates".into(),
+                s.advisory_candidates(false, None),
+            ));
+            v.push((
+                "claim_candidates_after".into(),
+                s.advisory_candidates(true, None),
+            ));
+            v.push(("claim_take".into(), s.take(None)));
+        }
+    }
+    if let Some(m) = s.move_taken_dead() {
+        v.push(("claim_move_dead".into(), m));
+    }
+    if s.moves_dead_apart() {
+        if s.form != Form::RowLock {
+            v.push((
+                "claim_dead_copy".into(),
+                s.dead_copy(true).unwrap_or_default(),
+            ));
+        }
+        v.push(("dead_copy".into(), s.dead_copy(false).unwrap_or_default()));
+        v.push(("dead_delete".into(), s.dead_delete()));
+    }
+    v.push(("ack_one".into(), s.ack_one()));
+    v.push(("ack_many".into(), s.ack_many()));
+    if s.form == Form::Lease {
+        v.push(("ack_many_one_token".into(), s.ack_many_one_token()));
+    }
+    if s.by_ctid() {
+        v.push(("ack_tids".into(), s.ack_tids()));
+    }
+    v.push(("ack".into(), s.settle(Write::Ack)));
+    v.push(("retry".into(), s.settle(Write::Retry)));
+    if s.retry_after.is_some() {
+        v.push(("retry_after".into(), s.settle(Write::RetryAfter)));
+    }
+    if s.form != Form::RowLock {
+        v.push(("release".into(), s.settle(Write::Release)));
+    }
+    if s.form == Form::Lease {
+        v.push(("extend".into(), s.extend()));
+    }
+    v.push(("custom_check".into(), s.settle(Write::HeldOnly)));
+    v.push(("stats".into(), s.stats()));
+    if let Some(c) = s.dead_count() {
+        v.push(("dead_count".into(), c));
+    }
+    if let Some(r) = s.requeue_dead() {
+        v.push(("requeue_dead".into(), r));
+    }
+    v
+}

@@ -1,0 +1,423 @@
+//! Queue registration: validate a descriptor against its table (SQ003 names
+//! what is wrong) and write it to the registry; custom outcomes.
+
+use crate::catalog::{columns_of, ext_schema, qualified_name, spi, type_name, Column};
+use crate::citus::{self, DeadAt};
+use crate::error::{bail, Result};
+use crate::sql::Form;
+use pgrx::datum::DatumWithOid;
+use pgrx::prelude::*;
+use pgrx::spi::SpiClient;
+use pgrx::{pg_sys, PgOid, PgRelation};
+use std::collections::HashMap;
+
+/// Column roles a descriptor can name (SPEC §1), with their default names.
+pub const ROLES: [(&str, &str); 7] = [
+    ("id", "id"),
+    ("attempt", "attempt"),
+    ("retry_after", "retry_after"),
+    ("locked_until", "locked_until"),
+    ("processed_at", "processed_at"),
+    ("group", "queue"),
+    ("created_at", "created_at"),
+];
+
+fn is_int(t: pg_sys::Oid) -> bool {
+    t == pg_sys::INT2OID || t == pg_sys::INT4OID || t == pg_sys::INT8OID
+}
+
+/// Check that the current user may change the registry entry of `rel` (owns it,
+/// directly or through role membership).
+fn check_owner(client: &SpiClient<'_>, rel: pg_sys::Oid, table: &str) {
+    let ok: bool = spi(client
+        .select(
+            "SELECT pg_catalog.pg_has_role(c.relowner, 'USAGE') FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
+            None,
+            &[rel.into()],
+        )
+        .and_then(|t| t.first().get_one::<bool>()))
+    .unwrap_or(false);
+    if !ok {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("settle: only the owner of {table} may register or change queues over it")
+        );
+    }
+}
+
+pub struct Registration<'a> {
+    pub queue: &'a str,
+    pub rel: &'a PgRelation,
+    pub form: &'a str,
+    pub max_attempts: Option<i32>,
+    pub dead_letter: Option<&'a str>,
+    /// a dead-letter table (also for a grouped queue, where `dead_letter` names a group)
+    pub dead_letter_table: Option<pg_sys::Oid>,
+    pub columns: Option<&'a serde_json::Value>,
+}
+
+pub fn register(client: &mut SpiClient<'_>, r: Registration<'_>) -> Result<()> {
+    let queue = r.queue;
+    if queue.is_empty() || queue.chars().count() > 200 || queue.chars().any(|c| c.is_control()) {
+        bail!(
+            InvalidDescriptor,
+            "queue name must be 1 to 200 characters without control characters"
+        );
+    }
+    let relid = r.rel.oid();
+    let table = qualified_name(client, relid).unwrap();
+    let relkind = unsafe { (*r.rel.rd_rel).relkind } as u8;
+    if relkind != b'r' && relkind != b'p' {
+        bail!(InvalidDescriptor, "{table} is not a table");
+    }
+    let Some(form) = Form::parse(r.form) else {
+        bail!(
+            InvalidDescriptor,
+            "unknown form \"{}\": use row_lock, lease or advisory",
+            r.form
+        )
+    };
+    let cols = columns_of(client, relid);
+    let empty = serde_json::Map::new();
+    let given = match r.columns {
+        None | Some(serde_json::Value::Null) => &empty,
+        Some(serde_json::Value::Object(m)) => m,
+        Some(_) => bail!(
+            InvalidDescriptor,
+            "columns must be a JSON object such as '{{\"id\": \"job_id\"}}'"
+        ),
+    };
+    for (k, v) in given {
+        if !ROLES.iter().any(|(r, _)| r == k) {
+            bail!(
+                InvalidDescriptor,
+                "unknown column role \"{k}\": the roles are id, attempt, retry_after, locked_until, processed_at, group, created_at"
+            );
+        }
+        if !(v.is_string() || v.is_null()) {
+            bail!(
+                InvalidDescriptor,
+                "column role \"{k}\" must name a column (a string) or be null"
+            );
+        }
+    }
+    // resolve each role: explicit name, explicit null (role off), or the default name if present
+    let mut resolved: HashMap<&str, &Column> = HashMap::new();
+    for (role, default) in ROLES {
+        let name = match given.get(role) {
+            Some(serde_json::Value::String(s)) => Some(s.as_str()),
+            Some(_) => None,
+            None => cols.iter().any(|c| c.name == default).then_some(default),
+        };
+        if let Some(name) = name {
+            match cols.iter().find(|c| c.name == name) {
+                Some(c) => {
+                    resolved.insert(role, c);
+                }
+                None => bail!(
+                    InvalidDescriptor,
+                    "column \"{name}\" ({role}) does not exist in {table}"
+                ),
+            }
+        }
+    }
+    let Some(id) = resolved.get("id") else {
+        bail!(
+            InvalidDescriptor,
+            "{table} has no id column: name it with columns => '{{\"id\": \"...\"}}'"
+        )
+    };
+    for role in ["retry_after", "locked_until", "processed_at"] {
+        if let Some(c) = resolved.get(role) {
+            if c.type_oid != pg_sys::TIMESTAMPTZOID {
+                bail!(
+                    InvalidDescriptor,
+                    "column \"{}\" ({role}) of {table} is {}, it must be timestamptz",
+                    c.name,
+                    type_name(c.type_oid)
+                );
+            }
+        }
+    }
+    if let Some(c) = resolved.get("created_at") {
+        if c.type_oid != pg_sys::TIMESTAMPTZOID && c.type_oid != pg_sys::TIMESTAMPOID {
+            bail!(
+                InvalidDescriptor,
+                "column \"{}\" (created_at) of {table} must be timestamptz",
+                c.name
+            );
+        }
+    }
+    if let Some(c) = resolved.get("attempt") {
+        if !is_int(c.type_oid) {
+            bail!(
+                InvalidDescriptor,
+                "column \"{}\" (attempt) of {table} is {}, it must be an integer type",
+                c.name,
+                type_name(c.type_oid)
+            );
+        }
+    }
+    if let Some(c) = resolved.get("group") {
+        if c.type_oid != pg_sys::TEXTOID && c.type_oid != pg_sys::VARCHAROID {
+            bail!(
+                InvalidDescriptor,
+                "column \"{}\" (group) of {table} must be text or varchar",
+                c.name
+            );
+        }
+    }
+    if id.generated {
+        bail!(
+            InvalidDescriptor,
+            "the id column \"{}\" of {table} must not be a generated column",
+            id.name
+        );
+    }
+    let group = resolved.get("group").map(|c| c.name.as_str());
+    let keys = unique_keys(client, relid);
+    let key_is = |cols: &[&str]| {
+        keys.iter()
+            .any(|k| k.len() == cols.len() && cols.iter().all(|c| k.iter().any(|n| n == c)))
+    };
+    let keyed =
+        key_is(&[id.name.as_str()]) || group.is_some_and(|g| key_is(&[g, id.name.as_str()]));
+    if !keyed {
+        match group {
+            Some(g) => bail!(
+                InvalidDescriptor,
+                "the id column \"{}\" of {table} needs a primary key or unique index of its own, or together with the group column \"{g}\" (claims order and find rows by it)",
+                id.name
+            ),
+            None => bail!(
+                InvalidDescriptor,
+                "the id column \"{}\" of {table} needs a primary key or unique index of its own (claims order and find rows by it)",
+                id.name
+            ),
+        }
+    }
+    if form == Form::Lease && !resolved.contains_key("locked_until") {
+        bail!(
+            InvalidDescriptor,
+            "the lease form needs a locked_until timestamptz column in {table}"
+        );
+    }
+    let placement = citus::placement(client, relid);
+    let mut dead_letter_table: Option<pg_sys::Oid> = None;
+    let mut dead_at = DeadAt::None;
+    let dlt_text;
+    let dead_letter = match (r.dead_letter, r.dead_letter_table) {
+        (Some(_), Some(_)) => bail!(
+            InvalidDescriptor,
+            "give dead_letter or dead_letter_table, not both"
+        ),
+        (d, None) => d,
+        (None, Some(t)) => {
+            dlt_text = qualified_name(client, t).unwrap_or_default();
+            Some(dlt_text.as_str())
+        }
+    };
+    match (r.max_attempts, dead_letter) {
+        (None, None) => {}
+        (Some(_), None) | (None, Some(_)) => {
+            bail!(
+                InvalidDescriptor,
+                "max_attempts and a dead letter (dead_letter or dead_letter_table) are given together (both or neither)"
+            )
+        }
+        (Some(n), Some(dl)) => {
+            if n < 1 {
+                bail!(
+                    InvalidDescriptor,
+                    "max_attempts must be at least 1, got {n}"
+                );
+            }
+            if !resolved.contains_key("attempt") {
+                bail!(
+                    InvalidDescriptor,
+                    "max_attempts needs an attempt column in {table}"
+                );
+            }
+            if dl.is_empty() {
+                bail!(InvalidDescriptor, "dead_letter must not be empty");
+            }
+            if group.is_some() && r.dead_letter_table.is_none() {
+                if dl == queue {
+                    bail!(
+                        InvalidDescriptor,
+                        "the dead-letter group must differ from the queue's own group \"{queue}\""
+                    );
+                }
+                dead_at = DeadAt::Group;
+            } else {
+                let dlt = match r.dead_letter_table {
+                    Some(t) => Some(t),
+                    None => spi(client
+                        .select(
+                            "SELECT pg_catalog.to_regclass($1)::pg_catalog.oid",
+                            None,
+                            &[dl.into()],
+                        )
+                        .and_then(|t| t.first().get_one::<pg_sys::Oid>())),
+                };
+                let Some(dlt) = dlt.filter(|o| *o != pg_sys::InvalidOid) else {
+                    bail!(
+                        InvalidDescriptor,
+                        "dead-letter table \"{dl}\" does not exist ({table} has no group column, so dead_letter names a table)"
+                    )
+                };
+                check_dead_letter_table(client, relid, &table, &cols, dlt)?;
+                dead_letter_table = Some(dlt);
+            }
+        }
+    }
+    let dlt_name = dead_letter_table.and_then(|t| qualified_name(client, t));
+    if let (Some(t), Some(name)) = (dead_letter_table, dlt_name.as_deref()) {
+        dead_at = DeadAt::Table {
+            name,
+            placement: citus::placement(client, t),
+        };
+    }
+    if let Err(m) = citus::check_layout(&table, &placement, group, &dead_at) {
+        bail!(InvalidDescriptor, "{m}");
+    }
+    check_owner(client, relid, &table);
+    let mut stored = serde_json::Map::new();
+    for (role, _) in ROLES {
+        stored.insert(
+            role.to_owned(),
+            resolved
+                .get(role)
+                .map_or(serde_json::Value::Null, |c| c.name.clone().into()),
+        );
+    }
+    let stored = serde_json::Value::Object(stored).to_string();
+    let sql = format!(
+        "INSERT INTO {s}.settle_queues AS q (queue, tbl, form, max_attempts, dead_letter, dead_letter_table, columns) \
+         VALUES ($1, $2::pg_catalog.oid::pg_catalog.regclass, $3, $4, $5, $6::pg_catalog.oid::pg_catalog.regclass, $7::pg_catalog.jsonb) \
+         ON CONFLICT (queue) DO UPDATE SET tbl = EXCLUDED.tbl, form = EXCLUDED.form, max_attempts = EXCLUDED.max_attempts, \
+           dead_letter = EXCLUDED.dead_letter, dead_letter_table = EXCLUDED.dead_letter_table, columns = EXCLUDED.columns \
+         WHERE (q.tbl, q.form, q.max_attempts, q.dead_letter, q.dead_letter_table, q.columns) \
+           IS DISTINCT FROM (EXCLUDED.tbl, EXCLUDED.form, EXCLUDED.max_attempts, EXCLUDED.dead_letter, EXCLUDED.dead_letter_table, EXCLUDED.columns)",
+        s = ext_schema(client)
+    );
+    let args: [DatumWithOid; 7] = [
+        queue.into(),
+        relid.into(),
+        form.name().into(),
+        r.max_attempts.into(),
+        dead_letter.into(),
+        dead_letter_table.into(),
+        stored.as_str().into(),
+    ];
+    spi(client.update(sql.as_str(), None, &args));
+    Ok(())
+}
+
+/// Add, replace (sql given) or remove (sql NULL) a custom outcome.
+pub fn register_outcome(
+    client: &mut SpiClient<'_>,
+    queue: &str,
+    name: &str,
+    sql: Option<&str>,
+) -> Result<()> {
+    let q = crate::desc::queue(client, queue)?;
+    if name.is_empty()
+        || name.len() > 63
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        bail!(
+            InvalidArgument,
+            "custom outcome names are 1 to 63 characters of letters, digits, _ and -"
+        );
+    }
+    let relid: pg_sys::Oid = spi(client
+        .select(
+            &*format!("SELECT q.tbl::pg_catalog.oid FROM {}.settle_queues q WHERE q.queue OPERATOR(pg_catalog.=) $1", ext_schema(client)),
+            None,
+            &[queue.into()],
+        )
+        .and_then(|t| t.first().get_one::<pg_sys::Oid>()))
+    .unwrap();
+    check_owner(client, relid, &q.shape.table);
+    if let Some(sql) = sql {
+        if sql.trim().is_empty() {
+            bail!(InvalidArgument, "custom outcome \"{name}\" needs SQL text");
+        }
+        // parse and plan it now ($1 = the id, of the id column's type), so a
+        // mistake shows at registration rather than at the first delivery
+        drop(spi(client.prepare_mut(sql, &[PgOid::from(q.id_type_oid)])));
+    }
+    let s = ext_schema(client);
+    let upd = match sql {
+        Some(_) => format!(
+            "UPDATE {s}.settle_queues SET outcomes = outcomes OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object($2::pg_catalog.text, $3::pg_catalog.text) WHERE queue OPERATOR(pg_catalog.=) $1"
+        ),
+        None => format!(
+            "UPDATE {s}.settle_queues SET outcomes = outcomes OPERATOR(pg_catalog.-) $2::pg_catalog.text WHERE queue OPERATOR(pg_catalog.=) $1 AND $3 IS NULL"
+        ),
+    };
+    spi(client.update(upd.as_str(), None, &[queue.into(), name.into(), sql.into()]));
+    Ok(())
+}
+
+/// The key columns of each plain unique index of `rel` (no predicate, no
+/// expressions).
+fn unique_keys(client: &SpiClient<'_>, rel: pg_sys::Oid) -> Vec<Vec<String>> {
+    spi(client.select(
+        "SELECT ARRAY(SELECT a.attname::pg_catalog.text FROM pg_catalog.unnest(i.indkey::pg_catalog.int2[]) WITH ORDINALITY AS k(n, o) \
+           JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) i.indrelid AND a.attnum OPERATOR(pg_catalog.=) k.n \
+           WHERE k.o OPERATOR(pg_catalog.<=) i.indnkeyatts) \
+         FROM pg_catalog.pg_index i WHERE i.indrelid OPERATOR(pg_catalog.=) $1 AND i.indisunique \
+           AND i.indpred IS NULL AND i.indexprs IS NULL",
+        None,
+        &[rel.into()],
+    ))
+    .map(|r| spi(r.get::<Vec<String>>(1)).unwrap_or_default())
+    .collect()
+}
+
+/// A dead-letter table receives moved rows: every column of the queue table
+/// (generated ones aside) with the same type, none of them generated.
+fn check_dead_letter_table(
+    client: &SpiClient<'_>,
+    relid: pg_sys::Oid,
+    table: &str,
+    cols: &[Column],
+    dlt: pg_sys::Oid,
+) -> Result<()> {
+    if dlt == relid {
+        bail!(
+            InvalidDescriptor,
+            "the dead-letter table must not be the queue table itself"
+        );
+    }
+    let dlt_name = qualified_name(client, dlt).unwrap_or_default();
+    let dcols = columns_of(client, dlt);
+    for c in cols.iter().filter(|c| !c.generated) {
+        match dcols.iter().find(|d| d.name == c.name) {
+            None => bail!(
+                InvalidDescriptor,
+                "dead-letter table {dlt_name} lacks column \"{}\" of {table}",
+                c.name
+            ),
+            Some(d) if d.type_oid != c.type_oid => bail!(
+                InvalidDescriptor,
+                "column \"{}\" is {} in dead-letter table {dlt_name} but {} in {table}",
+                c.name,
+                type_name(d.type_oid),
+                type_name(c.type_oid)
+            ),
+            Some(d) if d.generated => bail!(
+                InvalidDescriptor,
+                "column \"{}\" of dead-letter table {dlt_name} is generated and cannot receive moved rows",
+                c.name
+            ),
+            _ => {}
+        }
+    }
+    Ok(())
+}
