@@ -45,7 +45,10 @@ impl Delivery {
 
     /// The id and the hold, for a batch settle; the delivery counts as settled.
     pub(crate) fn into_parts(mut self) -> (String, Hold) {
-        let hold = self.hold.take().expect("a delivery holds its row until settled");
+        let hold = self
+            .hold
+            .take()
+            .expect("a delivery holds its row until settled");
         (std::mem::take(&mut self.id), hold)
     }
 
@@ -58,6 +61,12 @@ impl Delivery {
     /// The row's id, as text.
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// The name of the queue this delivery came from (the handler of a
+    /// [`crate::QueueSet`] tells its queues apart by it).
+    pub fn queue(&self) -> &str {
+        self.hold.as_ref().map_or("", |h| h.queue().name.as_str())
     }
 
     /// The 1-based number of this delivery (1 when the table keeps no attempt column).

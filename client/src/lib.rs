@@ -58,10 +58,10 @@ pub use client::Client;
 pub use delivery::Delivery;
 pub use error::{DbError, Error, Result};
 pub use outcome::{Outcome, Settled};
-pub use queue::{Form, Queue, Role};
 pub use pool::PoolOptions;
+pub use queue::{Form, Queue, Role};
 pub use stats::Stats;
-pub use worker::{HandlerResult, WorkerOptions, WorkerReport};
+pub use worker::{HandlerResult, QueueSet, WorkerOptions, WorkerReport};
 
 /// Re-exported so callers can build a connection config without naming the driver crate.
 pub use tokio_postgres;

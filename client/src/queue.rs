@@ -79,6 +79,8 @@ pub struct Queue {
     pub(crate) table: String,
     pub(crate) form: Form,
     pub(crate) dead: Option<(u32, String)>,
+    /// the dead letter is a table even though the table has a group column
+    pub(crate) dead_table: bool,
     pub(crate) columns: BTreeMap<Role, Option<String>>,
     pub(crate) outcomes: Vec<(String, String)>,
 }
@@ -94,6 +96,7 @@ impl Queue {
                 ttl: Duration::from_secs(30),
             },
             dead: None,
+            dead_table: false,
             columns: BTreeMap::new(),
             outcomes: Vec::new(),
         }
@@ -110,6 +113,17 @@ impl Queue {
     /// a group column, else a table with the same columns.
     pub fn dead_letter(mut self, max_attempts: u32, target: impl Into<String>) -> Queue {
         self.dead = Some((max_attempts, target.into()));
+        self
+    }
+
+    /// `max_attempts(n)` with a dead-letter *table* also for a table with a
+    /// group column: the layout of a table distributed by its group on Citus,
+    /// where moving a row to another group would move it to another shard.
+    /// Needs the extension (the portable path keeps a grouped queue's dead
+    /// letter in a group).
+    pub fn dead_letter_table(mut self, max_attempts: u32, table: impl Into<String>) -> Queue {
+        self.dead = Some((max_attempts, table.into()));
+        self.dead_table = true;
         self
     }
 

@@ -1,5 +1,6 @@
 //! A worker: claim in batches, run a handler per delivery with bounded
-//! concurrency, wake on NOTIFY (polling as a fallback), stop gracefully.
+//! concurrency, wake on NOTIFY (polling as a fallback), stop gracefully — on
+//! one queue ([`Client::run`]) or round robin over several ([`QueueSet`]).
 
 use crate::client::Client;
 use crate::delivery::Delivery;
@@ -89,107 +90,182 @@ impl Client {
         H: Fn(Delivery) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = HandlerResult> + Send + 'static,
     {
-        let handler = Arc::new(handler);
-        let report = Arc::new(Mutex::new(WorkerReport::default()));
-        let sem = Arc::new(Semaphore::new(opts.concurrency.max(1)));
-        let wake = Arc::new(Notify::new());
-        let mut tasks = JoinSet::new();
-        let listener = if opts.listen {
-            self.listen(wake.clone())
-        } else {
-            None
+        work(std::slice::from_ref(self), opts, shutdown, handler).await
+    }
+}
+
+/// Several queues worked by one worker, with one concurrency limit: each
+/// claim goes to the next queue in turn, skipping queues that have nothing
+/// ready (or whose claim fails), so a busy queue cannot starve the others and
+/// an empty one costs one claim per round. This is how one logical queue split
+/// into groups (`jobs:0` … `jobs:N-1`, on different Citus workers or just
+/// spread over a table's partial indexes) is worked as one.
+#[derive(Clone, Debug)]
+pub struct QueueSet {
+    clients: Vec<Client>,
+}
+
+impl QueueSet {
+    /// A set of the queues these clients work (at least one).
+    pub fn new(clients: impl IntoIterator<Item = Client>) -> QueueSet {
+        let clients: Vec<Client> = clients.into_iter().collect();
+        assert!(
+            !clients.is_empty(),
+            "settle: a QueueSet needs at least one queue"
+        );
+        QueueSet { clients }
+    }
+
+    /// The clients, in claim order.
+    pub fn clients(&self) -> &[Client] {
+        &self.clients
+    }
+
+    /// Like [`Client::run`], claiming round robin across the set. The handler
+    /// tells deliveries apart by [`Delivery::queue`].
+    pub async fn run<H, Fut>(
+        &self,
+        opts: WorkerOptions,
+        shutdown: impl Future<Output = ()>,
+        handler: H,
+    ) -> Result<WorkerReport>
+    where
+        H: Fn(Delivery) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult> + Send + 'static,
+    {
+        work(&self.clients, opts, shutdown, handler).await
+    }
+}
+
+/// Claim from `clients` starting at `*next`: the first non-empty claim, with
+/// the index of its client; `*next` moves past it. `None` when every queue was
+/// empty or failed (failures are counted and logged).
+async fn claim_round(
+    clients: &[Client],
+    next: &mut usize,
+    n: usize,
+    report: &Mutex<WorkerReport>,
+) -> Option<(usize, Vec<Delivery>)> {
+    for k in 0..clients.len() {
+        let i = (*next + k) % clients.len();
+        match clients[i].claim(n).await {
+            Ok(d) if d.is_empty() => {}
+            Ok(d) => {
+                *next = (i + 1) % clients.len();
+                return Some((i, d));
+            }
+            Err(e) => {
+                tracing::warn!(queue = %clients[i].queue().name, error = %e, "claim failed; trying the next queue");
+                report.lock().unwrap().claim_errors += 1;
+            }
+        }
+    }
+    None
+}
+
+async fn work<H, Fut>(
+    clients: &[Client],
+    opts: WorkerOptions,
+    shutdown: impl Future<Output = ()>,
+    handler: H,
+) -> Result<WorkerReport>
+where
+    H: Fn(Delivery) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = HandlerResult> + Send + 'static,
+{
+    let handler = Arc::new(handler);
+    let report = Arc::new(Mutex::new(WorkerReport::default()));
+    let sem = Arc::new(Semaphore::new(opts.concurrency.max(1)));
+    let wake = Arc::new(Notify::new());
+    let mut tasks = JoinSet::new();
+    let listeners: Vec<_> = if opts.listen {
+        clients
+            .iter()
+            .filter_map(|c| c.listen(wake.clone()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut next = 0;
+    tokio::pin!(shutdown);
+    loop {
+        // wait for room for at least one delivery
+        let first = tokio::select! {
+            biased;
+            _ = &mut shutdown => break,
+            p = sem.clone().acquire_owned() => p.expect("semaphore is never closed"),
         };
-        let form = self.queue().form;
-        tokio::pin!(shutdown);
-        loop {
-            // wait for room for at least one delivery
-            let first = tokio::select! {
-                biased;
+        let mut permits = vec![first];
+        while permits.len() < opts.batch.max(1) {
+            match sem.clone().try_acquire_owned() {
+                Ok(p) => permits.push(p),
+                Err(_) => break,
+            }
+        }
+        // reap finished tasks so the set does not grow
+        while tasks.try_join_next().is_some() {}
+        let Some((from, deliveries)) =
+            claim_round(clients, &mut next, permits.len(), &report).await
+        else {
+            // nothing ready anywhere (or every claim failed): wait
+            drop(permits);
+            tokio::select! {
                 _ = &mut shutdown => break,
-                p = sem.clone().acquire_owned() => p.expect("semaphore is never closed"),
-            };
-            let mut permits = vec![first];
-            while permits.len() < opts.batch.max(1) {
-                match sem.clone().try_acquire_owned() {
-                    Ok(p) => permits.push(p),
-                    Err(_) => break,
-                }
+                _ = wake.notified() => {}
+                _ = tokio::time::sleep(opts.poll_interval) => {}
             }
-            // reap finished tasks so the set does not grow
-            while tasks.try_join_next().is_some() {}
-            let deliveries = match self.claim(permits.len()).await {
-                Ok(d) => d,
-                Err(e) => {
-                    tracing::warn!(queue = %self.queue().name, error = %e, "claim failed; waiting before the next");
-                    report.lock().unwrap().claim_errors += 1;
-                    drop(permits);
-                    tokio::select! {
-                        _ = &mut shutdown => break,
-                        _ = tokio::time::sleep(opts.poll_interval) => {}
-                    }
-                    continue;
+            continue;
+        };
+        permits.truncate(deliveries.len());
+        if clients[from].queue().form == Form::RowLock {
+            // one transaction: one task, handlers in order
+            let (h, r) = (handler.clone(), report.clone());
+            tasks.spawn(async move {
+                for d in deliveries {
+                    run_one(&*h, d, &r).await;
                 }
-            };
-            if deliveries.is_empty() {
                 drop(permits);
-                tokio::select! {
-                    _ = &mut shutdown => break,
-                    _ = wake.notified() => {}
-                    _ = tokio::time::sleep(opts.poll_interval) => {}
-                }
-                continue;
-            }
-            permits.truncate(deliveries.len());
-            if form == Form::RowLock {
-                // one transaction: one task, handlers in order
+            });
+        } else {
+            for (d, p) in deliveries.into_iter().zip(permits) {
                 let (h, r) = (handler.clone(), report.clone());
                 tasks.spawn(async move {
-                    for d in deliveries {
-                        run_one(&*h, d, &r).await;
-                    }
-                    drop(permits);
+                    run_one(&*h, d, &r).await;
+                    drop(p);
                 });
-            } else {
-                for (d, p) in deliveries.into_iter().zip(permits) {
-                    let (h, r) = (handler.clone(), report.clone());
-                    tasks.spawn(async move {
-                        run_one(&*h, d, &r).await;
-                        drop(p);
-                    });
-                }
             }
         }
-        // graceful stop: no more claims; finish or give back what is running
-        if let Some(l) = listener {
-            l.abort();
-        }
-        let drain = async {
-            while let Some(r) = tasks.join_next().await {
-                if let Err(e) = r {
-                    if e.is_panic() {
-                        report.lock().unwrap().panicked += 1;
-                    }
-                }
-            }
-        };
-        match opts.drain_timeout {
-            None => drain.await,
-            Some(t) => {
-                if tokio::time::timeout(t, drain).await.is_err() {
-                    // aborting drops the handlers' futures and so their deliveries,
-                    // which gives them back
-                    let n = tasks.len() as u64;
-                    tasks.abort_all();
-                    while tasks.join_next().await.is_some() {}
-                    report.lock().unwrap().unsettled += n;
-                    // give the spawned give-backs a moment to run
-                    tokio::task::yield_now().await;
-                }
-            }
-        }
-        let r = report.lock().unwrap().clone();
-        Ok(r)
     }
+    // graceful stop: no more claims; finish or give back what is running
+    for l in listeners {
+        l.abort();
+    }
+    let drain = async {
+        while let Some(r) = tasks.join_next().await {
+            if let Err(e) = r {
+                if e.is_panic() {
+                    report.lock().unwrap().panicked += 1;
+                }
+            }
+        }
+    };
+    match opts.drain_timeout {
+        None => drain.await,
+        Some(t) => {
+            if tokio::time::timeout(t, drain).await.is_err() {
+                // aborting drops the handlers' futures and so their deliveries,
+                // which gives them back
+                let n = tasks.len() as u64;
+                tasks.abort_all();
+                while tasks.join_next().await.is_some() {}
+                report.lock().unwrap().unsettled += n;
+                // give the spawned give-backs a moment to run
+                tokio::task::yield_now().await;
+            }
+        }
+    }
+    let r = report.lock().unwrap().clone();
+    Ok(r)
 }
 
 async fn run_one<H, Fut>(handler: &H, d: Delivery, report: &Mutex<WorkerReport>)

@@ -67,7 +67,7 @@ impl<'a> tokio_postgres::types::FromSql<'a> for JsonText {
 /// The oldest version of the PostgreSQL extension this client works with;
 /// [`crate::Client::connect`] checks `pg_extension` and fails with
 /// [`Error::Extension`] on an older one.
-pub const EXTENSION_VERSION: &str = "0.2.0";
+pub const EXTENSION_VERSION: &str = "0.3.0";
 
 /// Is an installed extension version (`major.minor.patch`) at least
 /// [`EXTENSION_VERSION`]? Compared as numbers; a version that does not parse
@@ -131,10 +131,7 @@ impl Ext {
         }
         // the same kind on every backend: a missing table is an invalid descriptor
         // (the SQL API's regclass argument would say 42P01)
-        let exists: bool = c
-            .query_one(TABLE_EXISTS_SQL, &[&queue.table])
-            .await?
-            .get(0);
+        let exists: bool = c.query_one(TABLE_EXISTS_SQL, &[&queue.table]).await?.get(0);
         if !exists {
             return Err(Error::descriptor(format!(
                 "table {} does not exist",
@@ -145,7 +142,12 @@ impl Ext {
             .dead
             .as_ref()
             .map(|(n, _)| i32::try_from(*n).unwrap_or(i32::MAX));
-        let dl: Option<&str> = queue.dead.as_ref().map(|(_, d)| d.as_str());
+        let target: Option<&str> = queue.dead.as_ref().map(|(_, d)| d.as_str());
+        let (dl, dlt) = if queue.dead_table {
+            (None, target)
+        } else {
+            (target, None)
+        };
         c.execute(
             REGISTER_SQL,
             &[
@@ -155,6 +157,7 @@ impl Ext {
                 &max,
                 &dl,
                 &queue.columns_json(),
+                &dlt,
             ],
         )
         .await?;
@@ -287,8 +290,10 @@ impl Ext {
             }
             Hold::Lease(t) => self.one(&id, t, &outcome).await,
             Hold::Session(s, lent) => {
-                s.settle(&self.queue.name, lent, &id, &outcome, |id, w| self.settled(id, w))
-                    .await
+                s.settle(&self.queue.name, lent, &id, &outcome, |id, w| {
+                    self.settled(id, w)
+                })
+                .await
             }
         }
     }
@@ -316,9 +321,9 @@ impl Ext {
             }
             // one claim's deliveries, none lent to its handler
             let one_session = match &items[0].1 {
-                Hold::Session(s, None) => items.iter().all(
-                    |(_, h)| matches!(h, Hold::Session(x, None) if Arc::ptr_eq(x, s)),
-                ),
+                Hold::Session(s, None) => items
+                    .iter()
+                    .all(|(_, h)| matches!(h, Hold::Session(x, None) if Arc::ptr_eq(x, s))),
                 _ => false,
             };
             if one_session {
@@ -328,7 +333,10 @@ impl Ext {
                 let s = s.clone();
                 self.warn_if_no_retry_after(&outcome);
                 let settled = |id: &str, w: &str| self.settled(id, w);
-                if let Some(out) = s.settle_many(&self.queue.name, &ids, &outcome, settled).await {
+                if let Some(out) = s
+                    .settle_many(&self.queue.name, &ids, &outcome, settled)
+                    .await
+                {
                     return out;
                 }
             }

@@ -97,7 +97,10 @@ pub(super) async fn introspect(pool: &AnyPool, d: Dialect, q: &Queue) -> Result<
     // (column name, lower-case type name)
     let cols = table_columns(pool, d, schema, name).await?;
     if cols.is_empty() {
-        return Err(Error::descriptor(format!("table {} does not exist", q.table)));
+        return Err(Error::descriptor(format!(
+            "table {} does not exist",
+            q.table
+        )));
     }
     let has = |c: &str| cols.iter().find(|(n, _)| n == c).map(|(_, t)| t.clone());
     let defaults = [
@@ -204,6 +207,11 @@ pub(super) async fn introspect(pool: &AnyPool, d: Dialect, q: &Queue) -> Result<
                 "max_attempts needs an attempt column in {}",
                 q.table
             )))
+        }
+        Some(_) if q.dead_table && resolved.contains_key(&Role::Group) => {
+            return Err(Error::unsupported(
+                "a dead-letter table for a queue with a group column needs the settle extension; the portable path moves a grouped queue's dead rows to a group",
+            ))
         }
         Some((_, target)) if resolved.contains_key(&Role::Group) => {
             if target == &q.name {

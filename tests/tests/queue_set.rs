@@ -1,0 +1,185 @@
+//! A worker over several queues (`QueueSet`): round robin, empty queues
+//! skipped, every delivery once — on every backend, and on PostgreSQL over
+//! one table keyed by (queue, id), the split of one hot queue into groups.
+
+use settle::{Form, Queue, QueueSet, WorkerOptions};
+use settle_conformance::{admin, backends, table, wait_until_empty, Backend};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+type Seen = Arc<Mutex<Vec<(String, String)>>>;
+
+/// Run `set` until `total` deliveries were acked (or 60 s), recording
+/// (queue, id) in claim order.
+async fn run_until(set: QueueSet, opts: WorkerOptions, total: usize) -> Vec<(String, String)> {
+    let seen: Seen = Arc::default();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let s2 = seen.clone();
+    let worker = tokio::spawn(async move {
+        set.run(
+            opts,
+            async {
+                let _ = rx.await;
+            },
+            move |d| {
+                let seen = s2.clone();
+                async move {
+                    seen.lock()
+                        .unwrap()
+                        .push((d.queue().to_owned(), d.id().to_owned()));
+                    d.ack().await
+                }
+            },
+        )
+        .await
+    });
+    for _ in 0..3000 {
+        if seen.lock().unwrap().len() >= total {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let _ = tx.send(());
+    let report = worker.await.unwrap().unwrap();
+    assert_eq!(report.errors, 0, "{report:?}");
+    let v = seen.lock().unwrap().clone();
+    v
+}
+
+fn per_queue(seen: &[(String, String)]) -> HashMap<String, usize> {
+    let mut m = HashMap::new();
+    for (q, _) in seen {
+        *m.entry(q.clone()).or_default() += 1;
+    }
+    m
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_delivery_once_across_queues() {
+    for b in backends() {
+        for (form, refused) in b.forms() {
+            if refused.is_some() {
+                continue;
+            }
+            let pool = admin(b).await;
+            let mut clients = Vec::new();
+            let mut names = Vec::new();
+            for n in [0, 30, 7] {
+                let t = table(b, &pool, "qs", n).await;
+                let q = Queue::new(&t, &t).form(form);
+                clients.push(b.client(q).await.unwrap());
+                names.push((t, n));
+            }
+            let opts = WorkerOptions {
+                concurrency: 4,
+                batch: 5,
+                poll_interval: Duration::from_millis(20),
+                ..Default::default()
+            };
+            let seen = run_until(QueueSet::new(clients), opts, 37).await;
+            let counts = per_queue(&seen);
+            let mut ids: Vec<&(String, String)> = seen.iter().collect();
+            ids.sort();
+            ids.dedup();
+            assert_eq!(
+                ids.len(),
+                seen.len(),
+                "{b:?} {form:?}: a delivery came twice"
+            );
+            for (t, n) in &names {
+                assert_eq!(
+                    counts.get(t).copied().unwrap_or(0),
+                    *n,
+                    "{b:?} {form:?}: {t}"
+                );
+                assert_eq!(
+                    wait_until_empty(b, &pool, t, 50).await,
+                    0,
+                    "{b:?} {form:?}: {t}"
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_take_turns() {
+    for b in backends() {
+        let pool = admin(b).await;
+        let (a, c) = (
+            table(b, &pool, "turn", 20).await,
+            table(b, &pool, "turn", 20).await,
+        );
+        let lease = Form::Lease {
+            ttl: Duration::from_secs(30),
+        };
+        let set = QueueSet::new([
+            b.client(Queue::new(&a, &a).form(lease)).await.unwrap(),
+            b.client(Queue::new(&c, &c).form(lease)).await.unwrap(),
+        ]);
+        // one delivery at a time: the claims alternate while both queues have rows
+        let opts = WorkerOptions {
+            concurrency: 1,
+            batch: 1,
+            poll_interval: Duration::from_millis(20),
+            ..Default::default()
+        };
+        let seen = run_until(set, opts, 40).await;
+        assert_eq!(seen.len(), 40, "{b:?}");
+        for w in seen.windows(2) {
+            assert_ne!(
+                w[0].0, w[1].0,
+                "{b:?}: two claims in a row from one queue: {seen:?}"
+            );
+        }
+    }
+}
+
+/// One logical queue split into four groups of one table keyed by (queue, id),
+/// as on Citus; the same ids in every group, each delivered once per group.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn split_queue_over_groups_with_a_composite_key() {
+    let b = Backend::PgExtension;
+    if !settle_conformance::selected(b) {
+        return;
+    }
+    let pool = admin(b).await;
+    let t = format!("split_{}", std::process::id());
+    for sql in [
+        format!("CREATE TABLE {t} (queue text NOT NULL, id bigint NOT NULL, payload jsonb, attempt int NOT NULL DEFAULT 0, locked_until timestamptz, PRIMARY KEY (queue, id))"),
+        format!("CREATE TABLE {t}_dead (LIKE {t} INCLUDING ALL)"),
+        format!("INSERT INTO {t} (queue, id) SELECT 'jobs:' || g, i FROM generate_series(0, 3) g, generate_series(1, 25) i"),
+    ] {
+        sqlx::query(&sql).execute(&pool).await.unwrap();
+    }
+    let mut clients = Vec::new();
+    for g in 0..4 {
+        let q = Queue::new(format!("jobs:{g}"), &t)
+            .form(Form::Lease {
+                ttl: Duration::from_secs(30),
+            })
+            .dead_letter_table(3, format!("{t}_dead"));
+        clients.push(b.client(q).await.unwrap());
+    }
+    let opts = WorkerOptions {
+        concurrency: 8,
+        batch: 4,
+        poll_interval: Duration::from_millis(20),
+        ..Default::default()
+    };
+    let seen = run_until(QueueSet::new(clients), opts, 100).await;
+    let counts = per_queue(&seen);
+    for g in 0..4 {
+        assert_eq!(
+            counts.get(&format!("jobs:{g}")).copied(),
+            Some(25),
+            "{counts:?}"
+        );
+    }
+    let left: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM {t}"))
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(left, 0);
+}
