@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run the SQL examples of settle's documents and compare what psql prints with what they show.
 
-    scripts/doc-examples.py --psql PATH --conn CONNINFO [--update] FILE.md...
+    scripts/doc-examples.py --psql PATH --conn CONNINFO [--citus-db DB] [--update] FILE.md...
 
 A runnable example is a fenced block tagged `sql runnable`; a block tagged plain `sql` is refused,
 so that every SQL example of the documents is checked. The fenced block tagged `output`
@@ -12,6 +12,10 @@ errors shown as `ERROR:  <SQLSTATE>: <message>` (VERBOSITY verbose, minus its LO
 which names a source line of the server build). Prints one `ok` / `FAILED` line per document
 and a diff for each example that differs; exits 1 when any differs. With --update it writes
 what psql printed into the documents instead (review the diff before committing it).
+
+A document holding the line `<!-- doc-examples: citus -->` needs a Citus cluster: it runs only
+with --citus-db, in that existing database of the cluster --conn names (where Citus and its
+nodes are set up), and is skipped, saying so, without it.
 """
 
 import argparse
@@ -75,16 +79,23 @@ def normalise(text):
     return out
 
 
+CITUS = "<!-- doc-examples: citus -->"
+
+
+def run_in(psql, conn, dbname, script):
+    # stdin, not -f: errors then carry no "psql:file:line:" prefix
+    r = subprocess.run([psql, "-X", "-q", "-d", f"{conn} dbname={dbname}"], input=script,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, check=False)
+    return r.stdout
+
+
 def run(psql, conn, dbname, script):
     admin = [psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", conn]
     subprocess.run(admin + ["-c", f'DROP DATABASE IF EXISTS "{dbname}"', "-c", f'CREATE DATABASE "{dbname}"'],
                    check=True, capture_output=True)
     try:
-        # stdin, not -f: errors then carry no "psql:file:line:" prefix
-        r = subprocess.run([psql, "-X", "-q", "-d", f"{conn} dbname={dbname}"], input=script,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True, check=False)
-        return r.stdout
+        return run_in(psql, conn, dbname, script)
     finally:
         subprocess.run(admin + ["-c", f'DROP DATABASE IF EXISTS "{dbname}"'], capture_output=True)
 
@@ -93,6 +104,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--psql", required=True)
     ap.add_argument("--conn", required=True, help="libpq connection string without dbname")
+    ap.add_argument("--citus-db", help="an existing database of a Citus cluster, for documents that need one")
     ap.add_argument("--update", action="store_true",
                     help="write what psql printed into the documents instead of comparing")
     ap.add_argument("files", nargs="+")
@@ -100,6 +112,10 @@ def main():
     failed = 0
     for path in args.files:
         lines = open(path, encoding="utf-8").read().split("\n")
+        citus = CITUS in lines
+        if citus != bool(args.citus_db):
+            print(f"skipped: {path}: " + ("needs a Citus cluster (--citus-db)" if citus else "not a Citus document"))
+            continue
         try:
             found = examples(lines)
         except ValueError as e:
@@ -114,7 +130,10 @@ def main():
             script += [f"\\echo '{MARK.format(n)}'", body]
         script.append(f"\\echo '{MARK.format(len(found))}'")
         dbname = "settle_doc_" + re.sub(r"[^a-z0-9]+", "_", path.lower()).strip("_")
-        out = run(args.psql, args.conn, dbname, "\n".join(script) + "\n")
+        if citus:
+            out = run_in(args.psql, args.conn, args.citus_db, "\n".join(script) + "\n")
+        else:
+            out = run(args.psql, args.conn, dbname, "\n".join(script) + "\n")
         parts = re.split(r"^@@settle-doc-example (\d+)@@$", out, flags=re.M)
         got = {int(parts[k]): parts[k + 1] for k in range(1, len(parts) - 1, 2)}
         outputs = [normalise(got.get(n, "(psql stopped before this example)\n")) for n in range(len(found))]

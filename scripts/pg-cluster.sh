@@ -23,7 +23,7 @@ shared_buffers = 256MB
 fsync = off
 synchronous_commit = on
 full_page_writes = off
-max_prepared_transactions = 10
+max_prepared_transactions = ${SETTLE_PG_MAX_PREPARED:-10}
 log_min_messages = warning
 # a client cut off the network is noticed in seconds, not hours: its
 # transaction rolls back and its advisory locks go (reliability NetCut case)

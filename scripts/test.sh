@@ -19,7 +19,11 @@
 #   6. Rust tests of every other backend (portable PostgreSQL, MariaDB, SQLite), rustdoc
 #   7. reliability: load, mixed outcomes and faults on every backend x form (reduced size)
 #   8. the benchmark harness with its peers, the quickstart (SQLite) and the PostgreSQL example
-#   9. pg_regress once more on the extension's debug build, whose every claimed row is also
+#   9. Citus (built from ../shared/citus into PostgreSQL 15 when it lacks it; skipped, saying
+#      why, when neither is there): a coordinator and two workers, extension/tests/citus
+#      (layouts, every outcome x form, one routed shard per statement), the Rust tests of
+#      tests/tests/citus.rs (load, worker node, node restart), the routing benchmark
+#  10. pg_regress once more on the extension's debug build, whose every claimed row is also
 #      compared with PostgreSQL's own jsonb bytes
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -137,6 +141,8 @@ CLUSTER=
 CLUSTER_BIN=
 # the debug build's files are in PostgreSQL 15's directories (last tier)
 DEBUG15=
+# the running Citus cluster's directory
+CITUS=
 remove_debug15() {
   rm -f "$EXT15_LIB/settle.so" "$EXT15_SHARE"/settle.control "$EXT15_SHARE"/settle--*.sql
   DEBUG15=
@@ -148,6 +154,7 @@ cleanup() {
     scripts/pgbouncer.sh stop "$CLUSTER-bouncer" || true
   fi
   scripts/mariadb.sh stop "$WORK/mysql" || true
+  if [ -n "$CITUS" ]; then scripts/citus.sh stop "$CITUS" || true; fi
   if [ -n "${NETNS:-}" ]; then scripts/netns.sh down "$NETNS" || true; fi
   if pkg_installed; then apt-get remove -y -qq postgresql-15-settle >/dev/null 2>&1 || true; fi
 }
@@ -170,12 +177,14 @@ export SETTLE_BOUNCER_PORT=${SETTLE_BOUNCER_PORT:-$((SETTLE_PGPORT + 10))}
 run_regress() {
   local name=$1 driver=$2 input=$3
   shift 3
-  local out=$WORK/pg$MAJOR-$name
+  local out=$WORK/pg$MAJOR-$name db=${REGRESS_DB:-settle_$name}
   mkdir -p "$out"
-  "$PG_BIN/psql" -X -q -d postgres -c "DROP DATABASE IF EXISTS settle_$name" -c "CREATE DATABASE settle_$name"
+  if [ -z "${REGRESS_DB:-}" ]; then
+    "$PG_BIN/psql" -X -q -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
+  fi
   set +e
   "$driver" --use-existing --bindir="$PG_BIN" --host="$PGHOST" --port="$PGPORT" --user=postgres \
-    --dbname="settle_$name" --inputdir="$input" --outputdir="$out" "$@" 2>&1 | tee "$out/driver.log"
+    --dbname="$db" --inputdir="$input" --outputdir="$out" "$@" 2>&1 | tee "$out/driver.log"
   local rc=${PIPESTATUS[0]}
   set -e
   local ok bad
@@ -318,6 +327,50 @@ for MAJOR in "${MAJORS[@]}"; do
     step "the quickstart runs (embedded SQLite, no server)"
     check "example quickstart" cargo run -q --example quickstart
     scripts/mariadb.sh stop "$WORK/mysql"
+  fi
+
+  if [ "$MAJOR" = 15 ]; then
+    step "Citus 13.2 on PostgreSQL 15: a coordinator and two workers"
+    set +e
+    scripts/citus.sh install
+    citus_rc=$?
+    set -e
+    if [ "$citus_rc" = 3 ]; then
+      echo "skipped: the Citus tier (PostgreSQL 15 has no Citus and ../shared/citus has no source)"
+    elif [ "$citus_rc" != 0 ]; then
+      echo "FAILED: Citus build"
+      failed=$((failed + 1))
+    else
+      CITUS=$WORK/citus
+      CITUS_PORT=$((SETTLE_PGPORT + 30))
+      # settle: the tests; settle_docs: the SQL examples of docs/scaling.md, from a fresh database
+      scripts/citus.sh start "$CITUS" "$CITUS_PORT" settle settle_docs
+      step "Citus: layouts, every outcome x form, one routed shard per statement (pg_regress)"
+      saved_host=$PGHOST saved_port=$PGPORT
+      export PGHOST=127.0.0.1 PGPORT=$CITUS_PORT
+      MAJOR=15-citus REGRESS_DB=settle run_regress citus "$PGXS/src/test/regress/pg_regress" "$ROOT/extension/tests/citus" \
+        $(cd "$ROOT/extension/tests/citus/sql" && ls *.sql | sed 's/\.sql$//' | sort)
+      export PGHOST=$saved_host PGPORT=$saved_port
+      step "Citus: the SQL examples of docs/scaling.md"
+      check "SQL examples on Citus" python3 scripts/doc-examples.py --psql "$PG_BIN/psql" \
+        --conn "host=127.0.0.1 port=$CITUS_PORT user=postgres" --citus-db settle_docs README.md docs/*.md
+      step "Citus: the Rust client under load, through a worker node, and a worker node restarted"
+      export SETTLE_TEST_CITUS_URL="postgres://postgres@127.0.0.1:$CITUS_PORT/settle"
+      export SETTLE_TEST_CITUS_WORKER_URL="postgres://postgres@127.0.0.1:$((CITUS_PORT + 1))/settle"
+      export SETTLE_TEST_CITUS_RESTART="runuser -u postgres -- $PG_BIN/pg_ctl -D $CITUS/w2/data -l $CITUS/w2/server.log -w restart -m immediate"
+      export SETTLE_TEST_CITUS_RESTART_PORT=$((CITUS_PORT + 2))
+      RUST_TEST_NOCAPTURE=1 cargo_tests "$WORK/cargo-test-citus.log" -p settle-conformance --test citus
+      step "Citus: the routing benchmark runs (grouped queue through the coordinator beside plain PostgreSQL)"
+      bench_citus() {
+        cargo run -q -p settle-bench -- --jobs 400 --conn "$SETTLE_TEST_PG" \
+          --citus "host=127.0.0.1 port=$CITUS_PORT user=postgres dbname=settle" >"$WORK/bench-citus.log" 2>&1 \
+          && tail -5 "$WORK/bench-citus.log" \
+          || { cat "$WORK/bench-citus.log"; return 1; }
+      }
+      check "settle-bench --citus" bench_citus
+      scripts/citus.sh stop "$CITUS"
+      CITUS=
+    fi
   fi
 
   step "PostgreSQL $MAJOR: stop"

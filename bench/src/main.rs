@@ -11,6 +11,7 @@
 //! 1000 jobs of the server (its processes in /proc) and of this process. Results
 //! go to stdout, `results/bench.csv` and `results/bench.svg`.
 
+mod citus;
 mod portable;
 
 use std::fmt::Write as _;
@@ -91,6 +92,8 @@ struct Args {
     sqlite: Option<String>,
     /// settle with a mix of outcomes instead of ack only (`--mixed`, portable grid)
     mixed: bool,
+    /// a Citus coordinator: compare a grouped queue there with `--conn` (`--citus`)
+    citus: Option<String>,
 }
 
 fn list(v: &str, flag: &str) -> Vec<usize> {
@@ -122,6 +125,7 @@ fn args() -> Args {
         mariadb: None,
         sqlite: None,
         mixed: false,
+        citus: None,
         batches: vec![1, 10, 100],
     };
     let mut i = 0;
@@ -202,6 +206,10 @@ fn args() -> Args {
                 a.mariadb = Some(v[i + 1].clone());
                 i += 1;
             }
+            "--citus" => {
+                a.citus = Some(v[i + 1].clone());
+                i += 1;
+            }
             "--sqlite" => {
                 a.sqlite = Some(v[i + 1].clone());
                 i += 1;
@@ -211,7 +219,7 @@ fn args() -> Args {
                 a.workers = vec![1, 4];
                 a.batches = vec![1, 100];
             }
-            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --client-only, --portable, --mixed, --mariadb URL, --sqlite PATH, --pgmq CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --sustained SECONDS, --table-options OPTS|reset, --pgmq-table-options OPTS|reset, --max-attempts N"),
+            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --client-only, --portable, --mixed, --mariadb URL, --sqlite PATH, --citus CONN, --pgmq CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --sustained SECONDS, --table-options OPTS|reset, --pgmq-table-options OPTS|reset, --max-attempts N"),
         }
         i += 1;
     }
@@ -1265,6 +1273,10 @@ async fn main_() {
     }
     if a.portable {
         portable::grid(&a, &admin).await;
+        return;
+    }
+    if let Some(c) = &a.citus {
+        citus::compare(&a, c).await;
         return;
     }
     let version: String = admin

@@ -9,7 +9,7 @@
 //! - `SETTLE_TEST_MYSQL_URL`: a MariaDB database
 //! - `SETTLE_TEST_BACKENDS` (optional): run only these backends, see [`backends`]
 
-use settle::{Client, Dialect, Form, PoolOptions, Queue};
+use settle::{Client, Dialect, Form, Outcome, PoolOptions, Queue};
 use sqlx::Row;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -229,4 +229,18 @@ pub async fn final_rows(
     .map(|r| (r.get::<i64, _>(0), r.get::<i64, _>(1)))
     .collect();
     (rows, dead)
+}
+
+/// The mixed outcome set of the load tests, by the row's integer id and the
+/// delivery's attempt: a tenth dropped, a tenth retried once, a tenth delayed
+/// once, a tenth retried until the dead letter (max_attempts 3), the rest acked.
+pub fn mixed_outcome(id: &str, attempt: u32) -> Outcome {
+    let n: u64 = id.parse().unwrap_or(0);
+    match n % 10 {
+        6 => Outcome::Drop,
+        7 if attempt < 2 => Outcome::Retry,
+        8 if attempt < 2 => Outcome::RetryAfter(Duration::from_millis(5)),
+        9 => Outcome::Retry,
+        _ => Outcome::Ack,
+    }
 }

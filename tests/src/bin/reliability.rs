@@ -16,7 +16,7 @@
 //! same row at once.
 
 use settle::{Error, Form, Outcome, Queue, Settled, WorkerOptions};
-use settle_conformance::{admin, final_rows, table, Backend, BACKENDS};
+use settle_conformance::{admin, final_rows, mixed_outcome, table, Backend, BACKENDS};
 use sqlx::Row;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -480,17 +480,6 @@ fn args() -> Args {
 }
 
 /// The outcome a mixed-run handler picks for a job (deterministic per id and attempt).
-fn mixed_outcome(id: &str, attempt: u32) -> Outcome {
-    let n: u64 = id.parse().unwrap_or(0);
-    match n % 10 {
-        6 => Outcome::Drop,
-        7 if attempt < 2 => Outcome::Retry,
-        8 if attempt < 2 => Outcome::RetryAfter(Duration::from_millis(5)),
-        9 => Outcome::Retry, // until max_attempts (3): dead letter
-        _ => Outcome::Ack,
-    }
-}
-
 async fn inject(b: Backend, scenario: Scenario, pool: &sqlx::AnyPool) -> Result<(), String> {
     match (scenario, b) {
         (Scenario::KillConnections, Backend::PgExtension | Backend::PgPortable) => {
