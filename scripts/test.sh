@@ -370,6 +370,8 @@ for MAJOR in "${MAJORS[@]}"; do
       check "settle-bench --citus" bench_citus
       scripts/citus.sh stop "$CITUS"
       CITUS=
+      # the later majors' test runs skip the Citus tests again
+      unset SETTLE_TEST_CITUS_URL SETTLE_TEST_CITUS_WORKER_URL SETTLE_TEST_CITUS_RESTART SETTLE_TEST_CITUS_RESTART_PORT
     fi
   fi
 

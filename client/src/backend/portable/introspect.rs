@@ -179,8 +179,14 @@ pub(super) async fn introspect(pool: &AnyPool, d: Dialect, q: &Queue) -> Result<
     }
     let unique: i64 = uq.fetch_one(pool).await?.get(0);
     if unique == 0 {
+        // a key on (group, id) alone is the extension's: its statements find rows by both
+        let hint = if resolved.contains_key(&Role::Group) {
+            " (a key on the group and the id together needs the settle extension)"
+        } else {
+            ""
+        };
         return Err(Error::descriptor(format!(
-            "the id column \"{id}\" of {} needs a primary key or unique index of its own",
+            "the id column \"{id}\" of {} needs a primary key or unique index of its own{hint}",
             q.table
         )));
     }
