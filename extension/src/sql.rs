@@ -249,11 +249,15 @@ impl Shape {
     /// The moved row carries the number of deliveries it had: row_lock counts
     /// this one as it moves it, the others counted it at claim.
     fn dead_ctes(&self, src: &str) -> Vec<String> {
-        let count = match self.form {
+        self.dead_ctes_counted(src, self.settle_count())
+    }
+
+    /// How a settle's move into the dead letter counts the delivery it settles.
+    fn settle_count(&self) -> Count {
+        match self.form {
             Form::RowLock => Count::Add,
             _ => Count::Keep,
-        };
-        self.dead_ctes_counted(src, count)
+        }
     }
 
     fn dead_ctes_counted(&self, src: &str, count: Count) -> Vec<String> {
@@ -320,6 +324,13 @@ impl Shape {
         (self.copy_cols.join(", "), vals)
     }
 
+    /// The advisory stats statement takes the held keys as `$1` (int8[]): a
+    /// distributed statement runs on a worker, whose `pg_locks` holds none of
+    /// the coordinator's keys, so they are read there ([`HELD_KEYS`]).
+    pub fn stats_binds_held_keys(&self) -> bool {
+        self.form == Form::Advisory && self.distributed
+    }
+
     /// A distributed table with a dead-letter table moves dead rows with two
     /// statements of their own ([`dead_copy`](Self::dead_copy), then
     /// [`dead_delete`](Self::dead_delete)), each routed to the group's shard:
@@ -336,10 +347,10 @@ impl Shape {
         let Some(Dead::Table(dlt)) = &self.dead else {
             return None;
         };
-        let count = match (taken, self.form) {
-            (true, _) => Count::Undo,
-            (false, Form::RowLock) => Count::Add,
-            (false, _) => Count::Keep,
+        let count = if taken {
+            Count::Undo
+        } else {
+            self.settle_count()
         };
         let (cols, vals) = self.dead_values("_s_dm", count);
         Some(format!(
@@ -837,9 +848,7 @@ impl Shape {
                 let lu = self.locked_until.as_ref().unwrap();
                 format!("pg_catalog.count(*) FILTER (WHERE _s_t.{lu} {GE} {NOW})")
             }
-            // a distributed statement runs on a worker, whose pg_locks holds none
-            // of the coordinator's keys: they are read there and bound as $1
-            Form::Advisory if self.distributed => format!(
+            Form::Advisory if self.stats_binds_held_keys() => format!(
                 "pg_catalog.count(*) FILTER (WHERE {ready} AND {key} OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.int8[]))",
                 key = self.advisory_key(&format!("({})::pg_catalog.text", self.id_of("_s_t")))
             ),

@@ -35,7 +35,7 @@ pub fn stats(queue: Option<&str>) -> Result<Vec<Stats>> {
         for name in names {
             let q = desc::queue(client, &name)?;
             let plan = q.plan(client, PlanKey::Stats);
-            let t = if q.shape.form == Form::Advisory && q.shape.distributed {
+            let t = if q.shape.stats_binds_held_keys() {
                 let keys: Vec<i64> = spi(client.select(crate::sql::HELD_KEYS, None, &[]))
                     .filter_map(|r| spi(r.get::<i64>(1)))
                     .collect();
