@@ -12,7 +12,7 @@ pub use crate::catalog::{ext_schema, spi};
 use crate::citus;
 use crate::error::{bail, Result, SettleError};
 use crate::rowjson::RowEncoder;
-use crate::sql::{ident, literal, Dead, Form, Shape, Write};
+use crate::sql::{ident, literal, Dead, Form, PayloadKind, Shape, Write};
 use pgrx::datum::DatumWithOid;
 use pgrx::spi::{OwnedPreparedStatement, SpiClient};
 use pgrx::{pg_sys, PgOid};
@@ -283,6 +283,17 @@ fn load(client: &SpiClient<'_>, name: &str) -> Result<(Queue, Vec<pg_sys::Oid>)>
         q(role("retry_after")?),
         q(role("locked_until")?),
     );
+    let payload = role("payload")?
+        .map(|c| match PayloadKind::of(c.type_oid) {
+            Some(k) => Ok((ident(&c.name), k)),
+            None => Err(SettleError::InvalidDescriptor(format!(
+                "the payload column \"{}\" of queue \"{name}\" is now {}; register the queue again",
+                c.name,
+                type_name(c.type_oid)
+            ))),
+        })
+        .transpose()?;
+    let whole_row = payload.is_none();
     let (processed_at, group, created_at) = (
         q(role("processed_at")?),
         q(role("group")?),
@@ -325,6 +336,7 @@ fn load(client: &SpiClient<'_>, name: &str) -> Result<(Queue, Vec<pg_sys::Oid>)>
         processed_at,
         group,
         created_at,
+        payload,
         id_type: type_name(id_type_oid),
         group_value: literal(name),
         max_attempts: row.max_attempts,
@@ -336,9 +348,10 @@ fn load(client: &SpiClient<'_>, name: &str) -> Result<(Queue, Vec<pg_sys::Oid>)>
             .collect(),
         // a column named like the statements' aliases would shadow the whole-row
         // reference: such a table keeps to_jsonb
-        native_row: cols
-            .iter()
-            .all(|c| crate::rowjson::supported(c.type_oid) && !c.name.starts_with("_s_")),
+        native_row: whole_row
+            && cols
+                .iter()
+                .all(|c| crate::rowjson::supported(c.type_oid) && !c.name.starts_with("_s_")),
         row_cols: cols.iter().map(|c| (c.name.clone(), c.type_oid)).collect(),
         // a coordinator's ctid names no row of a shard
         plain_heap: !placement.distributed() && plain_heap(client, row.tbl),

@@ -4,7 +4,7 @@
 use crate::catalog::{columns_of, ext_schema, qualified_name, spi, type_name, Column};
 use crate::citus::{self, DeadAt};
 use crate::error::{bail, Result};
-use crate::sql::Form;
+use crate::sql::{Form, PayloadKind};
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
@@ -12,7 +12,7 @@ use pgrx::{pg_sys, PgOid, PgRelation};
 use std::collections::HashMap;
 
 /// Column roles a descriptor can name (SPEC §1), with their default names.
-pub const ROLES: [(&str, &str); 7] = [
+pub const ROLES: [(&str, &str); 8] = [
     ("id", "id"),
     ("attempt", "attempt"),
     ("retry_after", "retry_after"),
@@ -20,6 +20,7 @@ pub const ROLES: [(&str, &str); 7] = [
     ("processed_at", "processed_at"),
     ("group", "queue"),
     ("created_at", "created_at"),
+    ("payload", "payload"),
 ];
 
 fn is_int(t: pg_sys::Oid) -> bool {
@@ -92,7 +93,7 @@ pub fn register(client: &mut SpiClient<'_>, r: Registration<'_>) -> Result<()> {
         if !ROLES.iter().any(|(r, _)| r == k) {
             bail!(
                 InvalidDescriptor,
-                "unknown column role \"{k}\": the roles are id, attempt, retry_after, locked_until, processed_at, group, created_at"
+                "unknown column role \"{k}\": the roles are id, attempt, retry_after, locked_until, processed_at, group, created_at, payload"
             );
         }
         if !(v.is_string() || v.is_null()) {
@@ -146,6 +147,16 @@ pub fn register(client: &mut SpiClient<'_>, r: Registration<'_>) -> Result<()> {
                 InvalidDescriptor,
                 "column \"{}\" (created_at) of {table} must be timestamptz",
                 c.name
+            );
+        }
+    }
+    if let Some(c) = resolved.get("payload") {
+        if PayloadKind::of(c.type_oid).is_none() {
+            bail!(
+                InvalidDescriptor,
+                "column \"{}\" (payload) of {table} is {}; a payload column must be jsonb, json, text or varchar (name another with columns => '{{\"payload\": \"...\"}}', or hand handlers the whole row with '{{\"payload\": null}}')",
+                c.name,
+                type_name(c.type_oid)
             );
         }
     }

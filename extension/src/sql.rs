@@ -35,6 +35,30 @@ impl Form {
     }
 }
 
+/// How a payload column becomes the claim's jsonb payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PayloadKind {
+    /// as it is
+    Jsonb,
+    /// cast: the same document, with jsonb's key order and last duplicate key kept
+    Json,
+    /// text, varchar: a JSON string, so a claim never fails on text that is not JSON
+    Text,
+}
+
+impl PayloadKind {
+    /// The kind of a column type; None for a type that cannot be a payload column.
+    pub fn of(t: pgrx::pg_sys::Oid) -> Option<PayloadKind> {
+        use pgrx::pg_sys::*;
+        match t {
+            JSONBOID => Some(PayloadKind::Jsonb),
+            JSONOID => Some(PayloadKind::Json),
+            TEXTOID | VARCHAROID => Some(PayloadKind::Text),
+            _ => None,
+        }
+    }
+}
+
 /// Where dead rows go.
 #[derive(Clone, Debug)]
 pub enum Dead {
@@ -108,6 +132,9 @@ pub struct Shape {
     pub processed_at: Option<String>,
     pub group: Option<String>,
     pub created_at: Option<String>,
+    /// the payload column (quoted) and how it becomes jsonb; None: a claim
+    /// hands over the whole row
+    pub payload: Option<(String, PayloadKind)>,
     /// qualified name of the id column's type, for casts from text
     pub id_type: String,
     /// quoted literal of this queue's group value (its name)
@@ -116,9 +143,9 @@ pub struct Shape {
     pub dead: Option<Dead>,
     /// every column a row move copies (quoted, table order, generated columns left out)
     pub copy_cols: Vec<String>,
-    /// every column has a type `rowjson` writes: claims return the row's
-    /// columns and the extension writes its jsonb; otherwise `to_jsonb` in the
-    /// statement
+    /// no payload column, and every column has a type `rowjson` writes:
+    /// claims return the row's columns and the extension writes its jsonb;
+    /// otherwise the statement writes the payload
     pub native_row: bool,
     /// the row's columns (live, table order; names as they are), which a claim
     /// returns when `native_row`
@@ -381,10 +408,19 @@ impl Shape {
         }
     }
 
-    /// The claimed row as the claim statement returns it: its columns, each on
-    /// its own, for `rowjson` to write as jsonb (no composite row built and
-    /// taken apart again), or `to_jsonb` of it.
+    /// A claim's payload as the claim statement returns it: the payload
+    /// column as jsonb; without one the row's columns, each on its own, for
+    /// `rowjson` to write as jsonb (no composite row built and taken apart
+    /// again), or `to_jsonb` of the row.
     fn row_out(&self, a: &str) -> String {
+        if let Some((c, kind)) = &self.payload {
+            let c = self.col(a, c);
+            return match kind {
+                PayloadKind::Jsonb => c,
+                PayloadKind::Json => format!("({c})::pg_catalog.jsonb"),
+                PayloadKind::Text => format!("pg_catalog.to_jsonb(({c})::pg_catalog.text)"),
+            };
+        }
         if self.native_row {
             self.row_cols
                 .iter()

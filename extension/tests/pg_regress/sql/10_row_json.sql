@@ -1,4 +1,5 @@
--- The payload is the whole row as jsonb, byte for byte what to_jsonb gives.
+-- A queue registered without a payload column hands over the whole row as
+-- jsonb, byte for byte what to_jsonb gives.
 -- Tables whose columns all have natively written types return the row itself
 -- from the claim statement and the extension writes the jsonb; others keep
 -- to_jsonb in the statement. Both must agree with to_jsonb(row) exactly.
@@ -35,7 +36,7 @@ INSERT INTO rj (id, payload, s, i, b, t, v, ts, d, u, "a much longer column name
   (7, '123.456', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '{}', NULL),
   -- integers whose low base-10000 digits are zero (numeric drops them)
   (100000000, '{}', 10000, -100000000, NULL, NULL, NULL, NULL, NULL, NULL, 20000, NULL, NULL, NULL);
-SELECT queue_register('rj_rl', 'rj', 'row_lock');
+SELECT queue_register('rj_rl', 'rj', 'row_lock', columns => '{"payload": null}');
 SELECT sql LIKE '%to_jsonb%' AS uses_to_jsonb FROM queue_sql('rj_rl') WHERE statement = 'claim';
 BEGIN;
 SELECT * FROM same_as_to_jsonb('rj_rl', 'rj', 10);
@@ -56,7 +57,7 @@ SELECT payload ? 'v' AS has_dropped, payload ? 'later' AS has_added FROM queue_c
 ROLLBACK;
 -- lease and advisory: the row as the claim left it (attempt counted, token written)
 SELECT queue_unregister('rj_rl');
-SELECT queue_register('rj_lease', 'rj', 'lease');
+SELECT queue_register('rj_lease', 'rj', 'lease', columns => '{"payload": null}');
 SELECT * FROM same_as_to_jsonb('rj_lease', 'rj', 4);
 SELECT queue_unregister('rj_lease');
 -- advisory with a dead letter: a row at max_attempts (its last delivery died
@@ -64,7 +65,7 @@ SELECT queue_unregister('rj_lease');
 -- the rest are delivered as rows
 UPDATE rj SET locked_until = NULL, attempt = CASE WHEN id = 4 THEN 3 ELSE 0 END;
 CREATE TABLE rj_dead (LIKE rj INCLUDING ALL);
-SELECT queue_register('rj_adv', 'rj', 'advisory', 3, 'rj_dead');
+SELECT queue_register('rj_adv', 'rj', 'advisory', 3, 'rj_dead', columns => '{"payload": null}');
 SELECT * FROM same_as_to_jsonb('rj_adv', 'rj', 10);
 SELECT id FROM rj_dead;
 SELECT pg_advisory_unlock_all();
@@ -84,3 +85,48 @@ SELECT sql LIKE '%to_jsonb%' AS uses_to_jsonb FROM queue_sql('rj_alias') WHERE s
 BEGIN;
 SELECT * FROM same_as_to_jsonb('rj_alias', 'rj_alias', 10);
 ROLLBACK;
+
+-- A payload column: the claim hands over its value. jsonb as it is, json as
+-- the same document in jsonb, text and varchar as a JSON string (never parsed,
+-- so text that is not JSON still claims); a NULL value is a NULL payload.
+CREATE TABLE pl_jsonb (id bigint PRIMARY KEY, attempt int NOT NULL DEFAULT 0, locked_until timestamptz, payload jsonb);
+CREATE TABLE pl_json (id bigint PRIMARY KEY, attempt int NOT NULL DEFAULT 0, locked_until timestamptz, payload json);
+CREATE TABLE pl_text (id bigint PRIMARY KEY, attempt int NOT NULL DEFAULT 0, locked_until timestamptz, body varchar(100), payload text);
+INSERT INTO pl_jsonb VALUES (1, 0, NULL, '{"b": 2, "a": [1, "x"]}'), (2, 0, NULL, NULL), (3, 0, NULL, '"s"');
+INSERT INTO pl_json VALUES (1, 0, NULL, '{"b": 2, "a": 1, "a": 3}'), (2, 0, NULL, NULL), (3, 0, NULL, '[1, 2]');
+INSERT INTO pl_text VALUES (1, 0, NULL, 'tab	and "quotes"', '{"not": "parsed"}'), (2, 0, NULL, NULL, NULL), (3, 0, NULL, 'ключ', 'plain text');
+CREATE FUNCTION payloads(tbl regclass, columns jsonb DEFAULT '{}') RETURNS TABLE(form text, id text, payload jsonb)
+LANGUAGE plpgsql AS $$
+DECLARE f text;
+BEGIN
+  FOREACH f IN ARRAY ARRAY['row_lock', 'lease', 'advisory'] LOOP
+    -- a queue per table and form: row_lock keeps the rows it holds by queue
+    PERFORM queue_register(tbl || '_' || f, tbl, f, columns => columns);
+    RETURN QUERY SELECT f, c.id, c.payload FROM queue_claim(tbl || '_' || f, 10) c ORDER BY c.id;
+    PERFORM pg_advisory_unlock_all();
+    EXECUTE format('UPDATE %s SET locked_until = NULL', tbl);
+  END LOOP;
+END $$;
+BEGIN;
+SELECT * FROM payloads('pl_jsonb');
+SELECT * FROM payloads('pl_json');
+SELECT * FROM payloads('pl_text');
+ROLLBACK;
+BEGIN;
+SELECT * FROM payloads('pl_text', '{"payload": "body"}');
+ROLLBACK;
+BEGIN;
+-- named off: the whole row again
+SELECT * FROM payloads('pl_jsonb', '{"payload": null}') WHERE id = '1';
+ROLLBACK;
+SELECT queue_register('pl_q', 'pl_text', 'lease');
+SELECT columns->'payload' AS payload_role FROM settle_queues WHERE queue = 'pl_q';
+SELECT statement, sql FROM queue_sql('pl_q') WHERE statement = 'claim';
+SELECT queue_unregister('pl_q');
+-- a type with no JSON form a user would agree on is refused at registration
+CREATE TABLE pl_bytes (id bigint PRIMARY KEY, payload bytea, msg jsonb);
+SELECT try($$SELECT queue_register('pl_b', 'pl_bytes', 'row_lock')$$);
+SELECT try($$SELECT queue_register('pl_b', 'pl_bytes', 'row_lock', columns => '{"payload": "nope"}')$$);
+SELECT queue_register('pl_b', 'pl_bytes', 'row_lock', columns => '{"payload": "msg"}');
+SELECT queue_register('pl_b', 'pl_bytes', 'row_lock', columns => '{"payload": null}');
+SELECT queue_unregister('pl_b');

@@ -15,7 +15,7 @@ SELECT queue_create('ri_after', 'lease');
 SELECT n.nspname, p.proname FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
   JOIN pg_namespace n ON n.oid = p.pronamespace WHERE t.tgrelid = 'ri_after'::regclass AND NOT t.tgisinternal;
 INSERT INTO ri_after (payload) VALUES ('{"n": 1}');
-SELECT id, attempt, payload->'payload' AS payload FROM queue_claim('ri_after', 1);
+SELECT id, attempt, payload FROM queue_claim('ri_after', 1);
 SELECT queue, form FROM settle_elsewhere.settle_queues ORDER BY queue;
 SELECT queue, ready, in_flight FROM queue_stats();
 -- the queue made before the reinstall is no longer registered (its registry went with the extension)

@@ -65,6 +65,8 @@ INSERT INTO up_lease (payload) SELECT jsonb_build_object('n', g) FROM generate_s
 INSERT INTO up_row (payload) SELECT jsonb_build_object('n', g) FROM generate_series(1, 3) g;
 INSERT INTO up_adv (payload) SELECT jsonb_build_object('n', g) FROM generate_series(1, 3) g;
 INSERT INTO up_grouped (id, queue) VALUES (1, 'up_grouped');
+-- the registry as a 0.3.0 library wrote it: without the payload role
+UPDATE settle_queues SET columns = columns - 'payload';
 CREATE TABLE registry_before AS SELECT * FROM settle_queues;
 
 -- in flight across the update: two lease deliveries (their tokens kept) and an advisory one
@@ -76,9 +78,15 @@ ALTER EXTENSION settle UPDATE;
 SELECT extversion = (SELECT default_version FROM pg_available_extensions WHERE name = 'settle') AS at_default_version
 FROM pg_extension WHERE extname = 'settle';
 
--- the registry is as it was
+-- the registry is as it was, and queues registered before 0.4.0 keep handing
+-- over the whole row (their descriptor now says so) until registered again
 SELECT count(*) AS changed FROM (
-  (TABLE registry_before EXCEPT TABLE settle_queues) UNION ALL (TABLE settle_queues EXCEPT TABLE registry_before)) x;
+  (SELECT queue, tbl, form, max_attempts, dead_letter, dead_letter_table, columns - 'payload', outcomes FROM registry_before
+   EXCEPT SELECT queue, tbl, form, max_attempts, dead_letter, dead_letter_table, columns - 'payload', outcomes FROM settle_queues)
+  UNION ALL
+  (SELECT queue, tbl, form, max_attempts, dead_letter, dead_letter_table, columns - 'payload', outcomes FROM settle_queues
+   EXCEPT SELECT queue, tbl, form, max_attempts, dead_letter, dead_letter_table, columns - 'payload', outcomes FROM registry_before)) x;
+SELECT queue, columns->'payload' AS payload_role FROM settle_queues ORDER BY queue;
 SELECT queue, form, max_attempts, dead_letter, dead_letter_table, outcomes ? 'archive' AS archive
 FROM settle_queues ORDER BY queue;
 
@@ -88,7 +96,10 @@ SELECT id, queue_complete('up_grouped', id, 'retry', token => token) FROM held_g
 SELECT id, queue, attempt FROM up_grouped;
 SELECT queue_complete('up_adv', '1', 'ack');
 -- and new claims work in every form
-SELECT id, attempt FROM queue_claim('up_lease', 5) ORDER BY id;
+SELECT id, attempt, payload ? 'payload' AS whole_row FROM queue_claim('up_lease', 1) ORDER BY id;
+SELECT queue_register('up_lease', 'up_lease', 'lease', 3, 'up_lease_dead');
+INSERT INTO up_lease (payload) VALUES ('{"n": 4}');
+SELECT id, attempt, payload FROM queue_claim('up_lease', 5) ORDER BY id;
 BEGIN;
 SELECT id, attempt FROM queue_claim('up_row', 2) ORDER BY id;
 SELECT queue_complete('up_row', '1', 'custom:archive');
