@@ -3,7 +3,7 @@
 use crate::backend::{Claimed, Hold};
 use crate::error::{Error, Result};
 use crate::outcome::{Outcome, Settled};
-use crate::row::Row;
+use crate::payload::Payload;
 use serde::de::DeserializeOwned;
 use std::time::{Duration, SystemTime};
 use tracing::Instrument;
@@ -16,7 +16,7 @@ use tracing::Instrument;
 pub struct Delivery {
     id: String,
     attempt: u32,
-    row: Row,
+    payload: Payload,
     /// what holds the row, with the backend that settles it; taken when the
     /// delivery is settled or given back
     hold: Option<Hold>,
@@ -38,7 +38,7 @@ impl Delivery {
         Delivery {
             id: c.id,
             attempt: c.attempt,
-            row: c.row,
+            payload: c.payload,
             hold: Some(c.hold),
         }
     }
@@ -79,20 +79,19 @@ impl Delivery {
         self.hold.as_ref().and_then(Hold::token)
     }
 
-    /// The whole row as JSON (parsed on the first call).
-    pub fn row(&self) -> &serde_json::Value {
-        self.row.value()
-    }
-
-    /// The row deserialised into `T` (e.g. a struct with the columns you need).
-    pub fn row_as<T: DeserializeOwned>(&self) -> Result<T> {
-        self.row.as_type()
-    }
-
-    /// The row's `payload` column deserialised into `T` (the canonical layout
-    /// made by `queue_create`).
+    /// The payload deserialised into `T`: the queue's payload column (by
+    /// default the one named `payload`), or the whole row on a queue registered
+    /// without one ([`crate::Queue::without`]`(Role::Payload)`), for a handler
+    /// that needs other columns too. A text column holding JSON is read as that
+    /// JSON when `T` does not take the text itself.
     pub fn payload<T: DeserializeOwned>(&self) -> Result<T> {
-        self.row.payload()
+        self.payload.as_type()
+    }
+
+    /// The payload as JSON (parsed on the first call); text that is not JSON
+    /// is a JSON string, SQL NULL is `null`.
+    pub fn payload_json(&self) -> &serde_json::Value {
+        self.payload.value()
     }
 
     /// row_lock form: the claim transaction, for the handler's own writes. They

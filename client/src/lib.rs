@@ -21,7 +21,7 @@
 //! let client = Client::connect(config, 16, queue).await?;
 //! let report = client
 //!     .run(WorkerOptions::default(), tokio::signal::ctrl_c().map(|_| ()), |d| async move {
-//!         match send(d.row()).await {
+//!         match send(d.payload_json()).await {
 //!             Ok(()) => d.ack().await,
 //!             Err(_) => {
 //!                 let backoff = Duration::from_secs(2u64.pow(d.attempt().min(10)));
@@ -45,9 +45,9 @@ mod client;
 mod delivery;
 mod error;
 mod outcome;
+mod payload;
 mod pool;
 mod queue;
-mod row;
 mod stats;
 mod worker;
 

@@ -45,6 +45,9 @@ pub enum Role {
     Group,
     /// enqueue time, for stats (default `created_at`)
     CreatedAt,
+    /// what a claim hands the handler (default `payload`); without one, the
+    /// whole row
+    Payload,
 }
 
 impl Role {
@@ -57,6 +60,7 @@ impl Role {
             Role::ProcessedAt => "processed_at",
             Role::Group => "group",
             Role::CreatedAt => "created_at",
+            Role::Payload => "payload",
         }
     }
 }

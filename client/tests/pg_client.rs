@@ -343,7 +343,12 @@ async fn error_kinds() {
     // SQ004: invalid arguments (client-side check and server-side)
     assert!(matches!(c.claim(0).await, Err(Error::InvalidArgument(_))));
     // the raw SQL API's codes through the same mapping
-    let pool = c.pool().expect("the extension backend").get().await.unwrap();
+    let pool = c
+        .pool()
+        .expect("the extension backend")
+        .get()
+        .await
+        .unwrap();
     let cases: [(&str, fn(&Error) -> bool); 5] = [
         ("SELECT * FROM queue_claim('no such queue')", |e| {
             matches!(e, Error::UnknownQueue(_))
@@ -933,9 +938,9 @@ async fn statement_timeout_leaves_nothing_stuck() {
     }
 }
 
-/// The row arrives as JSON text and is read on demand: `payload::<T>()` into a
-/// struct, `row()` and `row_as::<T>()`; a text `payload` column that holds JSON
-/// is read the same way as a jsonb one.
+/// The payload arrives as JSON text and is read on demand: `payload::<T>()`
+/// into a struct, `payload_json()`; with the payload role off it is the whole
+/// row; a text `payload` column that holds JSON is read the same way as a jsonb one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn payload_row_and_text_payloads() {
     #[derive(serde::Deserialize, Debug, PartialEq)]
@@ -955,9 +960,16 @@ async fn payload_row_and_text_payloads() {
     let d = c.claim(1).await.unwrap().pop().unwrap();
     assert_eq!(d.payload::<Job>().unwrap(), Job { n: 1 });
     assert!(matches!(d.payload::<Vec<i64>>(), Err(Error::Payload(_))));
-    assert_eq!(d.row()["payload"]["n"], 1);
-    let r: Row = d.row_as().unwrap();
+    assert_eq!(d.payload_json()["n"], 1);
+    d.ack().await.unwrap();
+    let t = table(&db, "wholerow", 1).await;
+    let c = Client::connect(config(), 2, Queue::new(&t, &t).without(Role::Payload))
+        .await
+        .unwrap();
+    let d = c.claim(1).await.unwrap().pop().unwrap();
+    let r: Row = d.payload().unwrap();
     assert_eq!((r.id, r.attempt), (1, 1)); // the row as the lease claim left it
+    assert_eq!(d.payload_json()["payload"]["n"], 1);
     d.ack().await.unwrap();
 
     let name = format!("textpayload_{}", std::process::id());
@@ -1007,7 +1019,8 @@ async fn drop_database(name: &str) {
 
 #[tokio::test]
 async fn connect_refuses_an_older_or_missing_extension() {
-    let setup = "CREATE TABLE jobs (id bigint PRIMARY KEY, payload jsonb, attempt int NOT NULL DEFAULT 0, \
+    let setup =
+        "CREATE TABLE jobs (id bigint PRIMARY KEY, payload jsonb, attempt int NOT NULL DEFAULT 0, \
                  locked_until timestamptz)";
     for (ext, installed) in [
         ("CREATE EXTENSION settle VERSION '0.1.0';", Some("0.1.0")),
@@ -1043,7 +1056,9 @@ async fn connect_refuses_an_older_or_missing_extension() {
                 .get(0);
             assert_eq!(n, 0);
             // after the update the same call connects
-            c.batch_execute("ALTER EXTENSION settle UPDATE").await.unwrap();
+            c.batch_execute("ALTER EXTENSION settle UPDATE")
+                .await
+                .unwrap();
             drop(c);
             let queue = Queue::new("jobs", "jobs").form(Form::Lease {
                 ttl: Duration::from_secs(30),

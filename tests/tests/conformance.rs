@@ -431,7 +431,9 @@ async fn failed_ack_gives_the_whole_claim_back(b: Backend) {
              BEGIN SELECT RAISE(ABORT, 'row 1 is kept'); END"
         )],
         _ => vec![
-            format!("CREATE TABLE {t}_ref (qid BIGINT NOT NULL, FOREIGN KEY (qid) REFERENCES {t} (id))"),
+            format!(
+                "CREATE TABLE {t}_ref (qid BIGINT NOT NULL, FOREIGN KEY (qid) REFERENCES {t} (id))"
+            ),
             format!("INSERT INTO {t}_ref (qid) VALUES (1)"),
         ],
     };
@@ -602,14 +604,13 @@ async fn transactional_mode(b: Backend) {
         ],
         "{b:?}"
     );
-    let kept: Vec<i64> =
-        sqlx::query(&format!("SELECT {} FROM {side} ORDER BY id", d.int("id")))
-            .fetch_all(&pool)
-            .await
-            .unwrap()
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
+    let kept: Vec<i64> = sqlx::query(&format!("SELECT {} FROM {side} ORDER BY id", d.int("id")))
+        .fetch_all(&pool)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
     assert_eq!(
         kept,
         vec![1],
@@ -641,6 +642,110 @@ async fn payload_of_the_wrong_shape(b: Backend) {
     assert_eq!(d.drop_it().await.unwrap(), Settled::Deleted, "{b:?}");
 }
 
+/// The payload role in every form: the claim hands over the payload column's
+/// value (the canonical JSON column, or a text column named in the descriptor,
+/// which may or may not hold JSON), the whole row when the role is off, and a
+/// column of a type with no payload form is refused at registration.
+async fn payload_roles(b: Backend, form: Form) {
+    #[derive(Debug, PartialEq, serde::Deserialize)]
+    struct Job {
+        n: i64,
+    }
+    #[derive(Debug, serde::Deserialize)]
+    struct IdAndAttempt {
+        id: i64,
+        attempt: i64,
+    }
+    let pool = admin(b).await;
+    let d = b.dialect();
+    async fn claim_all(b: Backend, q: Queue, n: usize) -> (Client, Vec<settle::Delivery>) {
+        let c = b.client(q).await.unwrap_or_else(|e| panic!("{b:?}: {e}"));
+        let ds = c.claim(n).await.unwrap();
+        assert_eq!(ds.len(), n, "{b:?}");
+        (c, ds)
+    }
+
+    let t = table(b, &pool, "payload", 2).await;
+    let (_c, ds) = claim_all(b, Queue::new(&t, &t).form(form), 2).await;
+    for (i, dl) in ds.iter().enumerate() {
+        let n = i as i64 + 1;
+        assert_eq!(dl.payload::<Job>().unwrap(), Job { n }, "{b:?} {form:?}");
+        assert_eq!(dl.payload_json()["n"], n, "{b:?} {form:?}");
+    }
+    for dl in ds {
+        dl.ack().await.unwrap();
+    }
+
+    let t = table(b, &pool, "wholerow", 1).await;
+    let q = Queue::new(&t, &t).form(form).without(settle::Role::Payload);
+    let (_c, mut ds) = claim_all(b, q, 1).await;
+    let dl = ds.pop().unwrap();
+    let row: IdAndAttempt = dl.payload().unwrap();
+    assert_eq!(row.id, 1, "{b:?} {form:?}: the whole row");
+    assert!(row.attempt <= 1, "{b:?} {form:?}");
+    assert!(dl.payload_json().get("payload").is_some(), "{b:?} {form:?}");
+    dl.ack().await.unwrap();
+
+    let t = table(b, &pool, "textpayload", 3).await;
+    for stmt in [
+        format!("ALTER TABLE {} ADD COLUMN body VARCHAR(100)", d.ident(&t)),
+        format!("ALTER TABLE {} ADD COLUMN num INTEGER", d.ident(&t)),
+        format!(
+            "UPDATE {} SET body = 'plain \"text\"' WHERE id = 1",
+            d.ident(&t)
+        ),
+        format!(
+            "UPDATE {} SET body = '{{\"n\": 5}}' WHERE id = 2",
+            d.ident(&t)
+        ),
+    ] {
+        sqlx::query(&stmt)
+            .execute(&pool)
+            .await
+            .unwrap_or_else(|e| panic!("{b:?}: {stmt}: {e}"));
+    }
+    let wrong = b
+        .client(
+            Queue::new(&t, &t)
+                .form(form)
+                .column(settle::Role::Payload, "num"),
+        )
+        .await;
+    assert!(
+        matches!(&wrong, Err(Error::InvalidDescriptor(e)) if e.message.contains("num")),
+        "{b:?}: {wrong:?}"
+    );
+    let q = Queue::new(&t, &t)
+        .form(form)
+        .column(settle::Role::Payload, "body");
+    let (_c, ds) = claim_all(b, q, 3).await;
+    assert_eq!(
+        ds[0].payload::<String>().unwrap(),
+        "plain \"text\"",
+        "{b:?} {form:?}"
+    );
+    assert_eq!(ds[0].payload_json(), "plain \"text\"", "{b:?} {form:?}");
+    assert_eq!(
+        ds[1].payload::<Job>().unwrap(),
+        Job { n: 5 },
+        "{b:?} {form:?}"
+    );
+    assert_eq!(
+        ds[1].payload::<String>().unwrap(),
+        "{\"n\": 5}",
+        "{b:?} {form:?}"
+    );
+    assert_eq!(
+        ds[2].payload::<Option<Job>>().unwrap(),
+        None,
+        "{b:?} {form:?}"
+    );
+    assert!(ds[2].payload_json().is_null(), "{b:?} {form:?}");
+    for dl in ds {
+        dl.ack().await.unwrap();
+    }
+}
+
 /// Every connection busy: a claim waits `wait_timeout`, fails with
 /// `Error::PoolTimeout` having claimed nothing, and works again once a
 /// connection is free. Row_lock/advisory deliveries keep their connection until
@@ -660,7 +765,13 @@ async fn pool_exhausted(b: Backend, form: Form) {
     let (mut ext_hold, mut any_hold) = (None, None);
     if lease {
         if b == Backend::PgExtension {
-            ext_hold = Some(c.pool().expect("the extension backend").get().await.unwrap());
+            ext_hold = Some(
+                c.pool()
+                    .expect("the extension backend")
+                    .get()
+                    .await
+                    .unwrap(),
+            );
         } else {
             any_hold = Some(c.any_pool().unwrap().acquire().await.unwrap());
         }
@@ -722,7 +833,12 @@ async fn capabilities(b: Backend) {
     let caps = c.capabilities();
     let ext = b == Backend::PgExtension;
     assert_eq!(
-        (caps.listen, caps.requeue_dead, caps.transaction, caps.any_transaction),
+        (
+            caps.listen,
+            caps.requeue_dead,
+            caps.transaction,
+            caps.any_transaction
+        ),
         (ext, ext, ext, !ext),
         "{b:?}: {caps:?}"
     );
@@ -739,7 +855,10 @@ async fn capabilities(b: Backend) {
     } else {
         d.transaction().await.err()
     };
-    assert!(matches!(wrong, Some(Error::Unsupported(_))), "{b:?}: {wrong:?}");
+    assert!(
+        matches!(wrong, Some(Error::Unsupported(_))),
+        "{b:?}: {wrong:?}"
+    );
     assert_eq!(d.ack().await.unwrap(), Settled::Deleted, "{b:?}");
 }
 
@@ -795,39 +914,39 @@ macro_rules! cell {
 // lease: a lost lease, combined settles; lease and advisory: crash loops
 // row_lock: a failed ack, transactional mode
 cell!(pg_extension_row_lock: Backend::PgExtension, Form::RowLock =>
-    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted);
+    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, payload_roles);
 cell!(pg_extension_lease: Backend::PgExtension, lease() =>
-    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop);
+    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop, payload_roles);
 cell!(pg_extension_advisory: Backend::PgExtension, Form::Advisory =>
-    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop);
+    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop, payload_roles);
 cell!(pg_extension: Backend::PgExtension =>
     lease_lost, concurrent_lease_settles, failed_ack_gives_the_whole_claim_back, transactional_mode,
     bad_descriptors_are_refused, payload_of_the_wrong_shape, capabilities);
 
 cell!(pg_portable_row_lock: Backend::PgPortable, Form::RowLock =>
-    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted);
+    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, payload_roles);
 cell!(pg_portable_lease: Backend::PgPortable, lease() =>
-    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop);
+    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop, payload_roles);
 cell!(pg_portable_advisory: Backend::PgPortable, Form::Advisory =>
-    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop);
+    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop, payload_roles);
 cell!(pg_portable: Backend::PgPortable =>
     lease_lost, concurrent_lease_settles, failed_ack_gives_the_whole_claim_back, transactional_mode,
     bad_descriptors_are_refused, payload_of_the_wrong_shape, capabilities);
 
 cell!(mariadb_row_lock: Backend::MariaDb, Form::RowLock =>
-    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted);
+    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, payload_roles);
 cell!(mariadb_lease: Backend::MariaDb, lease() =>
-    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop);
+    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop, payload_roles);
 cell!(mariadb_advisory: Backend::MariaDb, Form::Advisory =>
-    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop);
+    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop, payload_roles);
 cell!(mariadb: Backend::MariaDb =>
     lease_lost, concurrent_lease_settles, failed_ack_gives_the_whole_claim_back, transactional_mode,
     bad_descriptors_are_refused, payload_of_the_wrong_shape, capabilities);
 
 cell!(sqlite_row_lock: Backend::Sqlite, Form::RowLock =>
-    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted);
+    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, payload_roles);
 cell!(sqlite_lease: Backend::Sqlite, lease() =>
-    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop);
+    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop, payload_roles);
 cell!(sqlite: Backend::Sqlite =>
     lease_lost, concurrent_lease_settles, failed_ack_gives_the_whole_claim_back, transactional_mode,
     bad_descriptors_are_refused, payload_of_the_wrong_shape, capabilities, advisory_is_refused);

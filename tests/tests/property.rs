@@ -94,8 +94,8 @@ async fn round_trip(
         .map_err(|e| format!("claim: {e}"))?
         .pop()
         .ok_or("no row")?;
-    if d1.id() != "1" || d1.row()[id.as_str()] != 1 {
-        return Err(format!("claimed {:?} / row {}", d1.id(), d1.row()));
+    if d1.id() != "1" || d1.payload_json()[id.as_str()] != 1 {
+        return Err(format!("claimed {:?} / row {}", d1.id(), d1.payload_json()));
     }
     let settled = d1
         .settle(outcome.clone())

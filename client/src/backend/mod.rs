@@ -15,8 +15,8 @@ pub(crate) mod portable;
 
 use crate::error::{Error, Result};
 use crate::outcome::{Outcome, Settled};
+use crate::payload;
 use crate::queue::Queue;
-use crate::row;
 use crate::stats::Stats;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -47,7 +47,7 @@ pub(crate) enum Backend {
 }
 
 /// A claimed row with what holds it.
-pub(crate) type Claimed = row::Claimed<Hold>;
+pub(crate) type Claimed = payload::Claimed<Hold>;
 
 /// What holds a delivery's row, with the backend that settles it.
 pub(crate) enum Hold {
@@ -112,14 +112,20 @@ impl Backend {
                     Hold::Ext(e, h) if Arc::ptr_eq(b, &e) => Ok(h),
                     h => Err(h),
                 });
-                (in_place(len, mine, |m| b.settle_many(m, outcome.clone())).await, theirs)
+                (
+                    in_place(len, mine, |m| b.settle_many(m, outcome.clone())).await,
+                    theirs,
+                )
             }
             Backend::Portable(b) => {
                 let (mine, theirs) = split(items, |h| match h {
                     Hold::Portable(p, h) if Arc::ptr_eq(b, &p) => Ok(h),
                     h => Err(h),
                 });
-                (in_place(len, mine, |m| b.settle_many(m, outcome.clone())).await, theirs)
+                (
+                    in_place(len, mine, |m| b.settle_many(m, outcome.clone())).await,
+                    theirs,
+                )
             }
         };
         let mut out = done;

@@ -9,9 +9,9 @@ mod sql;
 use super::combine::{self, Combiner, LeaseSettler};
 use crate::error::{Error, Result};
 use crate::outcome::{micros, Outcome, Settled};
+use crate::payload::{Claimed, Payload};
 use crate::pool::PoolOptions;
 use crate::queue::{Form, Queue};
-use crate::row::{Claimed, Row};
 use crate::stats::Stats;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use session::{Lent, Session};
@@ -67,7 +67,7 @@ impl<'a> tokio_postgres::types::FromSql<'a> for JsonText {
 /// The oldest version of the PostgreSQL extension this client works with;
 /// [`crate::Client::connect`] checks `pg_extension` and fails with
 /// [`Error::Extension`] on an older one.
-pub const EXTENSION_VERSION: &str = "0.3.0";
+pub const EXTENSION_VERSION: &str = "0.4.0";
 
 /// Is an installed extension version (`major.minor.patch`) at least
 /// [`EXTENSION_VERSION`]? Compared as numbers; a version that does not parse
@@ -254,7 +254,7 @@ impl Ext {
                 let id: String = r.get(0);
                 let attempt: Option<i32> = r.get(1);
                 let token: Option<SystemTime> = r.get(2);
-                let row: Option<JsonText> = r.get(3);
+                let payload: Option<JsonText> = r.get(3);
                 let hold = match (&session, token) {
                     (Some(s), _) => Hold::Session(s.clone(), None),
                     (None, Some(t)) => Hold::Lease(t),
@@ -268,7 +268,7 @@ impl Ext {
                 Ok(Claimed {
                     id,
                     attempt: attempt.map_or(1, |a| a.max(0) as u32),
-                    row: Row::ext(row.map(|JsonText(t)| t)),
+                    payload: Payload::json(payload.map(|JsonText(t)| t)),
                     hold,
                 })
             })

@@ -1,10 +1,12 @@
 //! Claims on the portable path, in each form (SPEC §2), with crash-looping
 //! rows moved to the dead letter on the way.
 
+use super::dialect::PayloadText;
+use super::engine::{again_if_deadlock, exec_with_id, opt_text, text, Engine};
 use super::session::{PSession, Pinned};
-use super::engine::{again_if_deadlock, exec_with_id, text, Engine};
 use crate::error::Result;
 use crate::outcome::micros;
+use crate::payload::Payload;
 use crate::queue::Form;
 use sqlx::{Connection, Row};
 use std::collections::HashSet;
@@ -15,8 +17,7 @@ pub(super) struct ClaimedRow {
     pub(super) attempt: u32,
     /// the lease token, epoch microseconds (lease form)
     pub(super) token: Option<i64>,
-    /// the row as JSON text, parsed only when the handler asks
-    pub(super) row: Vec<u8>,
+    pub(super) payload: Payload,
 }
 
 impl Engine {
@@ -25,10 +26,7 @@ impl Engine {
     /// A claim the database picks as a deadlock victim (InnoDB, SQLSTATE 40001)
     /// has had its transaction rolled back whole — it wrote and holds nothing —
     /// so it is run again, a few times, before the error reaches the caller.
-    pub(super) async fn claim_rows(
-        &self,
-        n: usize,
-    ) -> Result<(Vec<ClaimedRow>, Option<PSession>)> {
+    pub(super) async fn claim_rows(&self, n: usize) -> Result<(Vec<ClaimedRow>, Option<PSession>)> {
         again_if_deadlock(|| self.claim_once(n)).await
     }
 
@@ -47,12 +45,16 @@ impl Engine {
                     return Ok((Vec::new(), None));
                 }
                 // row_lock counts the attempt in the settling statement: report stored + 1
-                let out: Vec<ClaimedRow> =
-                    rows.iter().map(|r| claimed(r, 1)).collect::<Result<_>>()?;
+                let out: Vec<ClaimedRow> = rows
+                    .iter()
+                    .map(|r| claimed(r, 1, s.payload_arrives_as()))
+                    .collect::<Result<_>>()?;
                 let held = out.iter().map(|c| c.id.clone()).collect();
                 Ok((out, Some(PSession::new(Pinned::Tx(tx), held))))
             }
-            Form::Lease { .. } if d.has_writable_cte() => Ok((self.claim_lease_cte(n).await?, None)),
+            Form::Lease { .. } if d.has_writable_cte() => {
+                Ok((self.claim_lease_cte(n).await?, None))
+            }
             Form::Lease { .. } => {
                 let mut tx = self.pool.begin_with(d.begin()).await?;
                 let sql = s.lease_candidates_sql();
@@ -132,7 +134,9 @@ impl Engine {
             q = q.bind(id);
         }
         let rows = q.fetch_all(&mut *conn).await?;
-        rows.iter().map(|r| claimed(r, 0)).collect()
+        rows.iter()
+            .map(|r| claimed(r, 0, self.s.payload_arrives_as()))
+            .collect()
     }
 
     /// The lease claim as one autocommitted statement (lock the candidates,
@@ -274,7 +278,7 @@ impl Engine {
         let mut out = Vec::with_capacity(rows.len());
         for r in rows {
             if r.try_get::<i32, _>(4)? == 0 {
-                out.push(claimed(r, 0)?);
+                out.push(claimed(r, 0, self.s.payload_arrives_as())?);
             } else {
                 let id = text(r, 0)?;
                 if let Err(e) = self.move_poison(&id).await {
@@ -286,17 +290,20 @@ impl Engine {
     }
 }
 
-/// A claimed row from (id, attempt, token, row json); `plus` is added to the
+/// A claimed row from (id, attempt, token, payload); `plus` is added to the
 /// stored attempt (row_lock counts it when settling).
-fn claimed(r: &sqlx::any::AnyRow, plus: i64) -> Result<ClaimedRow> {
+fn claimed(r: &sqlx::any::AnyRow, plus: i64, arrives: PayloadText) -> Result<ClaimedRow> {
     let id: String = text(r, 0)?;
     let attempt: i64 = r.try_get(1)?;
     let token: Option<i64> = r.try_get(2)?;
-    let json: String = text(r, 3)?;
+    let payload = opt_text(r, 3)?;
     Ok(ClaimedRow {
         id,
         attempt: u32::try_from((attempt + plus).max(1)).unwrap_or(u32::MAX),
         token,
-        row: json.into_bytes(),
+        payload: match arrives {
+            PayloadText::Json => Payload::json(payload.map(String::into_bytes)),
+            PayloadText::Text => Payload::text(payload),
+        },
     })
 }

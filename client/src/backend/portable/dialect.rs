@@ -14,6 +14,15 @@ pub enum Dialect {
     Sqlite,
 }
 
+/// How a payload column's text arrives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PayloadText {
+    /// JSON text
+    Json,
+    /// text, which may hold JSON
+    Text,
+}
+
 /// The kind of the id column, for casting the text ids the client carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IdKind {
@@ -388,6 +397,31 @@ impl Dialect {
             Dialect::MySql => t == "datetime" || t == "timestamp",
             // settle's SQLite tables keep integer microseconds
             Dialect::Sqlite => t.contains("int"),
+        }
+    }
+
+    /// How a payload column of (lower-case) type `t` arrives: as JSON text
+    /// (a JSON type the database checks), as text that may hold JSON, or None
+    /// when the type cannot be a payload column.
+    pub(crate) fn payload_arrives_as(self, t: &str) -> Option<PayloadText> {
+        let text = t.contains("char") || t.contains("text") || t.contains("clob");
+        match self {
+            Dialect::Postgres if t == "jsonb" || t == "json" => Some(PayloadText::Json),
+            // MySQL's JSON type is checked; MariaDB's JSON is LONGTEXT and arrives as text
+            Dialect::MySql if t == "json" => Some(PayloadText::Json),
+            // SQLite checks no declared type: a JSON column is text
+            Dialect::Sqlite if t == "json" || t.is_empty() => Some(PayloadText::Text),
+            _ if text => Some(PayloadText::Text),
+            _ => None,
+        }
+    }
+
+    /// A payload column as text.
+    pub fn payload_text(self, col: &str) -> String {
+        match self {
+            Dialect::Postgres => format!("CAST({col} AS TEXT)"),
+            Dialect::MySql => format!("CAST({col} AS CHAR CHARACTER SET utf8mb4)"),
+            Dialect::Sqlite => col.to_owned(),
         }
     }
 

@@ -23,7 +23,11 @@ impl Engine {
     }
 }
 
-pub(super) async fn exec_with_id(conn: &mut sqlx::AnyConnection, sql: &str, id: &str) -> Result<u64> {
+pub(super) async fn exec_with_id(
+    conn: &mut sqlx::AnyConnection,
+    sql: &str,
+    id: &str,
+) -> Result<u64> {
     Ok(sqlx::query(sql)
         .bind(id)
         .execute(conn)
@@ -49,6 +53,21 @@ where
                 tokio::time::sleep(Duration::from_millis(tries)).await;
             }
             r => return r,
+        }
+    }
+}
+
+/// A text column that may be NULL (see [`text`]).
+pub(super) fn opt_text(r: &sqlx::any::AnyRow, i: usize) -> Result<Option<String>> {
+    match r.try_get::<Option<String>, _>(i) {
+        Ok(s) => Ok(s),
+        Err(_) => {
+            let b: Option<Vec<u8>> = r.try_get(i)?;
+            b.map(|b| {
+                String::from_utf8(b)
+                    .map_err(|e| Error::invalid(format!("column {i} is not UTF-8: {e}")))
+            })
+            .transpose()
         }
     }
 }

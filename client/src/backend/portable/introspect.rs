@@ -111,6 +111,7 @@ pub(super) async fn introspect(pool: &AnyPool, d: Dialect, q: &Queue) -> Result<
         (Role::ProcessedAt, "processed_at"),
         (Role::Group, "queue"),
         (Role::CreatedAt, "created_at"),
+        (Role::Payload, "payload"),
     ];
     let mut resolved: HashMap<Role, (String, String)> = HashMap::new();
     for (role, default) in defaults {
@@ -190,6 +191,18 @@ pub(super) async fn introspect(pool: &AnyPool, d: Dialect, q: &Queue) -> Result<
             q.table
         )));
     }
+    let payload = match resolved.get(&Role::Payload) {
+        None => None,
+        Some((n, t)) => match d.payload_arrives_as(t) {
+            Some(arrives) => Some((n.clone(), arrives)),
+            None => {
+                return Err(Error::descriptor(format!(
+                    "column \"{n}\" (payload) of {} is {t}; a payload column must be a JSON or text type (name another with Queue::column(Role::Payload, ..), or hand handlers the whole row with Queue::without(Role::Payload))",
+                    q.table
+                )))
+            }
+        },
+    };
     if matches!(q.form, Form::Lease { .. }) && !resolved.contains_key(&Role::LockedUntil) {
         return Err(Error::descriptor(format!(
             "the lease form needs a locked_until column in {}",
@@ -268,6 +281,7 @@ pub(super) async fn introspect(pool: &AnyPool, d: Dialect, q: &Queue) -> Result<
         locked_until: get(Role::LockedUntil),
         processed_at: get(Role::ProcessedAt),
         group: get(Role::Group),
+        payload,
         max: q.dead.as_ref().map(|(n, _)| i64::from(*n)),
         dead,
         custom: q.outcomes.iter().cloned().collect(),

@@ -16,9 +16,9 @@ mod write;
 use super::combine::{self, Combiner, LeaseSettler};
 use crate::error::{Error, Result};
 use crate::outcome::{micros, Outcome, Settled};
+use crate::payload::Claimed;
 use crate::pool::PoolOptions;
 use crate::queue::{Form, Queue};
-use crate::row::{Claimed, Row};
 use crate::stats::Stats;
 pub use dialect::Dialect;
 pub(crate) use engine::Engine;
@@ -45,7 +45,11 @@ pub(crate) fn token_time(micros: i64) -> SystemTime {
 impl Engine {
     /// Connect (`postgres://`, `mysql://` / `mariadb://`, `sqlite://` URLs),
     /// introspect the table and validate the descriptor.
-    pub(crate) async fn connect(url: &str, pool: &PoolOptions, queue: Queue) -> Result<Arc<Engine>> {
+    pub(crate) async fn connect(
+        url: &str,
+        pool: &PoolOptions,
+        queue: Queue,
+    ) -> Result<Arc<Engine>> {
         sqlx::any::install_default_drivers();
         let Some((d, url)) = Dialect::from_url(url) else {
             return Err(Error::invalid(format!("unsupported database URL {url:?}: use postgres://, mysql://, mariadb:// or sqlite://")));
@@ -137,7 +141,7 @@ impl Engine {
                 Ok(Claimed {
                     id: c.id,
                     attempt: c.attempt,
-                    row: Row::portable(c.row),
+                    payload: c.payload,
                     hold,
                 })
             })

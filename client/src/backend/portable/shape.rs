@@ -4,7 +4,7 @@
 //! `locks`) binds and executes. The snapshot tests below show each statement
 //! per dialect, so a change of one shows up in review.
 
-use super::dialect::{Dialect, IdKind};
+use super::dialect::{Dialect, IdKind, PayloadText};
 use crate::outcome::Settled;
 use crate::queue::Form;
 use std::collections::HashMap;
@@ -34,6 +34,9 @@ pub(crate) struct Shape {
     pub(super) locked_until: Option<String>,
     pub(super) processed_at: Option<String>,
     pub(super) group: Option<String>,
+    /// the payload column and how its text arrives; None: claims hand over
+    /// the whole row as JSON
+    pub(super) payload: Option<(String, PayloadText)>,
     pub(super) max: Option<i64>,
     pub(super) dead: Option<Dead>,
     pub(super) custom: HashMap<String, String>,
@@ -132,14 +135,27 @@ impl Shape {
         }
     }
 
-    /// id text, attempt, token, row json of rows `WHERE <cond>`
+    /// A claim's payload: the payload column as text, or the whole row as JSON.
+    pub(super) fn payload_sel(&self, a: &str) -> String {
+        match &self.payload {
+            Some((c, _)) => self.d.payload_text(&self.c(a, c)),
+            None => self.d.json_row(a, &self.cols),
+        }
+    }
+
+    /// How a claim's payload text arrives.
+    pub(super) fn payload_arrives_as(&self) -> PayloadText {
+        self.payload.as_ref().map_or(PayloadText::Json, |(_, t)| *t)
+    }
+
+    /// id text, attempt, token, payload of rows `WHERE <cond>`
     pub(super) fn rows_sql(&self, cond: &str) -> String {
         format!(
             "SELECT {}, {}, {}, {} FROM {} a WHERE {cond} ORDER BY a.{}",
             self.d.id_text(&self.c("a", &self.id)),
             self.attempt_sel("a"),
             self.token_sel("a"),
-            self.d.json_row("a", &self.cols),
+            self.payload_sel("a"),
             self.table,
             self.d.ident(&self.id)
         )
@@ -310,7 +326,7 @@ impl Shape {
             sets = sets.join(", "),
             id = d.id_text(&self.c("a", &self.id)),
             token = self.token_sel("a"),
-            json = d.json_row("a", &self.cols),
+            json = self.payload_sel("a"),
         )
     }
 
@@ -377,7 +393,7 @@ impl Shape {
              SELECT {id}, {att}, NULL, {json}, 0, a.{idc} FROM u a{poison} ORDER BY 6",
             id = d.id_text(&self.c("a", &self.id)),
             att = self.attempt_sel("a"),
-            json = d.json_row("a", &self.cols),
+            json = self.payload_sel("a"),
         )
     }
 
@@ -439,7 +455,10 @@ impl Shape {
                     )),
                     Settled::Marked,
                 ),
-                None => (Some(format!("DELETE FROM {}", self.table)), Settled::Deleted),
+                None => (
+                    Some(format!("DELETE FROM {}", self.table)),
+                    Settled::Deleted,
+                ),
             };
         }
         let mut sets = Vec::new();
@@ -463,7 +482,8 @@ impl Shape {
             Settled::Retried
         };
         // row_lock without an attempt column, advisory retry: nothing to write
-        let verb = (!sets.is_empty()).then(|| format!("UPDATE {} SET {}", self.table, sets.join(", ")));
+        let verb =
+            (!sets.is_empty()).then(|| format!("UPDATE {} SET {}", self.table, sets.join(", ")));
         (verb, settled)
     }
 
@@ -617,7 +637,11 @@ impl Shape {
                 "SELECT {} FROM {} WHERE {} = {}",
                 d.int("count(*)"),
                 self.table,
-                d.ident(self.group.as_ref().expect("group dead letter: group column")),
+                d.ident(
+                    self.group
+                        .as_ref()
+                        .expect("group dead letter: group column")
+                ),
                 d.literal(g)
             ),
             Dead::Table(t) => format!("SELECT {} FROM {t}", d.int("count(*)")),
@@ -634,7 +658,14 @@ mod tests {
     /// The canonical table (`sql/<dialect>/queue.sql`) with a dead-letter table
     /// and a retry limit, as `introspect` resolves it.
     fn canonical(d: Dialect, form: Form) -> Shape {
-        let cols = ["id", "payload", "attempt", "retry_after", "locked_until", "created_at"];
+        let cols = [
+            "id",
+            "payload",
+            "attempt",
+            "retry_after",
+            "locked_until",
+            "created_at",
+        ];
         Shape {
             d,
             queue: "jobs".into(),
@@ -648,6 +679,14 @@ mod tests {
             locked_until: Some("locked_until".into()),
             processed_at: None,
             group: None,
+            payload: Some((
+                "payload".into(),
+                if d == Dialect::Postgres {
+                    PayloadText::Json
+                } else {
+                    PayloadText::Text
+                },
+            )),
             max: Some(3),
             dead: Some(Dead::Table(d.ident("jobs_dead"))),
             custom: HashMap::new(),
@@ -721,7 +760,11 @@ mod tests {
             ttl: Duration::from_secs(30),
         };
         for d in [Dialect::Postgres, Dialect::MySql, Dialect::Sqlite] {
-            for (name, form) in [("row_lock", Form::RowLock), ("lease", lease), ("advisory", Form::Advisory)] {
+            for (name, form) in [
+                ("row_lock", Form::RowLock),
+                ("lease", lease),
+                ("advisory", Form::Advisory),
+            ] {
                 if form == Form::Advisory && d.advisory().is_none() {
                     continue;
                 }
