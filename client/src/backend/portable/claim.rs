@@ -252,23 +252,48 @@ impl Engine {
     }
 
     /// The advisory claim's take as one statement, once this connection holds
-    /// the keys of `ids` (see [`super::shape::Shape::take_locked_cte_sql`]):
-    /// where the general path needs a transaction of four. Crash-looping rows
-    /// are left out and moved to the dead letter.
+    /// the keys of `ids` (see [`super::shape::Shape::take_locked_sql`]): where
+    /// the general path needs a transaction of four. When some id is not
+    /// delivered, those of them that crash-loop are moved to the dead letter
+    /// (this connection still holds their keys: no other claim takes them first).
     async fn take_locked_cte(
         &self,
         conn: &mut sqlx::AnyConnection,
         ids: &[String],
     ) -> Result<Vec<ClaimedRow>> {
-        let sql = self.s.take_locked_cte_sql(ids.len());
+        let sql = self.s.take_locked_sql(ids.len());
         let mut q = sqlx::query(&sql);
         for id in ids {
             q = q.bind(id);
         }
         let rows = q.fetch_all(&mut *conn).await?;
-        // this connection still holds the crash-looping rows' keys: no other
-        // claim takes them before they are moved
-        self.deliver_or_move(&rows).await
+        let out = rows
+            .iter()
+            .map(|r| claimed(r, 0, self.s.payload_arrives_as()))
+            .collect::<Result<Vec<_>>>()?;
+        if out.len() < ids.len() {
+            let taken: HashSet<&str> = out.iter().map(|c| c.id.as_str()).collect();
+            let missing: Vec<&String> =
+                ids.iter().filter(|i| !taken.contains(i.as_str())).collect();
+            if let Some(sql) = self.s.crash_loops_among_sql(missing.len()) {
+                let mut q = sqlx::query(&sql);
+                for id in &missing {
+                    q = q.bind(id.as_str());
+                }
+                let looping: Vec<String> = q
+                    .fetch_all(&mut *conn)
+                    .await?
+                    .iter()
+                    .map(|r| text(r, 0))
+                    .collect::<Result<_>>()?;
+                for id in looping {
+                    if let Err(e) = self.move_poison(&id).await {
+                        tracing::warn!(queue = %self.s.queue, id = %id, error = %e, "could not move a crash-looping row to the dead letter; a later claim tries again");
+                    }
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// The rows of a one-statement claim (see [`super::shape::Shape::crash_loops`]):
