@@ -470,7 +470,7 @@ async fn concurrent_lease_settles_are_combined() {
     let q = Queue::new(&t, &t).form(Form::Lease {
         ttl: Duration::from_secs(30),
     });
-    let c = Client::connect(config(), 8, q).await.unwrap();
+    let c = Client::connect(config(), 4, q).await.unwrap();
     let mut ds = Vec::new();
     for _ in 0..3 {
         ds.extend(c.claim(10).await.unwrap());
@@ -513,24 +513,6 @@ async fn concurrent_lease_settles_are_combined() {
     );
 }
 
-/// A client of at most four connections settles each lease delivery alone:
-/// as many would wait as are on the way, and a combined statement of two
-/// costs more than two alone.
-#[tokio::test]
-async fn small_pools_settle_alone() {
-    let db = admin().await;
-    let t = table(&db, "combine_small", 10).await;
-    log_deletes(&db, &t).await;
-    let q = Queue::new(&t, &t).form(Form::Lease {
-        ttl: Duration::from_secs(30),
-    });
-    let c = Client::connect(config(), 4, q).await.unwrap();
-    let ds = c.claim(10).await.unwrap();
-    let r = settle_together(ds, |_| settle::Outcome::Ack).await;
-    assert!(r.values().all(|rs| matches!(rs[0], Ok(Settled::Deleted))));
-    assert_eq!(deletes(&db, &t, 0).await, (10, 1, 10), "one DELETE per ack");
-}
-
 /// A combined statement that fails as a whole writes nothing; its deliveries are
 /// then settled one by one, so only the row at fault fails (and is given back at
 /// once), as it would alone. Two deliveries of one row (a stale one and the
@@ -550,7 +532,7 @@ async fn combined_settles_fail_only_their_own_row() {
     let q = Queue::new(&t, &t).form(Form::Lease {
         ttl: Duration::from_secs(30),
     });
-    let c = Client::connect(config(), 8, q).await.unwrap();
+    let c = Client::connect(config(), 4, q).await.unwrap();
     let ds = c.claim(10).await.unwrap();
     let r = settle_together(ds, |_| settle::Outcome::Ack).await;
     for (id, rs) in &r {

@@ -5,8 +5,7 @@
 //! runs alone, at once, so a lone worker pays nothing. Settles that arrive
 //! while two are on the way wait, and go together, one statement per outcome,
 //! when one of those returns. Sixteen workers acking one job each then cost the
-//! server about one statement per round trip instead of sixteen. A client of
-//! at most four connections never combines (see [`Combiner::for_pool`]).
+//! server about one statement per round trip instead of sixteen.
 //!
 //! Each caller still gets its own result, only after its row is written: a
 //! lease lost fails that delivery alone, and a batch statement that fails as a
@@ -58,24 +57,12 @@ pub(crate) trait LeaseSettler: Send + Sync + 'static {
 
 /// The settles of one client waiting for the ones on the way.
 pub(crate) struct Combiner<T> {
-    /// settles on the way before the next ones wait: [`LANES`], or no limit
-    /// for a client too small to gain from combining
-    lanes: usize,
     state: Mutex<State<T>>,
 }
 
-impl<T> Combiner<T> {
-    /// The combiner of a client with `pool_size` connections. With at most
-    /// `2 * LANES` of them, as many settles would wait as are on the way, and
-    /// a statement of two costs more than two alone (bench/NOTES.md, *Client
-    /// CPU against the raw driver*): each settle then runs alone.
-    pub(crate) fn for_pool(pool_size: usize) -> Self {
+impl<T> Default for Combiner<T> {
+    fn default() -> Self {
         Combiner {
-            lanes: if pool_size <= 2 * LANES {
-                usize::MAX
-            } else {
-                LANES
-            },
             state: Mutex::new(State {
                 busy: 0,
                 waiting: Vec::new(),
@@ -106,7 +93,7 @@ pub(crate) async fn settle<L: LeaseSettler>(
 ) -> Result<Settled> {
     let rx = {
         let mut s = l.combiner().state.lock().expect("combiner lock");
-        if s.busy >= l.combiner().lanes {
+        if s.busy >= LANES {
             let (tx, rx) = oneshot::channel();
             s.waiting.push(Item {
                 id,

@@ -171,11 +171,11 @@ impl Ext {
             .get(0);
         drop(c);
         Ok(Arc::new(Ext {
-            acks: Combiner::for_pool(pool.status().max_size),
             pool,
             queue,
             has_retry_after,
             listen,
+            acks: Combiner::default(),
         }))
     }
 

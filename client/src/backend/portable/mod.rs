@@ -106,7 +106,7 @@ impl Engine {
             pool,
             s,
             queue,
-            acks: Combiner::for_pool(max as usize),
+            acks: Combiner::default(),
         }))
     }
 
