@@ -56,6 +56,8 @@ pub enum PlanKey {
     Stats,
     DeadCount,
     Requeue,
+    DeadRows,
+    PurgeDead,
     Custom(String),
 }
 
@@ -480,6 +482,14 @@ impl Queue {
             PlanKey::Requeue => (
                 s.requeue_dead().expect("queue has a dead letter"),
                 vec![TEXTARRAYOID],
+            ),
+            PlanKey::DeadRows => (
+                s.dead_rows().expect("queue has a dead letter"),
+                vec![INT8OID, TEXTARRAYOID],
+            ),
+            PlanKey::PurgeDead => (
+                s.purge_dead().expect("queue has a dead letter"),
+                vec![pg_sys::INTERVALOID, TEXTARRAYOID],
             ),
             PlanKey::Custom(name) => (self.outcomes[name].clone(), vec![self.id_type_oid]),
         };

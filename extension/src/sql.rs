@@ -8,6 +8,10 @@
 //! caller's `search_path` cannot swap them.
 //!
 //! Aliases and CTE names start with `_s_` to stay clear of user column names.
+//! The statements of the operator's functions (stats, dead letters) are in
+//! [`admin`].
+
+mod admin;
 
 /// Claim form (SPEC §2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -868,108 +872,6 @@ impl Shape {
             t = self.table,
             cond = join_and(cond)
         )
-    }
-
-    /// Counts for queue_stats: ready, delayed, in_flight, oldest ready created_at.
-    pub fn stats(&self) -> String {
-        let t = &self.table;
-        let mine = join_and(self.mine("_s_t"));
-        let delayed = match &self.retry_after {
-            Some(c) => format!("pg_catalog.count(*) FILTER (WHERE _s_t.{c} {GT} {NOW})"),
-            None => "0::pg_catalog.int8".into(),
-        };
-        let ready = self.ready("_s_t");
-        let in_flight = match self.form {
-            Form::Lease => {
-                let lu = self.locked_until.as_ref().unwrap();
-                format!("pg_catalog.count(*) FILTER (WHERE _s_t.{lu} {GE} {NOW})")
-            }
-            Form::Advisory if self.stats_binds_held_keys() => format!(
-                "pg_catalog.count(*) FILTER (WHERE {ready} AND {key} OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.int8[]))",
-                key = self.advisory_key(&format!("({})::pg_catalog.text", self.id_of("_s_t")))
-            ),
-            Form::Advisory => format!(
-                "pg_catalog.count(*) FILTER (WHERE {ready} AND {key} IN ({HELD_KEYS}))",
-                key = self.advisory_key(&format!("({})::pg_catalog.text", self.id_of("_s_t")))
-            ),
-            Form::RowLock => "NULL::pg_catalog.int8".into(),
-        };
-        let oldest = match &self.created_at {
-            Some(c) => format!(
-                "{NOW} OPERATOR(pg_catalog.-) pg_catalog.min(_s_t.{c}) FILTER (WHERE {ready})"
-            ),
-            None => "NULL::pg_catalog.interval".into(),
-        };
-        format!(
-            "SELECT pg_catalog.count(*) FILTER (WHERE {ready}), {delayed}, {in_flight}, {oldest} FROM {t} _s_t WHERE {mine}"
-        )
-    }
-
-    /// Count of dead rows.
-    pub fn dead_count(&self) -> Option<String> {
-        match self.dead.as_ref()? {
-            Dead::Group(dl) => Some(format!(
-                "SELECT pg_catalog.count(*) FROM {} _s_t WHERE _s_t.{} {EQ} {dl}",
-                self.table,
-                self.group.as_ref().unwrap()
-            )),
-            // a grouped queue's dead-letter table may hold the dead of other groups
-            Dead::Table(dlt) => Some(format!(
-                "SELECT pg_catalog.count(*) FROM {dlt} _s_t WHERE {}true",
-                self.in_group("_s_t")
-            )),
-        }
-    }
-
-    /// Move dead rows back into the queue with the attempt counter reset.
-    /// Params: $1 text[] ids or NULL for all. Rows: moved ids.
-    pub fn requeue_dead(&self) -> Option<String> {
-        let id = &self.id;
-        let pick = format!(
-            "($1 IS NULL OR _s_t.{id} {EQ} ANY (($1::pg_catalog.text[])::{}[]))",
-            self.id_type
-        );
-        let mut resets: Vec<(String, &str)> = Vec::new();
-        if let Some(c) = &self.attempt {
-            resets.push((c.clone(), "0"));
-        }
-        for c in [&self.retry_after, &self.locked_until, &self.processed_at]
-            .into_iter()
-            .flatten()
-        {
-            resets.push((c.clone(), "NULL"));
-        }
-        match self.dead.as_ref()? {
-            Dead::Group(dl) => {
-                let g = self.group.as_ref().unwrap();
-                let mut sets = vec![format!("{g} = {}", self.group_value)];
-                sets.extend(resets.iter().map(|(c, v)| format!("{c} = {v}")));
-                Some(format!(
-                    "UPDATE {t} _s_t SET {sets} WHERE _s_t.{g} {EQ} {dl} AND {pick} RETURNING (_s_t.{id})::pg_catalog.text",
-                    t = self.table,
-                    sets = sets.join(", ")
-                ))
-            }
-            Dead::Table(dlt) => {
-                let cols = self.copy_cols.join(", ");
-                let vals = self
-                    .copy_cols
-                    .iter()
-                    .map(|c| match resets.iter().find(|(r, _)| r == c) {
-                        Some((_, v)) => v.to_string(),
-                        None => format!("_s_m.{c}"),
-                    })
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                Some(format!(
-                    "WITH _s_m AS (DELETE FROM {dlt} _s_t WHERE {grp}{pick} RETURNING _s_t.*), \
-                     _s_i AS (INSERT INTO {t} ({cols}) OVERRIDING SYSTEM VALUE SELECT {vals} FROM _s_m) \
-                     SELECT (_s_m.{id})::pg_catalog.text FROM _s_m",
-                    t = self.table,
-                    grp = self.in_group("_s_t"),
-                ))
-            }
-        }
     }
 }
 

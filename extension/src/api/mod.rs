@@ -229,6 +229,37 @@ fn queue_requeue_dead(
     ok_or_raise(r)
 }
 
+/// Dead-lettered rows in id order (all, or the given ids; at most `lim`):
+/// each id, its attempt, and the whole row.
+#[pg_extern(security_invoker)]
+fn queue_dead(
+    queue: Option<&str>,
+    lim: default!(Option<i64>, "100"),
+    ids: default!(Option<Vec<Option<String>>>, "NULL"),
+) -> TableIterator<
+    'static,
+    (
+        name!(id, String),
+        name!(attempt, Option<i32>),
+        name!(row, JsonB),
+    ),
+> {
+    let r = (|| ops::dead_rows(need(queue, "queue")?, need(lim, "lim")?, ids))();
+    TableIterator::new(ok_or_raise(r))
+}
+
+/// Delete dead-lettered rows created more than `older_than` ago (by the
+/// queue's created_at column) and/or with the given ids; returns how many.
+#[pg_extern(security_invoker)]
+fn queue_purge_dead(
+    queue: Option<&str>,
+    older_than: default!(Option<Interval>, "NULL"),
+    ids: default!(Option<Vec<Option<String>>>, "NULL"),
+) -> i64 {
+    let r = (|| ops::purge_dead(need(queue, "queue")?, older_than, ids))();
+    ok_or_raise(r)
+}
+
 /// Add or replace (sql given) or remove (sql NULL) a custom outcome. The SQL
 /// runs instead of the dialect's statement, with $1 = the row's id.
 #[pg_extern(security_invoker)]

@@ -65,27 +65,77 @@ pub fn stats(queue: Option<&str>) -> Result<Vec<Stats>> {
     })
 }
 
+/// `ids` as a list, refusing a NULL element.
+fn id_list(ids: Option<Vec<Option<String>>>) -> Result<Option<Vec<String>>> {
+    let Some(v) = ids else { return Ok(None) };
+    let mut o = Vec::with_capacity(v.len());
+    for i in v {
+        match i {
+            Some(i) => o.push(i),
+            None => bail!(InvalidArgument, "ids must not be NULL"),
+        }
+    }
+    Ok(Some(o))
+}
+
+/// The queue, which must have a dead letter.
+fn with_dead(client: &pgrx::spi::SpiClient<'_>, queue: &str) -> Result<std::rc::Rc<desc::Queue>> {
+    let q = desc::queue(client, queue)?;
+    if q.shape.dead.is_none() {
+        bail!(InvalidArgument, "queue \"{queue}\" has no dead letter (register it with max_attempts and dead_letter)");
+    }
+    Ok(q)
+}
+
 pub fn requeue_dead(queue: &str, ids: Option<Vec<Option<String>>>) -> Result<i64> {
-    let ids: Option<Vec<String>> = match ids {
-        None => None,
-        Some(v) => {
-            let mut o = Vec::with_capacity(v.len());
-            for i in v {
-                match i {
-                    Some(i) => o.push(i),
-                    None => bail!(InvalidArgument, "ids must not be NULL"),
-                }
-            }
-            Some(o)
-        }
-    };
+    let ids = id_list(ids)?;
     Spi::connect_mut(|client| {
-        let q = desc::queue(client, queue)?;
-        if q.shape.dead.is_none() {
-            bail!(InvalidArgument, "queue \"{queue}\" has no dead letter (register it with max_attempts and dead_letter)");
-        }
+        let q = with_dead(client, queue)?;
         let plan = q.plan(client, PlanKey::Requeue);
         let t = spi(client.update(&*plan, None, &[ids.into()]));
+        Ok(t.len() as i64)
+    })
+}
+
+/// A dead row: its id, attempt and the whole row.
+pub type DeadRow = (String, Option<i32>, pgrx::JsonB);
+
+pub fn dead_rows(queue: &str, limit: i64, ids: Option<Vec<Option<String>>>) -> Result<Vec<DeadRow>> {
+    if limit < 0 {
+        bail!(InvalidArgument, "lim must not be negative, got {limit}");
+    }
+    let ids = id_list(ids)?;
+    Spi::connect(|client| {
+        let q = with_dead(client, queue)?;
+        let plan = q.plan(client, PlanKey::DeadRows);
+        let t = spi(client.select(&*plan, None, &[limit.into(), ids.into()]));
+        Ok(t.map(|r| {
+            (
+                spi(r.get::<String>(1)).unwrap(),
+                spi(r.get::<i32>(2)),
+                spi(r.get::<pgrx::JsonB>(3)).unwrap(),
+            )
+        })
+        .collect())
+    })
+}
+
+pub fn purge_dead(
+    queue: &str,
+    older_than: Option<Interval>,
+    ids: Option<Vec<Option<String>>>,
+) -> Result<i64> {
+    let ids = id_list(ids)?;
+    if older_than.is_none() && ids.is_none() {
+        bail!(InvalidArgument, "give older_than or ids (older_than => '0' purges every dead row)");
+    }
+    Spi::connect_mut(|client| {
+        let q = with_dead(client, queue)?;
+        if older_than.is_some() && q.shape.created_at.is_none() {
+            bail!(InvalidArgument, "queue \"{queue}\" has no created_at column to measure a dead row's age by: purge it by ids");
+        }
+        let plan = q.plan(client, PlanKey::PurgeDead);
+        let t = spi(client.update(&*plan, None, &[older_than.into(), ids.into()]));
         Ok(t.len() as i64)
     })
 }
@@ -150,6 +200,12 @@ pub fn statements(s: &crate::sql::Shape) -> Vec<(String, String)> {
     }
     if let Some(r) = s.requeue_dead() {
         v.push(("requeue_dead".into(), r));
+    }
+    if let Some(r) = s.dead_rows() {
+        v.push(("dead_rows".into(), r));
+    }
+    if let Some(r) = s.purge_dead() {
+        v.push(("purge_dead".into(), r));
     }
     v
 }

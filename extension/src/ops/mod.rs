@@ -10,5 +10,5 @@ mod settle;
 mod time;
 
 pub use claim::claim;
-pub use info::{requeue_dead, statements, stats};
+pub use info::{dead_rows, purge_dead, requeue_dead, statements, stats};
 pub use settle::{complete_one, extend, release_one, settle, Action, Outcome};

@@ -14,6 +14,8 @@ BEGIN
     WHEN st = 'extend' THEN RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || s USING '3'::text, t, t;
     WHEN st IN ('claim_take', 'claim_move_dead', 'claim_dead_copy', 'dead_copy', 'dead_delete', 'requeue_dead') THEN
       RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || s USING ids;
+    WHEN st = 'dead_rows' THEN RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || s USING 10::bigint, ids;
+    WHEN st = 'purge_dead' THEN RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || s USING interval '1 day', ids;
     WHEN st = 'claim_candidates_after' THEN RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || s USING 10::bigint, '3'::text;
     WHEN st = 'claim_again' THEN RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || s USING 10::bigint, ids;
     WHEN st = 'claim' AND s LIKE 'UPDATE%' THEN RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || s USING 10::bigint, t;

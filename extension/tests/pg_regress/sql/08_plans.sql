@@ -5,7 +5,7 @@ CREATE FUNCTION seq_scans(q text) RETURNS TABLE(statement text, seq_scans int) L
 DECLARE r record; types text; nulls text; line text; form text; v text;
 BEGIN
   SELECT s.form INTO form FROM settle_queues s WHERE s.queue = q;
-  FOR r IN SELECT s.statement, s.sql FROM queue_sql(q) s WHERE s.statement NOT IN ('stats', 'dead_count', 'requeue_dead') LOOP
+  FOR r IN SELECT s.statement, s.sql FROM queue_sql(q) s WHERE s.statement NOT IN ('stats', 'dead_count', 'requeue_dead', 'dead_rows', 'purge_dead') LOOP
     types := CASE
       WHEN r.statement IN ('ack', 'retry', 'retry_after', 'release', 'custom_check') THEN 'text[], timestamptz[], timestamptz'
       WHEN r.statement = 'ack_many' THEN 'text[], timestamptz[]'

@@ -109,6 +109,9 @@ SELECT id, attempt FROM up_row ORDER BY id;
 SELECT id, attempt FROM queue_claim('up_adv', 1);
 SELECT queue_complete('up_adv', '2', 'retry');
 SELECT id, attempt FROM up_adv_dead;
+-- and 0.5.0's dead-letter functions work on the updated install
+SELECT id, attempt FROM queue_dead('up_adv');
+SELECT queue_purge_dead('up_adv', ids => ARRAY['2']);
 
 -- the updated install has exactly the objects of a fresh one
 CREATE TABLE surface_updated AS SELECT * FROM settle_surface();
