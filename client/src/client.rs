@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::outcome::{Outcome, Settled};
 use crate::pool::PoolOptions;
 use crate::queue::Queue;
-use crate::stats::Stats;
+use crate::stats::{DeadRow, Stats};
 use deadpool_postgres::Pool;
 use tracing::Instrument;
 
@@ -157,11 +157,47 @@ impl Client {
         self.backend.settle_many(items, outcome).await
     }
 
-    /// Move dead-lettered rows back into the queue (attempt reset); returns how
-    /// many. [`Error::Unsupported`] where the backend cannot
-    /// ([`Capabilities::requeue_dead`]).
+    /// Move every dead-lettered row back into the queue (attempt reset, no
+    /// delay); returns how many. [`Error::InvalidArgument`] without a dead letter.
     pub async fn requeue_dead(&self) -> Result<i64> {
-        self.backend.requeue_dead().await
+        self.backend.requeue_dead(None).await
+    }
+
+    /// [`Client::requeue_dead`] of the dead rows with these ids (the others,
+    /// and ids that are not dead, are left).
+    pub async fn requeue_dead_ids(&self, ids: &[String]) -> Result<i64> {
+        self.backend.requeue_dead(Some(ids)).await
+    }
+
+    /// Dead-lettered rows in id order, at most `limit`, with their attempt
+    /// counter and every column (`queue_dead`).
+    pub async fn dead_rows(&self, limit: i64) -> Result<Vec<DeadRow>> {
+        self.backend.dead_rows(limit, None).await
+    }
+
+    /// The dead-lettered rows with these ids (those that are dead), in id order.
+    pub async fn dead_rows_with_ids(&self, ids: &[String]) -> Result<Vec<DeadRow>> {
+        let limit = i64::try_from(ids.len()).unwrap_or(i64::MAX);
+        self.backend.dead_rows(limit, Some(ids)).await
+    }
+
+    /// Delete dead-lettered rows created more than `older_than` ago (by the
+    /// queue's created_at column) and, when `ids` is given, only those;
+    /// returns how many. One of the two is needed: an `older_than` of zero
+    /// purges every dead row. [`Error::InvalidArgument`] for an age without a
+    /// created_at column.
+    pub async fn purge_dead(
+        &self,
+        older_than: Option<std::time::Duration>,
+        ids: Option<&[String]>,
+    ) -> Result<i64> {
+        self.backend.purge_dead(older_than, ids).await
+    }
+
+    /// The statements settle runs for this queue, named: the extension's
+    /// `queue_sql`, or the portable path's own.
+    pub async fn statements(&self) -> Result<Vec<(String, String)>> {
+        self.backend.statements().await
     }
 
     /// The worker's wake-up task (`NOTIFY`), when the backend has one.

@@ -137,6 +137,11 @@ impl Error {
         ))
     }
 
+    /// SQ002 checked by the client: no queue of that name is known.
+    pub(crate) fn unknown_queue(msg: impl Into<String>) -> Error {
+        Error::UnknownQueue(DbError::own(Some("SQ002"), msg.into()))
+    }
+
     /// What this backend cannot do.
     pub(crate) fn unsupported(msg: impl Into<String>) -> Error {
         Error::Unsupported(DbError::own(None, msg.into()))

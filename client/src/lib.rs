@@ -37,9 +37,10 @@
 
 #![warn(missing_docs)]
 
-// Dependencies point one way: worker → client → delivery → backend →
+// Dependencies point one way: admin, worker → client → delivery → backend →
 // backend::{ext, portable} → backend::{combine, pinned} → the leaves (outcome,
 // row, queue, pool, stats, error).
+mod admin;
 mod backend;
 mod client;
 mod delivery;
@@ -51,6 +52,7 @@ mod queue;
 mod stats;
 mod worker;
 
+pub use admin::Admin;
 pub use backend::ext::EXTENSION_VERSION;
 pub use backend::portable::Dialect;
 pub use backend::Capabilities;
@@ -60,7 +62,7 @@ pub use error::{DbError, Error, Result};
 pub use outcome::{Outcome, Settled};
 pub use pool::PoolOptions;
 pub use queue::{Form, Queue, Role};
-pub use stats::Stats;
+pub use stats::{DeadRow, QueueInfo, Stats};
 pub use worker::{HandlerResult, QueueSet, WorkerOptions, WorkerReport};
 
 /// Re-exported so callers can build a connection config without naming the driver crate.

@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::outcome::{Outcome, Settled};
 use crate::payload;
 use crate::queue::Queue;
-use crate::stats::Stats;
+use crate::stats::{DeadRow, Stats};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::sync::Notify;
@@ -29,7 +29,8 @@ use tokio::sync::Notify;
 pub struct Capabilities {
     /// The worker wakes on `NOTIFY` when rows are inserted (otherwise it polls).
     pub listen: bool,
-    /// [`crate::Client::requeue_dead`] moves dead-lettered rows back.
+    /// [`crate::Client::requeue_dead`] moves dead-lettered rows back (every
+    /// backend does now; kept for callers that ask).
     pub requeue_dead: bool,
     /// The handler can write in the row_lock claim transaction through
     /// [`crate::Delivery::transaction`] (tokio-postgres).
@@ -73,7 +74,7 @@ impl Backend {
             },
             Backend::Portable(_) => Capabilities {
                 listen: false,
-                requeue_dead: false,
+                requeue_dead: true,
                 transaction: false,
                 any_transaction: true,
             },
@@ -144,12 +145,41 @@ impl Backend {
         }
     }
 
-    pub(crate) async fn requeue_dead(&self) -> Result<i64> {
+    pub(crate) async fn requeue_dead(&self, ids: Option<&[String]>) -> Result<i64> {
         match self {
-            Backend::Ext(e) => e.requeue_dead().await,
-            Backend::Portable(_) => Err(Error::unsupported(
-                "requeue_dead needs the PostgreSQL extension (queue_requeue_dead)",
-            )),
+            Backend::Ext(e) => ext::admin::requeue_dead(e.pool(), &e.queue.name, ids).await,
+            Backend::Portable(p) => p.requeue_dead(ids).await,
+        }
+    }
+
+    pub(crate) async fn dead_rows(
+        &self,
+        limit: i64,
+        ids: Option<&[String]>,
+    ) -> Result<Vec<DeadRow>> {
+        match self {
+            Backend::Ext(e) => ext::admin::dead_rows(e.pool(), &e.queue.name, limit, ids).await,
+            Backend::Portable(p) => p.dead_rows(limit, ids).await,
+        }
+    }
+
+    pub(crate) async fn purge_dead(
+        &self,
+        older_than: Option<Duration>,
+        ids: Option<&[String]>,
+    ) -> Result<i64> {
+        match self {
+            Backend::Ext(e) => {
+                ext::admin::purge_dead(e.pool(), &e.queue.name, older_than, ids).await
+            }
+            Backend::Portable(p) => p.purge_dead(older_than, ids).await,
+        }
+    }
+
+    pub(crate) async fn statements(&self) -> Result<Vec<(String, String)>> {
+        match self {
+            Backend::Ext(e) => ext::admin::statements(e.pool(), &e.queue.name).await,
+            Backend::Portable(p) => Ok(p.statements()),
         }
     }
 

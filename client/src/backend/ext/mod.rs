@@ -3,6 +3,7 @@
 //! the extension's SQL API ([`sql`]); a row_lock or advisory claim keeps its
 //! connection in a [`Session`].
 
+pub(crate) mod admin;
 mod session;
 mod sql;
 
@@ -67,7 +68,7 @@ impl<'a> tokio_postgres::types::FromSql<'a> for JsonText {
 /// The oldest version of the PostgreSQL extension this client works with;
 /// [`crate::Client::connect`] checks `pg_extension` and fails with
 /// [`Error::Extension`] on an older one.
-pub const EXTENSION_VERSION: &str = "0.4.0";
+pub const EXTENSION_VERSION: &str = "0.5.0";
 
 /// Is an installed extension version (`major.minor.patch`) at least
 /// [`EXTENSION_VERSION`]? Compared as numbers; a version that does not parse
@@ -82,6 +83,42 @@ fn version_at_least_required(installed: &str) -> bool {
     }
 }
 
+/// A deadpool over `config` (no TLS) with `pool`'s settings.
+pub(crate) fn build_pool(config: &mut tokio_postgres::Config, pool: &PoolOptions) -> Result<Pool> {
+    if let Some(t) = pool.connect_timeout {
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(t);
+        }
+    }
+    let mgr = Manager::from_config(
+        config.clone(),
+        tokio_postgres::NoTls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(mgr)
+        .max_size(pool.max_size.max(1))
+        .wait_timeout(pool.wait_timeout)
+        .create_timeout(pool.connect_timeout)
+        .runtime(deadpool_postgres::Runtime::Tokio1)
+        .build()
+        .map_err(|e| Error::invalid(format!("pool: {e}")))
+}
+
+/// The installed extension's version, when it is at least
+/// [`EXTENSION_VERSION`]; [`Error::Extension`] otherwise.
+pub(crate) async fn check_version(c: &tokio_postgres::Client) -> Result<String> {
+    let installed: Option<String> = c.query_opt(VERSION_SQL, &[]).await?.map(|r| r.get(0));
+    match installed {
+        Some(v) if version_at_least_required(&v) => Ok(v),
+        installed => Err(Error::Extension {
+            installed,
+            required: EXTENSION_VERSION,
+        }),
+    }
+}
+
 impl Ext {
     /// A pool over `config` (no TLS), then [`Ext::register`].
     pub(crate) async fn connect(
@@ -89,25 +126,7 @@ impl Ext {
         pool: PoolOptions,
         queue: Queue,
     ) -> Result<Arc<Ext>> {
-        if let Some(t) = pool.connect_timeout {
-            if config.get_connect_timeout().is_none() {
-                config.connect_timeout(t);
-            }
-        }
-        let mgr = Manager::from_config(
-            config.clone(),
-            tokio_postgres::NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let built = Pool::builder(mgr)
-            .max_size(pool.max_size.max(1))
-            .wait_timeout(pool.wait_timeout)
-            .create_timeout(pool.connect_timeout)
-            .runtime(deadpool_postgres::Runtime::Tokio1)
-            .build()
-            .map_err(|e| Error::invalid(format!("pool: {e}")))?;
+        let built = build_pool(&mut config, &pool)?;
         Ext::register(built, queue, Some(config)).await
     }
 
@@ -122,13 +141,7 @@ impl Ext {
             return Err(Error::invalid("max_attempts must be at least 1"));
         }
         let c = pool.get().await?;
-        let installed: Option<String> = c.query_opt(VERSION_SQL, &[]).await?.map(|r| r.get(0));
-        if !installed.as_deref().is_some_and(version_at_least_required) {
-            return Err(Error::Extension {
-                installed,
-                required: EXTENSION_VERSION,
-            });
-        }
+        check_version(&c).await?;
         // the same kind on every backend: a missing table is an invalid descriptor
         // (the SQL API's regclass argument would say 42P01)
         let exists: bool = c.query_one(TABLE_EXISTS_SQL, &[&queue.table]).await?.get(0);
@@ -412,18 +425,7 @@ impl Ext {
     pub(crate) async fn stats(&self) -> Result<Stats> {
         let c = self.pool.get().await?;
         let r = c.query_one(STATS_SQL, &[&self.queue.name]).await?;
-        Ok(Stats {
-            ready: r.get(0),
-            delayed: r.get(1),
-            in_flight: r.get(2),
-            dead: r.get(3),
-        })
-    }
-
-    pub(crate) async fn requeue_dead(&self) -> Result<i64> {
-        let c = self.pool.get().await?;
-        let r = c.query_one(REQUEUE_DEAD_SQL, &[&self.queue.name]).await?;
-        Ok(r.get(0))
+        Ok(admin::stats_of(&r))
     }
 
     /// A task that LISTENs and wakes the worker on `NOTIFY settle, '<queue>'`;

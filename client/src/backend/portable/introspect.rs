@@ -282,6 +282,11 @@ pub(super) async fn introspect(pool: &AnyPool, d: Dialect, q: &Queue) -> Result<
         processed_at: get(Role::ProcessedAt),
         group: get(Role::Group),
         payload,
+        // an enqueue time of another type (text, say) gives no ages
+        created_at: resolved
+            .get(&Role::CreatedAt)
+            .filter(|(_, t)| d.is_timestamp_type(t))
+            .map(|(n, _)| n.clone()),
         max: q.dead.as_ref().map(|(n, _)| i64::from(*n)),
         dead,
         custom: q.outcomes.iter().cloned().collect(),

@@ -4,6 +4,7 @@
 //! [`write`], [`session`] and [`locks`] run it; [`introspect`] checks the
 //! descriptor.
 
+mod admin;
 mod claim;
 pub(crate) mod dialect;
 mod engine;
@@ -19,7 +20,6 @@ use crate::outcome::{micros, Outcome, Settled};
 use crate::payload::Claimed;
 use crate::pool::PoolOptions;
 use crate::queue::{Form, Queue};
-use crate::stats::Stats;
 pub use dialect::Dialect;
 pub(crate) use engine::Engine;
 use session::{Lent, PSession};
@@ -277,16 +277,6 @@ impl Engine {
                 "any_transaction() is for the row_lock form on the portable path",
             )),
         }
-    }
-
-    pub(crate) async fn stats(&self) -> Result<Stats> {
-        let (ready, delayed, in_flight, dead) = self.counts().await?;
-        Ok(Stats {
-            ready,
-            delayed,
-            in_flight,
-            dead,
-        })
     }
 }
 

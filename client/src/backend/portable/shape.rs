@@ -37,6 +37,8 @@ pub(crate) struct Shape {
     /// the payload column and how its text arrives; None: claims hand over
     /// the whole row as JSON
     pub(super) payload: Option<(String, PayloadText)>,
+    /// the enqueue time (a timestamp column), for ages
+    pub(super) created_at: Option<String>,
     pub(super) max: Option<i64>,
     pub(super) dead: Option<Dead>,
     pub(super) custom: HashMap<String, String>,
@@ -615,63 +617,6 @@ impl Shape {
             d.id_param(&d.p(1), self.id_kind)
         )
     }
-
-    /// ready, delayed, in flight (lease; NULL otherwise) of this queue.
-    pub(super) fn stats_sql(&self) -> String {
-        let d = self.d;
-        let mine = {
-            let m = self.mine("a");
-            if m.is_empty() {
-                "1 = 1".into()
-            } else {
-                m.join(" AND ")
-            }
-        };
-        let delayed = match &self.retry_after {
-            Some(r) => format!(
-                "COALESCE(SUM(CASE WHEN {} > {} THEN 1 ELSE 0 END), 0)",
-                self.c("a", r),
-                d.now()
-            ),
-            None => "0".into(),
-        };
-        let in_flight = match (&self.locked_until, self.form) {
-            (Some(l), Form::Lease { .. }) => d.int(&format!(
-                "COALESCE(SUM(CASE WHEN {} >= {} THEN 1 ELSE 0 END), 0)",
-                self.c("a", l),
-                d.now()
-            )),
-            _ => "NULL".into(),
-        };
-        format!(
-            "SELECT {}, {}, {in_flight} FROM {} a WHERE {mine}",
-            d.int(&format!(
-                "COALESCE(SUM(CASE WHEN {} THEN 1 ELSE 0 END), 0)",
-                self.ready("a")
-            )),
-            d.int(&delayed),
-            self.table
-        )
-    }
-
-    /// The count of dead-lettered rows; `None` without a dead letter.
-    pub(super) fn dead_count_sql(&self) -> Option<String> {
-        let d = self.d;
-        Some(match self.dead.as_ref()? {
-            Dead::Group(g) => format!(
-                "SELECT {} FROM {} WHERE {} = {}",
-                d.int("count(*)"),
-                self.table,
-                d.ident(
-                    self.group
-                        .as_ref()
-                        .expect("group dead letter: group column")
-                ),
-                d.literal(g)
-            ),
-            Dead::Table(t) => format!("SELECT {} FROM {t}", d.int("count(*)")),
-        })
-    }
 }
 
 #[cfg(test)]
@@ -712,6 +657,7 @@ mod tests {
                     PayloadText::Text
                 },
             )),
+            created_at: Some("created_at".into()),
             max: Some(3),
             dead: Some(Dead::Table(d.ident("jobs_dead"))),
             custom: HashMap::new(),
@@ -720,61 +666,8 @@ mod tests {
 
     /// Every statement the portable path runs for a queue, one per line.
     fn statements(s: &Shape) -> String {
-        let mut out: Vec<(String, String)> = Vec::new();
-        let mut add = |name: &str, sql: String| out.push((name.into(), sql));
-        match s.form {
-            Form::RowLock => add("claim", s.claim_rows_sql()),
-            Form::Lease { .. } if s.d.has_writable_cte() => add("claim", s.claim_lease_cte_sql()),
-            Form::Lease { .. } => add("claim candidates", s.lease_candidates_sql()),
-            Form::Advisory => add("claim candidates", s.advisory_candidates_sql()),
-        }
-        if s.form == Form::Advisory {
-            let a: Advisory = s.d.advisory().expect("an advisory dialect");
-            add("try locks", a.try_lock_sql(s.d, 2));
-            add("unlock", a.unlock_sql(s.d, 2));
-            if s.d.has_writable_cte() {
-                add("take locked", s.take_locked_sql(2));
-                if let Some(sql) = s.crash_loops_among_sql(2) {
-                    add("crash loops among", sql);
-                }
-            } else {
-                add("recheck locked", s.recheck_locked_sql(2));
-            }
-        }
-        if s.form != Form::RowLock && !s.d.has_writable_cte() {
-            // the claim's transaction: count, then read
-            if let Some(sql) = s.take_update_sql(2) {
-                add("take", sql);
-            }
-            add("take read", s.take_read_sql(2));
-        }
-        if s.form != Form::RowLock && s.d.has_writable_cte() {
-            // crash-looping rows the one-statement claim returned apart
-            if let Some(sql) = s.poison_check_sql() {
-                add("crash loop check", sql);
-            }
-        }
-        add("lock held", s.lock_held_sql(2));
-        let (ack, _) = s.outcome_verb(false, None, false);
-        add("ack verb", ack.unwrap_or_default());
-        let (retry, _) = s.outcome_verb(true, None, false);
-        add("retry verb", retry.unwrap_or_default());
-        let (later, _) = s.outcome_verb(true, Some(1_000_000), false);
-        add("retry_after verb", later.unwrap_or_default());
-        add("ack by id", s.ack_sql(2, false).0 + &s.returning_id());
-        if let Form::Lease { .. } = s.form {
-            add("ack by token", s.ack_sql(2, true).0 + &s.returning_id());
-            add("ack by tokens", s.ack_per_item_sql(2).0 + &s.returning_id());
-            add("release", s.release_lease_sql());
-            add("extend", s.extend_sql());
-            add("token", s.token_sql());
-        }
-        for (i, sql) in s.dead_sql(s.form == Form::RowLock).into_iter().enumerate() {
-            add(&format!("dead letter {}", i + 1), sql);
-        }
-        add("stats", s.stats_sql());
-        add("dead count", s.dead_count_sql().unwrap_or_default());
-        out.iter()
+        s.statement_list()
+            .iter()
             .map(|(n, sql)| format!("{n}:\n  {sql}\n"))
             .collect::<Vec<_>>()
             .join("")

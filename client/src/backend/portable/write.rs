@@ -368,16 +368,4 @@ impl Engine {
         tx.commit().await?;
         Ok(t)
     }
-
-    /// ready, delayed, in_flight (lease), dead
-    pub(super) async fn counts(&self) -> Result<(i64, i64, Option<i64>, Option<i64>)> {
-        let r = sqlx::query(&self.s.stats_sql())
-            .fetch_one(&self.pool)
-            .await?;
-        let dead = match self.s.dead_count_sql() {
-            None => None,
-            Some(sql) => Some(sqlx::query(&sql).fetch_one(&self.pool).await?.get(0)),
-        };
-        Ok((r.get(0), r.get(1), r.get(2), dead))
-    }
 }

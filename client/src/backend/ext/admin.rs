@@ -1,0 +1,81 @@
+//! The operator's calls on the extension backend: every registered queue's
+//! counts, its dead rows, requeue and purge, the statements it runs. Each is
+//! one call of the extension's SQL API; none registers or changes a queue.
+
+use super::sql::*;
+use crate::error::Result;
+use crate::outcome::micros;
+use crate::stats::{age_from_micros, DeadRow, QueueInfo, Stats};
+use deadpool_postgres::Pool;
+use std::time::Duration;
+
+/// A row of [`STATS_SQL`] / [`QUEUES_SQL`] as counts.
+pub(crate) fn stats_of(r: &tokio_postgres::Row) -> Stats {
+    Stats {
+        ready: r.get(2),
+        delayed: r.get(3),
+        in_flight: r.get(4),
+        dead: r.get(5),
+        oldest_ready_age: age_from_micros(r.get(6)),
+    }
+}
+
+pub(crate) async fn queues(pool: &Pool) -> Result<Vec<QueueInfo>> {
+    let c = pool.get().await?;
+    Ok(c.query(QUEUES_SQL, &[])
+        .await?
+        .iter()
+        .map(|r| QueueInfo {
+            name: r.get(0),
+            form: r.get(1),
+            stats: stats_of(r),
+        })
+        .collect())
+}
+
+pub(crate) async fn dead_rows(
+    pool: &Pool,
+    queue: &str,
+    limit: i64,
+    ids: Option<&[String]>,
+) -> Result<Vec<DeadRow>> {
+    let c = pool.get().await?;
+    Ok(c.query(DEAD_ROWS_SQL, &[&queue, &limit, &ids])
+        .await?
+        .iter()
+        .map(|r| DeadRow {
+            id: r.get(0),
+            attempt: r.get::<_, Option<i32>>(1).map(i64::from),
+            row: r.get(2),
+        })
+        .collect())
+}
+
+pub(crate) async fn requeue_dead(pool: &Pool, queue: &str, ids: Option<&[String]>) -> Result<i64> {
+    let c = pool.get().await?;
+    Ok(c.query_one(REQUEUE_DEAD_IDS_SQL, &[&queue, &ids])
+        .await?
+        .get(0))
+}
+
+pub(crate) async fn purge_dead(
+    pool: &Pool,
+    queue: &str,
+    older_than: Option<Duration>,
+    ids: Option<&[String]>,
+) -> Result<i64> {
+    let c = pool.get().await?;
+    let older: Option<i64> = older_than.map(micros);
+    Ok(c.query_one(PURGE_DEAD_SQL, &[&queue, &older, &ids])
+        .await?
+        .get(0))
+}
+
+pub(crate) async fn statements(pool: &Pool, queue: &str) -> Result<Vec<(String, String)>> {
+    let c = pool.get().await?;
+    Ok(c.query(STATEMENTS_SQL, &[&queue])
+        .await?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect())
+}
