@@ -8,6 +8,7 @@ use crate::pool::PoolOptions;
 use crate::queue::Queue;
 use crate::stats::{DeadRow, Stats};
 use deadpool_postgres::Pool;
+use std::time::Instant;
 use tracing::Instrument;
 
 /// A handle on one queue, over PostgreSQL with the settle extension or the
@@ -79,6 +80,11 @@ impl Client {
         })
     }
 
+    /// This queue's metrics handles.
+    pub(crate) fn meters(&self) -> &crate::meters::Meters {
+        self.backend.meters()
+    }
+
     /// What this client's backend can do.
     pub fn capabilities(&self) -> Capabilities {
         self.backend.capabilities()
@@ -120,13 +126,10 @@ impl Client {
                     "batch must be between 1 and 10000, got {n}"
                 )));
             }
-            Ok(self
-                .backend
-                .claim(n)
-                .await?
-                .into_iter()
-                .map(Delivery::new)
-                .collect())
+            let start = Instant::now();
+            let r = self.backend.claim(n).await;
+            self.backend.meters().claim(&r, start.elapsed());
+            Ok(r?.into_iter().map(Delivery::new).collect())
         }
         .instrument(span)
         .await

@@ -147,7 +147,7 @@ impl Delivery {
     /// Give the delivery back without an outcome (the attempt stays counted).
     pub async fn release(self) -> Result<Settled> {
         let (id, hold) = self.into_parts();
-        hold.release(&id).await.map(|_| Settled::Released)
+        hold.release(&id).await
     }
 
     /// Settle with `outcome`. On error nothing was written for this delivery

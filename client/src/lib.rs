@@ -45,6 +45,7 @@ mod backend;
 mod client;
 mod delivery;
 mod error;
+pub mod meters;
 mod outcome;
 mod payload;
 mod pool;

@@ -219,18 +219,18 @@ where
         permits.truncate(deliveries.len());
         if clients[from].queue().form == Form::RowLock {
             // one transaction: one task, handlers in order
-            let (h, r) = (handler.clone(), report.clone());
+            let (h, r, c) = (handler.clone(), report.clone(), clients[from].clone());
             tasks.spawn(async move {
                 for d in deliveries {
-                    run_one(&*h, d, &r).await;
+                    run_one(&*h, d, &r, &c).await;
                 }
                 drop(permits);
             });
         } else {
             for (d, p) in deliveries.into_iter().zip(permits) {
-                let (h, r) = (handler.clone(), report.clone());
+                let (h, r, c) = (handler.clone(), report.clone(), clients[from].clone());
                 tasks.spawn(async move {
-                    run_one(&*h, d, &r).await;
+                    run_one(&*h, d, &r, &c).await;
                     drop(p);
                 });
             }
@@ -268,12 +268,14 @@ where
     Ok(r)
 }
 
-async fn run_one<H, Fut>(handler: &H, d: Delivery, report: &Mutex<WorkerReport>)
+async fn run_one<H, Fut>(handler: &H, d: Delivery, report: &Mutex<WorkerReport>, from: &Client)
 where
     H: Fn(Delivery) -> Fut + Send + Sync,
     Fut: Future<Output = HandlerResult> + Send,
 {
+    let start = std::time::Instant::now();
     let out = AssertUnwindSafe(handler(d)).catch_unwind().await;
+    from.meters().handler(start.elapsed(), out.is_err());
     let mut r = report.lock().unwrap();
     match out {
         Ok(Ok(s)) => *r.settled.entry(s).or_default() += 1,

@@ -14,12 +14,13 @@ mod pinned;
 pub(crate) mod portable;
 
 use crate::error::{Error, Result};
+use crate::meters::Meters;
 use crate::outcome::{Outcome, Settled};
 use crate::payload;
 use crate::queue::Queue;
 use crate::stats::{DeadRow, Stats};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::Notify;
 
 /// What a client's backend can do: ask these instead of which backend it is.
@@ -61,6 +62,13 @@ impl Backend {
         match self {
             Backend::Ext(e) => &e.queue,
             Backend::Portable(p) => p.queue(),
+        }
+    }
+
+    pub(crate) fn meters(&self) -> &Meters {
+        match self {
+            Backend::Ext(e) => &e.meters,
+            Backend::Portable(p) => &p.meters,
         }
     }
 
@@ -107,6 +115,7 @@ impl Backend {
         outcome: Outcome,
     ) -> Vec<Result<Settled>> {
         let len = items.len();
+        let start = Instant::now();
         let (done, theirs) = match self {
             Backend::Ext(b) => {
                 let (mine, theirs) = split(items, |h| match h {
@@ -129,6 +138,11 @@ impl Backend {
                 )
             }
         };
+        let m = self.meters();
+        m.settle_took(start.elapsed());
+        for r in done.iter().flatten() {
+            m.settled(r);
+        }
         let mut out = done;
         for (i, id, hold) in theirs {
             out[i] = Some(hold.settle(id, outcome.clone()).await);
@@ -268,18 +282,29 @@ impl Hold {
         }
     }
 
+    /// Settle, and count it in the queue's metrics.
     pub(crate) async fn settle(self, id: String, outcome: Outcome) -> Result<Settled> {
-        match self {
-            Hold::Ext(e, h) => e.settle(id, h, outcome).await,
-            Hold::Portable(p, h) => p.settle(id, h, outcome).await,
-        }
+        let start = Instant::now();
+        let (r, m) = match self {
+            Hold::Ext(e, h) => (e.settle(id, h, outcome).await, Backend::Ext(e)),
+            Hold::Portable(p, h) => (p.settle(id, h, outcome).await, Backend::Portable(p)),
+        };
+        m.meters().settle_took(start.elapsed());
+        m.meters().settled(&r);
+        r
     }
 
-    pub(crate) async fn release(self, id: &str) -> Result<()> {
-        match self {
-            Hold::Ext(e, h) => e.release(id, h).await,
-            Hold::Portable(p, h) => p.release(id, h).await,
-        }
+    /// Give back without an outcome, counted as `released`.
+    pub(crate) async fn release(self, id: &str) -> Result<Settled> {
+        let start = Instant::now();
+        let (r, m) = match self {
+            Hold::Ext(e, h) => (e.release(id, h).await, Backend::Ext(e)),
+            Hold::Portable(p, h) => (p.release(id, h).await, Backend::Portable(p)),
+        };
+        let r = r.map(|()| Settled::Released);
+        m.meters().settle_took(start.elapsed());
+        m.meters().settled(&r);
+        r
     }
 
     /// A delivery dropped unsettled: give it back as well as can be.

@@ -9,6 +9,7 @@ mod sql;
 
 use super::combine::{self, Combiner, LeaseSettler};
 use crate::error::{Error, Result};
+use crate::meters::Meters;
 use crate::outcome::{micros, Outcome, Settled};
 use crate::payload::{Claimed, Payload};
 use crate::pool::PoolOptions;
@@ -29,6 +30,7 @@ pub(crate) struct Ext {
     /// the worker's LISTEN connection (None with a caller's own pool)
     listen: Option<tokio_postgres::Config>,
     acks: Combiner<SystemTime>,
+    pub(crate) meters: Meters,
 }
 
 /// What holds a delivery on the extension backend.
@@ -185,6 +187,7 @@ impl Ext {
         drop(c);
         Ok(Arc::new(Ext {
             pool,
+            meters: Meters::new(&queue.name),
             queue,
             has_retry_after,
             listen,

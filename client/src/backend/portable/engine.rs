@@ -4,6 +4,7 @@
 use super::shape::Shape;
 use crate::backend::combine::Combiner;
 use crate::error::{Error, Result};
+use crate::meters::Meters;
 use crate::queue::Queue;
 use sqlx::{AnyPool, Row};
 use std::time::Duration;
@@ -15,6 +16,7 @@ pub(crate) struct Engine {
     pub(super) s: Shape,
     pub(super) queue: Queue,
     pub(super) acks: Combiner<i64>,
+    pub(crate) meters: Meters,
 }
 
 impl Engine {

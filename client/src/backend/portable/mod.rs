@@ -16,6 +16,7 @@ mod write;
 
 use super::combine::{self, Combiner, LeaseSettler};
 use crate::error::{Error, Result};
+use crate::meters::Meters;
 use crate::outcome::{micros, Outcome, Settled};
 use crate::payload::Claimed;
 use crate::pool::PoolOptions;
@@ -105,6 +106,7 @@ impl Engine {
         Ok(Arc::new(Engine {
             pool,
             s,
+            meters: Meters::new(&queue.name),
             queue,
             acks: Combiner::default(),
         }))
