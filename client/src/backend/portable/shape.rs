@@ -622,7 +622,6 @@ impl Shape {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::portable::dialect::Advisory;
     use std::time::Duration;
 
     /// The canonical table (`sql/<dialect>/queue.sql`) with a dead-letter table
