@@ -1,0 +1,198 @@
+//! The `settle` command on every backend: queues, dead list / show / requeue /
+//! purge and sql, as tables and as JSON, with its exit codes.
+
+use serde_json::Value;
+use settle::{Form, Queue, Settled};
+use settle_conformance::*;
+use std::process::Command;
+use std::time::Duration;
+
+/// Run `settle ARGS`: exit code, stdout, stderr.
+fn settle(args: &[String]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_settle"))
+        .args(args)
+        .env_remove("DATABASE_URL")
+        .output()
+        .expect("run settle");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn args(base: &[String], more: &[&str]) -> Vec<String> {
+    base.iter()
+        .cloned()
+        .chain(more.iter().map(|s| s.to_string()))
+        .collect()
+}
+
+async fn commands(b: Backend) {
+    let pool = admin(b).await;
+    let t = table(b, &pool, "cli", 3).await;
+    let lease = Form::Lease {
+        ttl: Duration::from_secs(30),
+    };
+    let c = b
+        .client(
+            Queue::new(&t, &t)
+                .form(lease)
+                .dead_letter(1, format!("{t}_dead")),
+        )
+        .await
+        .unwrap();
+    for d in c.claim(3).await.unwrap() {
+        assert_eq!(d.retry().await.unwrap(), Settled::DeadLettered, "{b:?}");
+    }
+    let mut base = vec!["--url".to_string(), b.admin_url()];
+    if b != Backend::PgExtension {
+        base.extend([
+            "--queue".to_string(),
+            format!("{t},form=lease,dead_letter={t}_dead"),
+        ]);
+    }
+
+    let (rc, out, err) = settle(&args(&base, &["queues"]));
+    assert_eq!(rc, 0, "{b:?}: {err}");
+    assert!(
+        out.starts_with("QUEUE  ") && out.contains(&t),
+        "{b:?}: {out}"
+    );
+    let says = if b == Backend::PgExtension {
+        "with the settle extension"
+    } else {
+        "(portable path)"
+    };
+    assert!(err.contains(says), "{b:?}: {err}");
+    let (rc, out, _) = settle(&args(&base, &["--json", "queues"]));
+    assert_eq!(rc, 0, "{b:?}");
+    let qs: Value = serde_json::from_str(&out).unwrap();
+    let mine = qs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["queue"] == t.as_str())
+        .unwrap();
+    assert_eq!(
+        (
+            mine["ready"].as_i64(),
+            mine["dead"].as_i64(),
+            mine["form"].as_str()
+        ),
+        (Some(0), Some(3), Some("lease")),
+        "{b:?}: {mine}"
+    );
+
+    let (rc, out, _) = settle(&args(&base, &["dead", "list", &t]));
+    assert_eq!(rc, 0, "{b:?}");
+    assert_eq!(
+        out.lines().count(),
+        4,
+        "{b:?}: a header and three rows\n{out}"
+    );
+    assert!(
+        out.lines().nth(1).unwrap().contains(r#"{"n":1}"#),
+        "{b:?}: {out}"
+    );
+    let (_, out, _) = settle(&args(
+        &base,
+        &["--json", "dead", "list", &t, "--limit", "2"],
+    ));
+    let rows: Value = serde_json::from_str(&out).unwrap();
+    let ids: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, vec!["1", "2"], "{b:?}");
+    assert_eq!(rows[0]["attempt"], 1, "{b:?}");
+
+    let (rc, out, _) = settle(&args(&base, &["--json", "dead", "show", &t, "2"]));
+    assert_eq!(rc, 0, "{b:?}");
+    let row: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(row["row"]["payload"]["n"], 2, "{b:?}: {row}");
+    let (rc, _, err) = settle(&args(&base, &["dead", "show", &t, "99"]));
+    assert_eq!(rc, 1, "{b:?}");
+    assert!(
+        err.trim_end()
+            .lines()
+            .last()
+            .unwrap()
+            .contains("no dead row with id 99"),
+        "{b:?}: {err}"
+    );
+
+    let (rc, out, _) = settle(&args(&base, &["dead", "requeue", &t, "1"]));
+    assert_eq!((rc, out.trim()), (0, "requeued 1"), "{b:?}");
+    let (rc, out, _) = settle(&args(&base, &["dead", "purge", &t, "--older-than", "1h"]));
+    assert_eq!((rc, out.trim()), (0, "purged 0"), "{b:?}");
+    let (rc, out, _) = settle(&args(&base, &["--json", "dead", "purge", &t, "3"]));
+    assert_eq!((rc, out.trim()), (0, r#"{"purged":1}"#), "{b:?}");
+    let (rc, out, _) = settle(&args(&base, &["dead", "requeue", &t, "--all"]));
+    assert_eq!((rc, out.trim()), (0, "requeued 1"), "{b:?}");
+    let s = c.stats().await.unwrap();
+    assert_eq!((s.ready, s.dead), (2, Some(0)), "{b:?}");
+
+    let (rc, out, _) = settle(&args(&base, &["sql", &t]));
+    assert_eq!(rc, 0, "{b:?}");
+    assert!(out.contains("-- claim") && out.contains(&t), "{b:?}: {out}");
+
+    // usage errors: 2; failures: 1, one line
+    assert_eq!(settle(&args(&base, &["dead", "purge", &t])).0, 2, "{b:?}");
+    assert_eq!(
+        settle(&args(&base, &["dead", "requeue", &t, "1", "--all"])).0,
+        2,
+        "{b:?}"
+    );
+    let (rc, _, err) = settle(&args(&base, &["dead", "list", "no_such_queue"]));
+    assert_eq!(rc, 1, "{b:?}: {err}");
+    assert!(
+        err.lines()
+            .last()
+            .unwrap()
+            .starts_with("settle: unknown queue"),
+        "{b:?}: {err}"
+    );
+    println!("{b:?}: settle queues, dead list/show/requeue/purge, sql");
+}
+
+#[test]
+fn no_database_and_bad_usage() {
+    let (rc, _, err) = settle(&["queues".to_string()]);
+    assert_eq!(rc, 1, "{err}");
+    assert!(err.contains("give --url or set DATABASE_URL"), "{err}");
+    assert_eq!(settle(&["frobnicate".to_string()]).0, 2);
+    let (rc, _, err) = settle(&["--url".into(), "sqlite://x.db".into(), "queues".into()]);
+    assert_eq!(rc, 1, "{err}");
+    assert!(err.contains("describe the queues"), "{err}");
+    let (rc, _, err) = settle(&[
+        "--url".into(),
+        "sqlite://x.db".into(),
+        "dashboard".into(),
+        "--listen".into(),
+        "0.0.0.0:0".into(),
+    ]);
+    assert_eq!(rc, 1, "{err}");
+    assert!(
+        err.contains("refusing to listen on 0.0.0.0:0 without a token"),
+        "{err}"
+    );
+}
+
+macro_rules! cell {
+    ($name:ident: $b:expr) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $name() {
+            if selected($b) {
+                commands($b).await;
+            }
+        }
+    };
+}
+
+cell!(pg_extension: Backend::PgExtension);
+cell!(pg_portable: Backend::PgPortable);
+cell!(mariadb: Backend::MariaDb);
+cell!(sqlite: Backend::Sqlite);
