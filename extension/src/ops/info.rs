@@ -33,7 +33,16 @@ pub fn stats(queue: Option<&str>) -> Result<Vec<Stats>> {
         };
         let mut out = Vec::new();
         for name in names {
-            let q = desc::queue(client, &name)?;
+            let q = match desc::queue(client, &name) {
+                Ok(q) => q,
+                // listing every queue: one whose table was dropped or changed
+                // under it is left out, saying so, rather than hiding the others
+                Err(crate::error::SettleError::InvalidDescriptor(m)) if queue.is_none() => {
+                    pgrx::warning!("settle: queue_stats() leaves out queue \"{name}\": {m}");
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             let plan = q.plan(client, PlanKey::Stats);
             let t = if q.shape.stats_binds_held_keys() {
                 let keys: Vec<i64> = spi(client.select(crate::sql::HELD_KEYS, None, &[]))

@@ -54,3 +54,10 @@ DROP ROLE settle_dead_reader;
 SELECT queue_requeue_dead('dg');
 SELECT id, queue, attempt FROM dg ORDER BY id;
 SELECT statement FROM queue_sql('dg') WHERE statement IN ('dead_rows', 'purge_dead', 'requeue_dead') ORDER BY 1;
+-- listing every queue leaves out one whose table was dropped under it, saying so; asked
+-- for by name, it fails
+SELECT queue_create('dq_gone', 'lease');
+DROP TABLE dq_gone;
+SELECT queue FROM queue_stats() WHERE queue LIKE 'd%' ORDER BY queue;
+SELECT try($$SELECT * FROM queue_stats('dq_gone')$$);
+SELECT queue_unregister('dq_gone');
