@@ -284,6 +284,7 @@ async fn the_dashboard_in_chromium() {
             "--headless=new",
             "--no-sandbox",
             "--disable-gpu",
+            "--disable-dev-shm-usage",
             "--no-first-run",
             "--window-size=1200,800",
         ])
