@@ -2,10 +2,8 @@
 //! purge and sql, as tables and as JSON, with its exit codes.
 
 use serde_json::Value;
-use settle::{Form, Queue, Settled};
 use settle_conformance::*;
 use std::process::Command;
-use std::time::Duration;
 
 /// Run `settle ARGS`: exit code, stdout, stderr.
 fn settle(args: &[String]) -> (i32, String, String) {
@@ -30,21 +28,7 @@ fn args(base: &[String], more: &[&str]) -> Vec<String> {
 
 async fn commands(b: Backend) {
     let pool = admin(b).await;
-    let t = table(b, &pool, "cli", 3).await;
-    let lease = Form::Lease {
-        ttl: Duration::from_secs(30),
-    };
-    let c = b
-        .client(
-            Queue::new(&t, &t)
-                .form(lease)
-                .dead_letter(1, format!("{t}_dead")),
-        )
-        .await
-        .unwrap();
-    for d in c.claim(3).await.unwrap() {
-        assert_eq!(d.retry().await.unwrap(), Settled::DeadLettered, "{b:?}");
-    }
+    let (t, c) = all_dead(b, &pool, "cli", 3).await;
     let mut base = vec!["--url".to_string(), b.admin_url()];
     if b != Backend::PgExtension {
         base.extend([

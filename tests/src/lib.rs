@@ -244,3 +244,30 @@ pub fn mixed_outcome(id: &str, attempt: u32) -> Outcome {
         _ => Outcome::Ack,
     }
 }
+
+/// A lease queue (30 s, max_attempts 1, dead letter `<t>_dead`) over a fresh
+/// canonical table of `n` rows, all of them retried into the dead letter; the
+/// table and the queue's client.
+pub async fn all_dead(
+    b: Backend,
+    pool: &sqlx::AnyPool,
+    prefix: &str,
+    n: usize,
+) -> (String, Client) {
+    let t = table(b, pool, prefix, n).await;
+    let lease = Form::Lease {
+        ttl: Duration::from_secs(30),
+    };
+    let q = Queue::new(&t, &t)
+        .form(lease)
+        .dead_letter(1, format!("{t}_dead"));
+    let c = b.client(q).await.unwrap();
+    for d in c.claim(n).await.unwrap() {
+        assert_eq!(
+            d.retry().await.unwrap(),
+            settle::Settled::DeadLettered,
+            "{b:?}"
+        );
+    }
+    (t, c)
+}

@@ -15,16 +15,7 @@ fn ids(v: &[&str]) -> Vec<String> {
 /// requeued and purged by id and by age.
 async fn dead_letters(b: Backend) {
     let pool = admin(b).await;
-    let t = table(b, &pool, "ops", 4).await;
-    let q = Queue::new(&t, &t)
-        .form(Form::Lease {
-            ttl: Duration::from_secs(30),
-        })
-        .dead_letter(1, format!("{t}_dead"));
-    let c = b.client(q.clone()).await.unwrap();
-    for d in c.claim(4).await.unwrap() {
-        assert_eq!(d.retry().await.unwrap(), Settled::DeadLettered, "{b:?}");
-    }
+    let (t, c) = all_dead(b, &pool, "ops", 4).await;
     let s = c.stats().await.unwrap();
     assert_eq!((s.ready, s.dead), (0, Some(4)), "{b:?}: {s:?}");
 

@@ -84,6 +84,11 @@ pub async fn serve(admin: Admin, cfg: Config) -> Result<(), String> {
 
 type Shared = State<Arc<App>>;
 
+/// An error page: what failed, and why.
+fn fail(status: StatusCode, title: &str, detail: &str) -> Response {
+    page(status, pages::failure(title, detail))
+}
+
 fn page(status: StatusCode, m: maud::Markup) -> Response {
     (
         status,
@@ -105,9 +110,10 @@ async fn index(State(app): Shared) -> Response {
                 pages::index(&app.admin.backend(), &qs, &spark, app.sample_every),
             )
         }
-        Err(e) => page(
+        Err(e) => fail(
             StatusCode::INTERNAL_SERVER_ERROR,
-            pages::failure("The queues could not be read", &e.to_string()),
+            "The queues could not be read",
+            &e.to_string(),
         ),
     }
 }
@@ -120,25 +126,24 @@ async fn queue_page(
     let qs = match app.admin.queues().await {
         Ok(qs) => qs,
         Err(e) => {
-            return page(
+            return fail(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                pages::failure("The queues could not be read", &e.to_string()),
+                "The queues could not be read",
+                &e.to_string(),
             )
         }
     };
     let Some(info) = qs.into_iter().find(|i| i.name == queue) else {
-        return page(
-            StatusCode::NOT_FOUND,
-            pages::failure("No such queue", &queue),
-        );
+        return fail(StatusCode::NOT_FOUND, "No such queue", &queue);
     };
     let dead = if info.stats.dead.is_some() {
         match app.admin.dead_rows(&queue, DEAD_ON_PAGE, None).await {
             Ok(d) => Some(d),
             Err(e) => {
-                return page(
+                return fail(
                     StatusCode::INTERNAL_SERVER_ERROR,
-                    pages::failure("The dead letters could not be read", &e.to_string()),
+                    "The dead letters could not be read",
+                    &e.to_string(),
                 )
             }
         }
@@ -163,22 +168,18 @@ async fn queue_page(
 /// An action's checks: not read-only, the CSRF token it was given.
 fn may_act(app: &App, form: &HashMap<String, String>) -> Result<(), Response> {
     if app.read_only {
-        return Err(page(
+        return Err(fail(
             StatusCode::FORBIDDEN,
-            pages::failure(
-                "Read-only dashboard",
-                "this dashboard was started with --read-only",
-            ),
+            "Read-only dashboard",
+            "this dashboard was started with --read-only",
         ));
     }
     let given = form.get("csrf").map(String::as_str).unwrap_or("");
     if !auth::same(given, &app.csrf) {
-        return Err(page(
+        return Err(fail(
             StatusCode::FORBIDDEN,
-            pages::failure(
-                "Refused",
-                "the form's CSRF token is missing or stale: reload the page",
-            ),
+            "Refused",
+            "the form's CSRF token is missing or stale: reload the page",
         ));
     }
     Ok(())
@@ -202,17 +203,15 @@ async fn requeue(
     }
     let ids = form.get("id").map(|i| vec![i.clone()]);
     if ids.is_none() && form.get("all").map(String::as_str) != Some("1") {
-        return page(
+        return fail(
             StatusCode::BAD_REQUEST,
-            pages::failure("Nothing to requeue", "give a row or all"),
+            "Nothing to requeue",
+            "give a row or all",
         );
     }
     match app.admin.requeue_dead(&queue, ids.as_deref()).await {
         Ok(n) => back(&queue, "requeued", n),
-        Err(e) => page(
-            StatusCode::BAD_REQUEST,
-            pages::failure("Requeue failed", &e.to_string()),
-        ),
+        Err(e) => fail(StatusCode::BAD_REQUEST, "Requeue failed", &e.to_string()),
     }
 }
 
@@ -234,25 +233,24 @@ async fn purge(
         Some(s) => match humantime::parse_duration(s) {
             Ok(d) => Some(d),
             Err(e) => {
-                return page(
+                return fail(
                     StatusCode::BAD_REQUEST,
-                    pages::failure("Not a duration", &format!("{s}: {e}")),
+                    "Not a duration",
+                    &format!("{s}: {e}"),
                 )
             }
         },
     };
     if ids.is_none() && older.is_none() {
-        return page(
+        return fail(
             StatusCode::BAD_REQUEST,
-            pages::failure("Nothing to purge", "give a row or an age"),
+            "Nothing to purge",
+            "give a row or an age",
         );
     }
     match app.admin.purge_dead(&queue, older, ids.as_deref()).await {
         Ok(n) => back(&queue, "purged", n),
-        Err(e) => page(
-            StatusCode::BAD_REQUEST,
-            pages::failure("Purge failed", &e.to_string()),
-        ),
+        Err(e) => fail(StatusCode::BAD_REQUEST, "Purge failed", &e.to_string()),
     }
 }
 
