@@ -184,6 +184,9 @@ async fn run(cli: Cli) -> Result<(), String> {
             read_only,
             sample_every,
         } => {
+            if let Some(t) = token {
+                dashboard::check_token(t)?;
+            }
             if !listen.ip().is_loopback() && token.is_none() {
                 return Err(format!(
                     "refusing to listen on {listen} without a token: anyone who can reach it could requeue and purge (give --token or SETTLE_DASHBOARD_TOKEN, or listen on 127.0.0.1)"

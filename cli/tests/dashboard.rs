@@ -449,6 +449,9 @@ async fn the_dashboard_in_chromium() {
         "{body}"
     );
     assert_eq!(http(&ro_addr, &post(&q, None, "all=1")).await.0, 403);
+    // without a token it answers to loopback names only (no DNS rebinding)
+    let rebound = "GET / HTTP/1.1\r\nHost: evil.example:80\r\nConnection: close\r\n\r\n";
+    assert_eq!(http(&ro_addr, rebound).await.0, 421);
 
     let _ = stop_tx.send(());
     work.await.unwrap().unwrap();

@@ -49,12 +49,51 @@ fn bearer_token(req: &Request) -> Option<String> {
     v.strip_prefix("Bearer ").map(|t| t.trim().to_owned())
 }
 
-/// Let a request through when the dashboard has no token or the request
-/// carries it; `?token=` is traded for an HttpOnly cookie and a redirect to
-/// the same page without it (so it leaves the address bar and history).
+/// A token that can travel in a header, a cookie and a query unchanged.
+pub fn check_token(t: &str) -> Result<(), String> {
+    let ok = |c: char| c.is_ascii_alphanumeric() || "-._~+/=".contains(c);
+    if t.len() < 16 || !t.chars().all(ok) {
+        return Err("the dashboard token needs 16 or more letters, digits or -._~+/= (e.g. openssl rand -hex 24)".into());
+    }
+    Ok(())
+}
+
+/// Whether a request's Host names this machine's loopback: without a token
+/// that is the only way in, so a page of another site whose name was made to
+/// resolve to 127.0.0.1 (DNS rebinding) cannot read or drive the dashboard.
+fn loopback_host(req: &Request) -> bool {
+    let Some(h) = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+    else {
+        return false;
+    };
+    let name = match h.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => h.rsplit_once(':').map_or(h, |(n, _)| n),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Let a request through when the dashboard has no token (and the request
+/// names a loopback host) or the request carries it; `?token=` is traded for
+/// an HttpOnly cookie and a redirect to the same page without it (so it
+/// leaves the address bar and history).
 pub async fn require_token(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
     let Some(want) = app.token.as_deref() else {
-        return next.run(req).await;
+        if loopback_host(&req) {
+            return next.run(req).await;
+        }
+        return (
+            StatusCode::MISDIRECTED_REQUEST,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            "421 Misdirected Request: a settle dashboard without a token answers only to localhost, 127.0.0.1 or [::1]\n",
+        )
+            .into_response();
     };
     if bearer_token(&req)
         .or_else(|| cookie_token(&req))
@@ -123,5 +162,42 @@ mod tests {
         assert!(!same("abc", "abd") && !same("abc", "ab") && !same("", "a"));
         assert_eq!(percent_decode("a%20b+c%2"), "a b c%2");
         assert_eq!(random_hex(16).unwrap().len(), 32);
+        assert!(check_token("0123456789abcdef-_.~+/=").is_ok());
+        for bad in [
+            "short",
+            "0123456789abcdef;x",
+            "0123456789abcdef x",
+            "0123456789abcdéf0",
+        ] {
+            assert!(check_token(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn loopback_hosts() {
+        let host = |h: &str| {
+            let r = Request::builder()
+                .header(header::HOST, h)
+                .body(axum::body::Body::empty())
+                .unwrap();
+            loopback_host(&r)
+        };
+        for h in [
+            "127.0.0.1:7433",
+            "localhost:7433",
+            "LOCALHOST",
+            "[::1]:7433",
+            "127.0.0.2",
+        ] {
+            assert!(host(h), "{h}");
+        }
+        for h in [
+            "evil.example:7433",
+            "10.0.0.1:7433",
+            "localhost.evil.example",
+            "[::2]:1",
+        ] {
+            assert!(!host(h), "{h}");
+        }
     }
 }

@@ -14,6 +14,8 @@ mod auth;
 mod pages;
 mod sampler;
 
+pub use auth::check_token;
+
 use axum::extract::{Form, Path, Query, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
