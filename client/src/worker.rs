@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 
@@ -31,6 +31,12 @@ pub struct WorkerOptions {
     pub drain_timeout: Option<Duration>,
     /// LISTEN for `NOTIFY settle, '<queue>'` (sent by `queue_notify_trigger`).
     pub listen: bool,
+    /// Longest wait before claiming again from a queue whose claims keep
+    /// failing (database down, table or column gone): the wait starts at
+    /// `poll_interval`, doubles with each failure in a row up to this, and is
+    /// jittered so that workers which lost the database together do not
+    /// return in step.
+    pub max_backoff: Duration,
 }
 
 impl Default for WorkerOptions {
@@ -41,6 +47,7 @@ impl Default for WorkerOptions {
             poll_interval: Duration::from_millis(500),
             drain_timeout: None,
             listen: true,
+            max_backoff: Duration::from_secs(10),
         }
     }
 }
@@ -56,7 +63,7 @@ pub struct WorkerReport {
     pub unsettled: u64,
     /// settle calls that failed (lease lost, not held, database errors)
     pub errors: u64,
-    /// claims that failed (the worker waited and went on)
+    /// claims that failed (the worker backed that queue off and went on)
     pub claim_errors: u64,
 }
 
@@ -137,30 +144,85 @@ impl QueueSet {
     }
 }
 
+/// The claim failures in a row of one queue, and when to try it again.
+#[derive(Clone, Debug, Default)]
+struct Backoff {
+    failures: u32,
+    until: Option<Instant>,
+}
+
+impl Backoff {
+    /// Count a failure; the wait before the next claim: `base` (10 ms at
+    /// least) doubled per failure in a row, at most `max`, then scaled by a random factor in
+    /// [0.5, 1) ("equal jitter").
+    fn failed(&mut self, base: Duration, max: Duration) -> Duration {
+        self.failures += 1;
+        let base = base.max(Duration::from_millis(10));
+        let doubled = base.saturating_mul(1 << (self.failures - 1).min(20));
+        let wait = doubled
+            .min(max.max(base))
+            .mul_f64(0.5 + fastrand::f64() / 2.0);
+        self.until = Some(Instant::now() + wait);
+        wait
+    }
+
+    fn waiting(&self, now: Instant) -> bool {
+        self.until.is_some_and(|u| u > now)
+    }
+}
+
 /// Claim from `clients` starting at `*next`: the first non-empty claim, with
-/// the index of its client; `*next` moves past it. `None` when every queue was
-/// empty or failed (failures are counted and logged).
+/// the index of its client; `*next` moves past it. Queues backing off are
+/// skipped; a failed claim starts or lengthens its queue's back-off. `None`
+/// when every queue was empty, failed or backing off.
 async fn claim_round(
     clients: &[Client],
     next: &mut usize,
     n: usize,
+    backoff: &mut [Backoff],
+    opts: &WorkerOptions,
     report: &Mutex<WorkerReport>,
 ) -> Option<(usize, Vec<Delivery>)> {
+    let now = Instant::now();
     for k in 0..clients.len() {
         let i = (*next + k) % clients.len();
+        if backoff[i].waiting(now) {
+            continue;
+        }
+        let queue = &clients[i].queue().name;
         match clients[i].claim(n).await {
-            Ok(d) if d.is_empty() => {}
             Ok(d) => {
-                *next = (i + 1) % clients.len();
-                return Some((i, d));
+                if backoff[i].failures > 0 {
+                    tracing::info!(queue = %queue, failures = backoff[i].failures, "claims work again");
+                    backoff[i] = Backoff::default();
+                }
+                if !d.is_empty() {
+                    *next = (i + 1) % clients.len();
+                    return Some((i, d));
+                }
             }
             Err(e) => {
-                tracing::warn!(queue = %clients[i].queue().name, error = %e, "claim failed; trying the next queue");
+                let wait = backoff[i].failed(opts.poll_interval, opts.max_backoff);
+                tracing::warn!(queue = %queue, error = %e, failures = backoff[i].failures, retry_in = ?wait, "claim failed; backing off this queue");
                 report.lock().unwrap().claim_errors += 1;
             }
         }
     }
     None
+}
+
+/// How long to wait when a round found nothing: the poll interval, or, when
+/// every queue is backing off, until the first of them is due.
+fn idle_wait(backoff: &[Backoff], poll: Duration) -> Duration {
+    let now = Instant::now();
+    backoff
+        .iter()
+        .map(|b| match b.until {
+            Some(u) if u > now => u - now,
+            _ => poll,
+        })
+        .min()
+        .unwrap_or(poll)
 }
 
 async fn work<H, Fut>(
@@ -187,6 +249,7 @@ where
         Vec::new()
     };
     let mut next = 0;
+    let mut backoff = vec![Backoff::default(); clients.len()];
     tokio::pin!(shutdown);
     loop {
         // wait for room for at least one delivery
@@ -204,15 +267,22 @@ where
         }
         // reap finished tasks so the set does not grow
         while tasks.try_join_next().is_some() {}
-        let Some((from, deliveries)) =
-            claim_round(clients, &mut next, permits.len(), &report).await
+        let Some((from, deliveries)) = claim_round(
+            clients,
+            &mut next,
+            permits.len(),
+            &mut backoff,
+            &opts,
+            &report,
+        )
+        .await
         else {
             // nothing ready anywhere (or every claim failed): wait
             drop(permits);
             tokio::select! {
                 _ = &mut shutdown => break,
                 _ = wake.notified() => {}
-                _ = tokio::time::sleep(opts.poll_interval) => {}
+                _ = tokio::time::sleep(idle_wait(&backoff, opts.poll_interval)) => {}
             }
             continue;
         };
@@ -288,5 +358,51 @@ where
             tracing::error!("a handler panicked; its delivery was given back");
             r.panicked += 1;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_its_cap_with_jitter() {
+        let (base, max) = (Duration::from_millis(100), Duration::from_millis(1000));
+        let mut b = Backoff::default();
+        for (n, full) in [100u64, 200, 400, 800, 1000, 1000].into_iter().enumerate() {
+            let w = b.failed(base, max);
+            assert_eq!(b.failures as usize, n + 1);
+            let full = Duration::from_millis(full);
+            assert!(
+                w >= full / 2 && w < full,
+                "failure {}: {w:?} for {full:?}",
+                n + 1
+            );
+            assert!(b.waiting(Instant::now()));
+        }
+        // a cap below the poll interval never shortens the first wait
+        let w = Backoff::default().failed(base, Duration::ZERO);
+        assert!(w >= base / 2 && w < base, "{w:?}");
+    }
+
+    #[test]
+    fn idle_waits_for_the_first_queue_due() {
+        let poll = Duration::from_millis(500);
+        let healthy = Backoff::default();
+        let later = Backoff {
+            failures: 3,
+            until: Some(Instant::now() + Duration::from_secs(5)),
+        };
+        let sooner = Backoff {
+            failures: 1,
+            until: Some(Instant::now() + Duration::from_secs(2)),
+        };
+        assert_eq!(idle_wait(&[healthy.clone(), later.clone()], poll), poll);
+        let w = idle_wait(&[later, sooner], poll);
+        assert!(
+            w > Duration::from_millis(1500) && w <= Duration::from_secs(2),
+            "{w:?}"
+        );
+        assert_eq!(idle_wait(&[healthy], poll), poll);
     }
 }

@@ -183,3 +183,122 @@ async fn split_queue_over_groups_with_a_composite_key() {
         .unwrap();
     assert_eq!(left, 0);
 }
+
+/// A queue whose claims fail (its lease column renamed away) is backed off
+/// rather than tried every poll, while the other queue of the set is worked;
+/// once the column is back, its rows are delivered again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_queue_backs_off_while_the_others_go_on() {
+    for b in backends() {
+        let pool = admin(b).await;
+        let (broken, healthy) = (
+            table(b, &pool, "failing", 0).await,
+            table(b, &pool, "healthy", 0).await,
+        );
+        let lease = Form::Lease {
+            ttl: Duration::from_secs(30),
+        };
+        let set = QueueSet::new([
+            b.client(Queue::new(&broken, &broken).form(lease))
+                .await
+                .unwrap(),
+            b.client(Queue::new(&healthy, &healthy).form(lease))
+                .await
+                .unwrap(),
+        ]);
+        let d = b.dialect();
+        let exec = |sql: String| {
+            let pool = pool.clone();
+            async move {
+                sqlx::query(&sql)
+                    .execute(&pool)
+                    .await
+                    .unwrap_or_else(|e| panic!("{b:?}: {sql}: {e}"));
+            }
+        };
+        let rename = |from: &str, to: &str| {
+            format!(
+                "ALTER TABLE {} RENAME COLUMN {from} TO {to}",
+                d.ident(&broken)
+            )
+        };
+        let insert = |t: &str, n: usize| {
+            format!(
+                "INSERT INTO {} (payload) VALUES ('{{\"n\": {n}}}')",
+                d.ident(t)
+            )
+        };
+        exec(rename("locked_until", "locked_until_gone")).await;
+
+        let seen: Seen = Arc::default();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let s2 = seen.clone();
+        let opts = WorkerOptions {
+            concurrency: 2,
+            batch: 1,
+            poll_interval: Duration::from_millis(20),
+            max_backoff: Duration::from_millis(200),
+            ..Default::default()
+        };
+        let worker = tokio::spawn(async move {
+            set.run(
+                opts,
+                async {
+                    let _ = rx.await;
+                },
+                move |d| {
+                    let seen = s2.clone();
+                    async move {
+                        seen.lock()
+                            .unwrap()
+                            .push((d.queue().to_owned(), d.id().to_owned()));
+                        d.ack().await
+                    }
+                },
+            )
+            .await
+        });
+        let count = |q: &str| seen.lock().unwrap().iter().filter(|(s, _)| s == q).count();
+        let wait_for = |q: String, n: usize| {
+            let count = &count;
+            async move {
+                for _ in 0..1000 {
+                    if count(&q) >= n {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                panic!("{b:?}: {q} never reached {n} deliveries");
+            }
+        };
+
+        // the healthy queue is worked all through the other's outage
+        let outage = std::time::Instant::now();
+        for n in 1..=10 {
+            exec(insert(&healthy, n)).await;
+            wait_for(healthy.clone(), n).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        exec(rename("locked_until_gone", "locked_until")).await;
+        let outage = outage.elapsed();
+        // and the failing queue is claimed again once it can be
+        exec(insert(&broken, 1)).await;
+        wait_for(broken.clone(), 1).await;
+        let _ = tx.send(());
+        let report = worker.await.unwrap().unwrap();
+        assert_eq!(report.errors, 0, "{b:?}: {report:?}");
+        assert_eq!((count(&healthy), count(&broken)), (10, 1), "{b:?}");
+        // waits of at least 10, 20, 40, 80 ms, then at least 100 ms (half the
+        // cap); a claim every 20 ms poll would fail five times as often
+        let most = 5 + outage.as_millis() as u64 / 100;
+        println!(
+            "{b:?}: {} failed claims in an outage of {outage:?}",
+            report.claim_errors
+        );
+        assert!(
+            (2..=most).contains(&report.claim_errors),
+            "{b:?}: {} failed claims in {outage:?} (at most {most} with back-off)",
+            report.claim_errors
+        );
+    }
+}
