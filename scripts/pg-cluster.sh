@@ -32,7 +32,7 @@ tcp_keepalives_interval = 1
 tcp_keepalives_count = 2
 tcp_user_timeout = 3000
 # before PostgreSQL 17 a connection refused during shutdown keeps its child
-# until authentication_timeout (60 s), and even `-m immediate` waits for it
+# until authentication_timeout (60 s), and even an immediate shutdown waits for it
 authentication_timeout = 10s
 CONF
   if [ -n "${SETTLE_PG_PRELOAD:-}" ]; then
