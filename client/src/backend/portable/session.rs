@@ -284,7 +284,10 @@ impl Engine {
         let p = session.pinned.lock().await.take();
         match p {
             Some(Pinned::Tx(tx)) if session.broken().is_some() => {
-                drop(tx);
+                // rolled back before the error returns, so its rows are free by
+                // then (a dropped transaction is rolled back later, by the pool);
+                // (a failed rollback leaves the connection to the pool, as a drop did)
+                let _ = tx.rollback().await;
                 Err(self.rolled_back(None, &session.broken().unwrap_or_default()))
             }
             Some(Pinned::Tx(tx)) => Ok(tx.commit().await?),
