@@ -2,7 +2,7 @@
 //! skipped, every delivery once — on every backend, and on PostgreSQL over
 //! one table keyed by (queue, id), the split of one hot queue into groups.
 
-use settle::{Form, Queue, QueueSet, WorkerOptions};
+use settle::{Form, Queue, QueueSet, WorkerOptions, WorkerReport};
 use settle_conformance::{admin, backends, table, wait_until_empty, Backend};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -10,9 +10,16 @@ use std::time::Duration;
 
 type Seen = Arc<Mutex<Vec<(String, String)>>>;
 
-/// Run `set` until `total` deliveries were acked (or 60 s), recording
-/// (queue, id) in claim order.
-async fn run_until(set: QueueSet, opts: WorkerOptions, total: usize) -> Vec<(String, String)> {
+/// A worker over `set` that acks every delivery, recording (queue, id) in
+/// claim order; it stops when the sender is used or dropped.
+fn spawn_acking(
+    set: QueueSet,
+    opts: WorkerOptions,
+) -> (
+    Seen,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<settle::Result<WorkerReport>>,
+) {
     let seen: Seen = Arc::default();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let s2 = seen.clone();
@@ -34,6 +41,13 @@ async fn run_until(set: QueueSet, opts: WorkerOptions, total: usize) -> Vec<(Str
         )
         .await
     });
+    (seen, tx, worker)
+}
+
+/// Run `set` until `total` deliveries were acked (or 60 s), recording
+/// (queue, id) in claim order.
+async fn run_until(set: QueueSet, opts: WorkerOptions, total: usize) -> Vec<(String, String)> {
+    let (seen, tx, worker) = spawn_acking(set, opts);
     for _ in 0..3000 {
         if seen.lock().unwrap().len() >= total {
             break;
@@ -230,9 +244,6 @@ async fn a_failing_queue_backs_off_while_the_others_go_on() {
         };
         exec(rename("locked_until", "locked_until_gone")).await;
 
-        let seen: Seen = Arc::default();
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let s2 = seen.clone();
         let opts = WorkerOptions {
             concurrency: 2,
             batch: 1,
@@ -240,24 +251,7 @@ async fn a_failing_queue_backs_off_while_the_others_go_on() {
             max_backoff: Duration::from_millis(200),
             ..Default::default()
         };
-        let worker = tokio::spawn(async move {
-            set.run(
-                opts,
-                async {
-                    let _ = rx.await;
-                },
-                move |d| {
-                    let seen = s2.clone();
-                    async move {
-                        seen.lock()
-                            .unwrap()
-                            .push((d.queue().to_owned(), d.id().to_owned()));
-                        d.ack().await
-                    }
-                },
-            )
-            .await
-        });
+        let (seen, tx, worker) = spawn_acking(set, opts);
         let count = |q: &str| seen.lock().unwrap().iter().filter(|(s, _)| s == q).count();
         let wait_for = |q: String, n: usize| {
             let count = &count;
