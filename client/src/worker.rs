@@ -153,8 +153,8 @@ struct Backoff {
 
 impl Backoff {
     /// Count a failure; the wait before the next claim: `base` (10 ms at
-    /// least) doubled per failure in a row, at most `max`, then scaled by a random factor in
-    /// [0.5, 1) ("equal jitter").
+    /// least) doubled per failure in a row, at most `max`, then scaled by a
+    /// random factor in [0.5, 1) ("equal jitter").
     fn failed(&mut self, base: Duration, max: Duration) -> Duration {
         self.failures += 1;
         let base = base.max(Duration::from_millis(10));
@@ -166,8 +166,9 @@ impl Backoff {
         wait
     }
 
-    fn waiting(&self, now: Instant) -> bool {
-        self.until.is_some_and(|u| u > now)
+    /// How long this queue still waits (`None`: it may be claimed now).
+    fn left(&self, now: Instant) -> Option<Duration> {
+        self.until.filter(|u| *u > now).map(|u| u - now)
     }
 }
 
@@ -186,7 +187,7 @@ async fn claim_round(
     let now = Instant::now();
     for k in 0..clients.len() {
         let i = (*next + k) % clients.len();
-        if backoff[i].waiting(now) {
+        if backoff[i].left(now).is_some() {
             continue;
         }
         let queue = &clients[i].queue().name;
@@ -217,10 +218,7 @@ fn idle_wait(backoff: &[Backoff], poll: Duration) -> Duration {
     let now = Instant::now();
     backoff
         .iter()
-        .map(|b| match b.until {
-            Some(u) if u > now => u - now,
-            _ => poll,
-        })
+        .map(|b| b.left(now).unwrap_or(poll))
         .min()
         .unwrap_or(poll)
 }
@@ -378,7 +376,7 @@ mod tests {
                 "failure {}: {w:?} for {full:?}",
                 n + 1
             );
-            assert!(b.waiting(Instant::now()));
+            assert!(b.left(Instant::now()).is_some());
         }
         // a cap below the poll interval never shortens the first wait
         let w = Backoff::default().failed(base, Duration::ZERO);

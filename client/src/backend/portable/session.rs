@@ -284,9 +284,9 @@ impl Engine {
         let p = session.pinned.lock().await.take();
         match p {
             Some(Pinned::Tx(tx)) if session.broken().is_some() => {
-                // rolled back before the error returns, so its rows are free by
-                // then (a dropped transaction is rolled back later, by the pool);
-                // (a failed rollback leaves the connection to the pool, as a drop did)
+                // roll back now, not when the pool takes the connection back, so
+                // the rows are free when the error returns (if it fails, the pool
+                // deals with the connection, as it did with a dropped transaction)
                 let _ = tx.rollback().await;
                 Err(self.rolled_back(None, &session.broken().unwrap_or_default()))
             }
