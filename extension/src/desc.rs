@@ -157,6 +157,10 @@ impl Drop for GenericPlan {
 
 pub struct Queue {
     pub shape: Shape,
+    /// the queue table
+    pub rel: pg_sys::Oid,
+    /// the dead-letter table, when it is one
+    pub dead_rel: Option<pg_sys::Oid>,
     pub id_type_oid: pg_sys::Oid,
     pub outcomes: HashMap<String, String>,
     plans: RefCell<HashMap<PlanKey, Rc<OwnedPreparedStatement>>>,
@@ -370,6 +374,8 @@ fn load(client: &SpiClient<'_>, name: &str) -> Result<(Queue, Vec<pg_sys::Oid>)>
     Ok((
         Queue {
             shape,
+            rel: row.tbl,
+            dead_rel: row.dead_letter_table,
             id_type_oid,
             outcomes: row.outcomes,
             plans: RefCell::new(HashMap::new()),

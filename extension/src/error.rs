@@ -71,27 +71,69 @@ impl SettleError {
 
     /// Raise this error as an ERROR with its SQLSTATE. Never returns.
     pub fn raise(self) -> ! {
-        // Everything Rust-owned is converted and dropped before errfinish longjmps.
         let code = make_sqlstate(self.sqlstate());
-        let msg = cstring(&format!("settle: {}", self.message()));
-        let hint = self.hint().map(cstring);
+        let msg = format!("settle: {}", self.message());
+        let hint = self.hint().map(str::to_owned);
         drop(self);
-        unsafe {
-            if errstart(pgrx::PgLogLevel::ERROR as c_int, std::ptr::null()) {
-                errcode(code);
-                errmsg(c"%s".as_ptr(), msg.as_ptr());
-                if let Some(h) = &hint {
-                    errhint(c"%s".as_ptr(), h.as_ptr());
-                }
-                // errmsg/errhint copied the text into ErrorContext: free ours now,
-                // because nothing after errfinish runs.
-                drop(msg);
-                drop(hint);
-                errfinish(c"settle".as_ptr(), 0, c"settle".as_ptr());
+        raise(code, msg, None, hint)
+    }
+}
+
+/// Raise an ERROR with PostgreSQL's SQLSTATE `code` (five characters) and
+/// `message`. Never returns.
+pub fn raise_sqlstate(code: &str, message: String) -> ! {
+    raise(make_sqlstate(code), message, None, None)
+}
+
+/// Raise an ERROR with this SQLSTATE, message, detail and hint. Never returns.
+/// It takes the text by value and frees it before errfinish longjmps, so a
+/// caller that moves everything it owns in leaves no destructor behind.
+fn raise(code: c_int, message: String, detail: Option<String>, hint: Option<String>) -> ! {
+    let msg = cstring(&message);
+    let detail = detail.map(|d| cstring(&d));
+    let hint = hint.map(|h| cstring(&h));
+    drop(message);
+    unsafe {
+        if errstart(pgrx::PgLogLevel::ERROR as c_int, std::ptr::null()) {
+            errcode(code);
+            errmsg(c"%s".as_ptr(), msg.as_ptr());
+            if let Some(d) = &detail {
+                errdetail(c"%s".as_ptr(), d.as_ptr());
             }
+            if let Some(h) = &hint {
+                errhint(c"%s".as_ptr(), h.as_ptr());
+            }
+            // err* copied the text into ErrorContext: free ours now, because
+            // nothing after errfinish runs.
+            drop(msg);
+            drop(detail);
+            drop(hint);
+            errfinish(c"settle".as_ptr(), 0, c"settle".as_ptr());
         }
-        // errstart(ERROR) always returns true and errfinish(ERROR) never returns.
-        unreachable!("errfinish returned for an ERROR")
+    }
+    // errstart(ERROR) always returns true and errfinish(ERROR) never returns.
+    unreachable!("errfinish returned for an ERROR")
+}
+
+/// SQLSTATE of the WARNING for a row a retry moved to the dead letter at
+/// max_attempts (the settle's result says `dead_lettered` too).
+pub const DEAD_LETTERED_AT_SETTLE: &str = "01SQ1";
+/// SQLSTATE of the WARNING for a row a claim moved to the dead letter instead
+/// of delivering it: its last delivery, at max_attempts, ended without an
+/// outcome (a crash loop). The warning is the only report of such a move.
+pub const DEAD_LETTERED_AT_CLAIM: &str = "01SQ2";
+
+/// Report a WARNING with settle's own SQLSTATE `code` (pgrx's `warning!`
+/// knows only PostgreSQL's codes).
+pub fn warn(code: &str, message: &str) {
+    let code = make_sqlstate(code);
+    let msg = cstring(message);
+    unsafe {
+        if errstart(pgrx::PgLogLevel::WARNING as c_int, std::ptr::null()) {
+            errcode(code);
+            errmsg(c"%s".as_ptr(), msg.as_ptr());
+            errfinish(c"settle".as_ptr(), 0, c"settle".as_ptr());
+        }
     }
 }
 
@@ -112,16 +154,109 @@ unsafe extern "C-unwind" {
     fn errstart(elevel: c_int, domain: *const c_char) -> bool;
     fn errcode(sqlerrcode: c_int) -> c_int;
     fn errmsg(fmt: *const c_char, ...) -> c_int;
+    fn errdetail(fmt: *const c_char, ...) -> c_int;
     fn errhint(fmt: *const c_char, ...) -> c_int;
     fn errfinish(filename: *const c_char, lineno: c_int, funcname: *const c_char);
 }
 
-/// Unwrap a result at the top of an entry point, raising the product error.
-pub fn ok_or_raise<T>(r: Result<T>) -> T {
+thread_local! {
+    /// The SQLSTATE of the last report PostgreSQL made inside an entry point
+    /// (see [`entry`]), as `MAKE_SQLSTATE` packs it; 0 when none.
+    static LAST_CODE: std::cell::Cell<c_int> = const { std::cell::Cell::new(0) };
+}
+
+/// Error context callback: PostgreSQL calls it while it reports an error (or
+/// a notice) raised under an entry point, before unwinding; it notes the
+/// report's SQLSTATE.
+unsafe extern "C-unwind" fn note_code(_arg: *mut std::ffi::c_void) {
+    let code = unsafe { pgrx::pg_sys::geterrcode() };
+    LAST_CODE.with(|c| c.set(code));
+}
+
+/// Run the body of an SQL-callable function and raise what it failed with.
+///
+/// - A product error: its SQLSTATE (`SQ001`…), message and hint.
+/// - An error PostgreSQL raised inside SPI (permissions, constraints, a custom
+///   outcome's own `RAISE`, a nested settle call): the SQLSTATE it was raised
+///   with, its message, detail and hint. pgrx alone would re-raise it with a
+///   code from its closed list (any other code, `SQ003` included, as XX000)
+///   and append a Rust backtrace to its DETAIL when the server's environment
+///   asks for backtraces; the code is noted by an error context callback
+///   instead, and no backtrace is added.
+/// - A Rust panic (a bug in settle): XX000 with its message, no backtrace.
+pub fn entry<T>(f: impl FnOnce() -> Result<T>) -> T {
+    use pgrx::pg_sys;
+    let mut ctx = pg_sys::ErrorContextCallback {
+        previous: std::ptr::null_mut(),
+        callback: Some(note_code),
+        arg: std::ptr::null_mut(),
+    };
+    // SAFETY: `ctx` lives in this frame until it is popped below, on every
+    // path: an error longjmps no further than pgrx's guard of the SPI call,
+    // which restores the stack as it found it (with `ctx` on top) before the
+    // panic unwinds to here.
+    let outer = unsafe {
+        let outer = pg_sys::error_context_stack;
+        ctx.previous = outer;
+        pg_sys::error_context_stack = &mut ctx;
+        outer
+    };
+    let noted_before = LAST_CODE.with(|c| c.replace(0));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    unsafe { pg_sys::error_context_stack = outer };
+    let noted = LAST_CODE.with(|c| c.replace(noted_before));
     match r {
-        Ok(v) => v,
-        Err(e) => e.raise(),
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => e.raise(),
+        Err(payload) => reraise(payload, noted),
     }
+}
+
+/// Raise what unwound out of an entry point (see [`entry`]).
+fn reraise(payload: Box<dyn std::any::Any + Send>, noted: c_int) -> ! {
+    use pgrx::pg_sys::panic::{CaughtError, ErrorReportWithLevel};
+    use pgrx::PgSqlErrorCode;
+    // the text is moved into `raise`, which frees it before it longjmps
+    let internal = PgSqlErrorCode::ERRCODE_INTERNAL_ERROR as c_int;
+    let (code, message, detail, hint) = match payload.downcast::<CaughtError>() {
+        Ok(caught) => match *caught {
+            CaughtError::PostgresError(r) | CaughtError::ErrorReport(r) => {
+                let known = r.sql_error_code() as c_int;
+                // pgrx says XX000 for a code it does not know: the noted one
+                let code = if known == internal && noted != 0 { noted } else { known };
+                (
+                    code,
+                    r.message().to_owned(),
+                    r.detail().map(str::to_owned),
+                    r.hint().map(str::to_owned),
+                )
+            }
+            CaughtError::RustPanic { ereport, .. } => (
+                internal,
+                format!("settle: internal error: {}", ereport.message()),
+                None,
+                None,
+            ),
+        },
+        Err(other) => match other.downcast::<ErrorReportWithLevel>() {
+            // pgrx's ereport!(ERROR, …), e.g. the owner check's 42501
+            Ok(r) => (
+                r.sql_error_code() as c_int,
+                r.message().to_owned(),
+                r.detail().map(str::to_owned),
+                r.hint().map(str::to_owned),
+            ),
+            Err(other) => {
+                let message = other
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| other.downcast_ref::<&str>().copied())
+                    .unwrap_or("a panic without a message");
+                (internal, format!("settle: internal error: {message}"), None, None)
+            }
+        },
+    };
+    raise(code, message, detail, hint)
 }
 
 macro_rules! bail {

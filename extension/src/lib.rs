@@ -1,9 +1,9 @@
 //! settle — claim a row, run the handler, settle it with an outcome, for queues
 //! kept in ordinary PostgreSQL tables. See README.md and docs/ (docs/sql-reference.md: every function).
 //!
-//! Layout: `api/` holds every SQL-callable function; `register` validates and
-//! stores queue descriptors; `desc` loads and caches them with their kept
-//! plans; `catalog` and `citus` read the catalogs both use; `sql` builds the SQL of
+//! Layout: `api/` holds every SQL-callable function; `register` validates,
+//! compares and stores queue descriptors; `create` makes a queue's tables;
+//! `desc` loads and caches them with their kept plans; `catalog` and `citus` read the catalogs both use; `sql` builds the SQL of
 //! each queue; `ops` runs claims and outcomes; `held` keeps the advisory form's
 //! per-session state; `error` raises the product SQLSTATEs.
 
@@ -12,6 +12,7 @@ use pgrx::prelude::*;
 mod api;
 mod catalog;
 mod citus;
+mod create;
 mod desc;
 mod error;
 mod held;
@@ -30,14 +31,37 @@ pub extern "C-unwind" fn _PG_init() {
     desc::init();
 }
 
+/// pgrx's `#[pg_trigger]` would panic, with a backtrace, when the function is
+/// called outside a trigger; this one is written by hand to say so instead.
+#[no_mangle]
+pub extern "C" fn pg_finfo_settle_registry_changed_wrapper() -> &'static pgrx::pg_sys::Pg_finfo_record {
+    static V1: pgrx::pg_sys::Pg_finfo_record = pgrx::pg_sys::Pg_finfo_record { api_version: 1 };
+    &V1
+}
+
 /// Trigger on the registry: tell every backend (at commit) to drop its cached
 /// descriptors, by invalidating the registry's relcache entry.
-#[pg_trigger]
-fn settle_registry_changed<'a>(
-    trigger: &'a pgrx::PgTrigger<'a>,
-) -> Result<Option<PgHeapTuple<'a, pgrx::AllocatedByPostgres>>, pgrx::PgTriggerError> {
-    unsafe { pgrx::pg_sys::CacheInvalidateRelcacheByRelid(trigger.relid()?) };
-    Ok(None)
+///
+/// # Safety
+/// Called by PostgreSQL's function manager with a valid `fcinfo`.
+#[pg_guard]
+#[no_mangle]
+pub unsafe extern "C-unwind" fn settle_registry_changed_wrapper(
+    fcinfo: pgrx::pg_sys::FunctionCallInfo,
+) -> pgrx::pg_sys::Datum {
+    let context = unsafe { (*fcinfo).context };
+    if context.is_null() || !unsafe { pgrx::is_a(context, pgrx::pg_sys::NodeTag::T_TriggerData) } {
+        error::raise_sqlstate(
+            "0A000",
+            "settle_registry_changed() is the registry's trigger function: it can only be called as a trigger".into(),
+        );
+    }
+    // SAFETY: checked above that the context is the trigger's data
+    unsafe {
+        let data = context.cast::<pgrx::pg_sys::TriggerData>();
+        pgrx::pg_sys::CacheInvalidateRelcacheByRelid((*(*data).tg_relation).rd_id);
+    }
+    pgrx::pg_sys::Datum::from(0usize)
 }
 
 extension_sql!(
@@ -94,9 +118,18 @@ CREATE FUNCTION queue_notify_trigger() RETURNS trigger
 
 -- Remove a queue's registration (its table and rows stay). True if it existed.
 CREATE FUNCTION queue_unregister(queue text) RETURNS boolean
-    LANGUAGE sql VOLATILE STRICT
-    AS $$ WITH d AS (DELETE FROM @extschema@.settle_queues q WHERE q.queue OPERATOR(pg_catalog.=) $1 RETURNING 1)
-          SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 FROM d $$;
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    removed bigint;
+BEGIN
+    IF $1 IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'SQ004', MESSAGE = 'settle: queue must not be NULL';
+    END IF;
+    DELETE FROM @extschema@.settle_queues q WHERE q.queue OPERATOR(pg_catalog.=) $1;
+    GET DIAGNOSTICS removed = ROW_COUNT;
+    RETURN removed OPERATOR(pg_catalog.>) 0;
+END $$;
 "#,
     name = "sql_helpers",
     requires = ["bootstrap"]
@@ -104,9 +137,13 @@ CREATE FUNCTION queue_unregister(queue text) RETURNS boolean
 
 extension_sql!(
     r#"
+CREATE FUNCTION "settle_registry_changed"()
+	RETURNS TRIGGER
+	LANGUAGE c
+	AS 'MODULE_PATHNAME', 'settle_registry_changed_wrapper';
 CREATE TRIGGER settle_registry_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON settle_queues
     FOR EACH STATEMENT EXECUTE FUNCTION settle_registry_changed();
 "#,
     name = "registry_trigger",
-    requires = ["bootstrap", settle_registry_changed]
+    requires = ["bootstrap"]
 );

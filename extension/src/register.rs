@@ -8,7 +8,7 @@ use crate::sql::{Form, PayloadKind};
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
-use pgrx::{pg_sys, PgOid, PgRelation};
+use pgrx::{pg_sys, PgOid};
 use std::collections::HashMap;
 
 /// Column roles a descriptor can name (SPEC §1), with their default names.
@@ -49,7 +49,7 @@ fn check_owner(client: &SpiClient<'_>, rel: pg_sys::Oid, table: &str) {
 
 pub struct Registration<'a> {
     pub queue: &'a str,
-    pub rel: &'a PgRelation,
+    pub rel: pg_sys::Oid,
     pub form: &'a str,
     pub max_attempts: Option<i32>,
     pub dead_letter: Option<&'a str>,
@@ -58,7 +58,23 @@ pub struct Registration<'a> {
     pub columns: Option<&'a serde_json::Value>,
 }
 
-pub fn register(client: &mut SpiClient<'_>, r: Registration<'_>) -> Result<()> {
+/// A checked descriptor, as the registry stores it.
+#[derive(Debug)]
+pub struct Descriptor {
+    pub queue: String,
+    pub rel: pg_sys::Oid,
+    pub form: String,
+    pub max_attempts: Option<i32>,
+    /// as given: a group value, or the dead-letter table's name
+    pub dead_letter: Option<String>,
+    pub dead_letter_table: Option<pg_sys::Oid>,
+    /// every role: its column's name, or null
+    pub columns: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Check a registration against its table and resolve its column roles
+/// (SQ003 names what is wrong). Writes nothing.
+pub fn resolve(client: &SpiClient<'_>, r: &Registration<'_>) -> Result<Descriptor> {
     let queue = r.queue;
     if queue.is_empty() || queue.chars().count() > 200 || queue.chars().any(|c| c.is_control()) {
         bail!(
@@ -66,10 +82,9 @@ pub fn register(client: &mut SpiClient<'_>, r: Registration<'_>) -> Result<()> {
             "queue name must be 1 to 200 characters without control characters"
         );
     }
-    let relid = r.rel.oid();
-    let table = qualified_name(client, relid).unwrap();
-    let relkind = unsafe { (*r.rel.rd_rel).relkind } as u8;
-    if relkind != b'r' && relkind != b'p' {
+    let relid = r.rel;
+    let table = qualified_name(client, relid).unwrap_or_default();
+    if !is_table(client, relid) {
         bail!(InvalidDescriptor, "{table} is not a table");
     }
     let Some(form) = Form::parse(r.form) else {
@@ -80,8 +95,72 @@ pub fn register(client: &mut SpiClient<'_>, r: Registration<'_>) -> Result<()> {
         )
     };
     let cols = columns_of(client, relid);
+    let resolved = resolve_roles(&cols, r.columns, &table)?;
+    check_role_types(&resolved, &table)?;
+    let Some(id) = resolved.get("id") else {
+        bail!(
+            InvalidDescriptor,
+            "{table} has no id column: name it with columns => '{{\"id\": \"...\"}}'"
+        )
+    };
+    if id.generated {
+        bail!(
+            InvalidDescriptor,
+            "the id column \"{}\" of {table} must not be a generated column",
+            id.name
+        );
+    }
+    let group = resolved.get("group").map(|c| c.name.as_str());
+    check_keyed(client, relid, &table, &id.name, group)?;
+    if form == Form::Lease && !resolved.contains_key("locked_until") {
+        bail!(
+            InvalidDescriptor,
+            "the lease form needs a locked_until timestamptz column in {table}"
+        );
+    }
+    let (dead_letter, dead_letter_table) =
+        resolve_dead_letter(client, r, &table, &cols, &resolved)?;
+    let mut columns = serde_json::Map::new();
+    for (role, _) in ROLES {
+        columns.insert(
+            role.to_owned(),
+            resolved
+                .get(role)
+                .map_or(serde_json::Value::Null, |c| c.name.clone().into()),
+        );
+    }
+    Ok(Descriptor {
+        queue: queue.to_owned(),
+        rel: relid,
+        form: form.name().to_owned(),
+        max_attempts: r.max_attempts,
+        dead_letter,
+        dead_letter_table,
+        columns,
+    })
+}
+
+fn is_table(client: &SpiClient<'_>, rel: pg_sys::Oid) -> bool {
+    spi(client
+        .select(
+            "SELECT c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p}'::pg_catalog.\"char\"[]) \
+             FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
+            None,
+            &[rel.into()],
+        )
+        .and_then(|t| t.first().get_one::<bool>()))
+    .unwrap_or(false)
+}
+
+/// Each role's column: the name given, none (given as null), or the column of
+/// the role's default name when the table has one.
+fn resolve_roles<'c>(
+    cols: &'c [Column],
+    given: Option<&serde_json::Value>,
+    table: &str,
+) -> Result<HashMap<&'static str, &'c Column>> {
     let empty = serde_json::Map::new();
-    let given = match r.columns {
+    let given = match given {
         None | Some(serde_json::Value::Null) => &empty,
         Some(serde_json::Value::Object(m)) => m,
         Some(_) => bail!(
@@ -103,8 +182,7 @@ pub fn register(client: &mut SpiClient<'_>, r: Registration<'_>) -> Result<()> {
             );
         }
     }
-    // resolve each role: explicit name, explicit null (role off), or the default name if present
-    let mut resolved: HashMap<&str, &Column> = HashMap::new();
+    let mut resolved = HashMap::new();
     for (role, default) in ROLES {
         let name = match given.get(role) {
             Some(serde_json::Value::String(s)) => Some(s.as_str()),
@@ -123,12 +201,11 @@ pub fn register(client: &mut SpiClient<'_>, r: Registration<'_>) -> Result<()> {
             }
         }
     }
-    let Some(id) = resolved.get("id") else {
-        bail!(
-            InvalidDescriptor,
-            "{table} has no id column: name it with columns => '{{\"id\": \"...\"}}'"
-        )
-    };
+    Ok(resolved)
+}
+
+/// Each resolved role's column is of a type the role can use.
+fn check_role_types(resolved: &HashMap<&str, &Column>, table: &str) -> Result<()> {
     for role in ["retry_after", "locked_until", "processed_at"] {
         if let Some(c) = resolved.get(role) {
             if c.type_oid != pg_sys::TIMESTAMPTZOID {
@@ -179,57 +256,59 @@ pub fn register(client: &mut SpiClient<'_>, r: Registration<'_>) -> Result<()> {
             );
         }
     }
-    if id.generated {
-        bail!(
-            InvalidDescriptor,
-            "the id column \"{}\" of {table} must not be a generated column",
-            id.name
-        );
-    }
-    let group = resolved.get("group").map(|c| c.name.as_str());
+    Ok(())
+}
+
+/// The id has a unique index of its own, or together with the group column.
+fn check_keyed(
+    client: &SpiClient<'_>,
+    relid: pg_sys::Oid,
+    table: &str,
+    id: &str,
+    group: Option<&str>,
+) -> Result<()> {
     let keys = unique_keys(client, relid);
     let key_is = |cols: &[&str]| {
         keys.iter()
             .any(|k| k.len() == cols.len() && cols.iter().all(|c| k.iter().any(|n| n == c)))
     };
-    let keyed =
-        key_is(&[id.name.as_str()]) || group.is_some_and(|g| key_is(&[g, id.name.as_str()]));
-    if !keyed {
-        match group {
-            Some(g) => bail!(
-                InvalidDescriptor,
-                "the id column \"{}\" of {table} needs a primary key or unique index of its own, or together with the group column \"{g}\" (claims order and find rows by it)",
-                id.name
-            ),
-            None => bail!(
-                InvalidDescriptor,
-                "the id column \"{}\" of {table} needs a primary key or unique index of its own (claims order and find rows by it)",
-                id.name
-            ),
-        }
+    if key_is(&[id]) || group.is_some_and(|g| key_is(&[g, id])) {
+        return Ok(());
     }
-    if form == Form::Lease && !resolved.contains_key("locked_until") {
-        bail!(
+    match group {
+        Some(g) => bail!(
             InvalidDescriptor,
-            "the lease form needs a locked_until timestamptz column in {table}"
-        );
+            "the id column \"{id}\" of {table} needs a primary key or unique index of its own, or together with the group column \"{g}\" (claims order and find rows by it)"
+        ),
+        None => bail!(
+            InvalidDescriptor,
+            "the id column \"{id}\" of {table} needs a primary key or unique index of its own (claims order and find rows by it)"
+        ),
     }
-    let placement = citus::placement(client, relid);
+}
+
+/// max_attempts and the dead letter, checked together: (the dead letter as
+/// stored, its table when it is one). Also checks the Citus layout.
+fn resolve_dead_letter(
+    client: &SpiClient<'_>,
+    r: &Registration<'_>,
+    table: &str,
+    cols: &[Column],
+    resolved: &HashMap<&str, &Column>,
+) -> Result<(Option<String>, Option<pg_sys::Oid>)> {
+    let group = resolved.get("group").map(|c| c.name.as_str());
+    let placement = citus::placement(client, r.rel);
     let mut dead_letter_table: Option<pg_sys::Oid> = None;
     let mut dead_at = DeadAt::None;
-    let dlt_text;
-    let dead_letter = match (r.dead_letter, r.dead_letter_table) {
+    let dead_letter: Option<String> = match (r.dead_letter, r.dead_letter_table) {
         (Some(_), Some(_)) => bail!(
             InvalidDescriptor,
             "give dead_letter or dead_letter_table, not both"
         ),
-        (d, None) => d,
-        (None, Some(t)) => {
-            dlt_text = qualified_name(client, t).unwrap_or_default();
-            Some(dlt_text.as_str())
-        }
+        (d, None) => d.map(str::to_owned),
+        (None, Some(t)) => Some(qualified_name(client, t).unwrap_or_default()),
     };
-    match (r.max_attempts, dead_letter) {
+    match (r.max_attempts, dead_letter.as_deref()) {
         (None, None) => {}
         (Some(_), None) | (None, Some(_)) => {
             bail!(
@@ -254,10 +333,11 @@ pub fn register(client: &mut SpiClient<'_>, r: Registration<'_>) -> Result<()> {
                 bail!(InvalidDescriptor, "dead_letter must not be empty");
             }
             if group.is_some() && r.dead_letter_table.is_none() {
-                if dl == queue {
+                if dl == r.queue {
                     bail!(
                         InvalidDescriptor,
-                        "the dead-letter group must differ from the queue's own group \"{queue}\""
+                        "the dead-letter group must differ from the queue's own group \"{}\"",
+                        r.queue
                     );
                 }
                 dead_at = DeadAt::Group;
@@ -278,7 +358,7 @@ pub fn register(client: &mut SpiClient<'_>, r: Registration<'_>) -> Result<()> {
                         "dead-letter table \"{dl}\" does not exist ({table} has no group column, so dead_letter names a table)"
                     )
                 };
-                check_dead_letter_table(client, relid, &table, &cols, dlt)?;
+                check_dead_letter_table(client, r.rel, table, cols, dlt)?;
                 dead_letter_table = Some(dlt);
             }
         }
@@ -290,20 +370,93 @@ pub fn register(client: &mut SpiClient<'_>, r: Registration<'_>) -> Result<()> {
             placement: citus::placement(client, t),
         };
     }
-    if let Err(m) = citus::check_layout(&table, &placement, group, &dead_at) {
+    if let Err(m) = citus::check_layout(table, &placement, group, &dead_at) {
         bail!(InvalidDescriptor, "{m}");
     }
-    check_owner(client, relid, &table);
-    let mut stored = serde_json::Map::new();
-    for (role, _) in ROLES {
-        stored.insert(
-            role.to_owned(),
-            resolved
-                .get(role)
-                .map_or(serde_json::Value::Null, |c| c.name.clone().into()),
-        );
+    Ok((dead_letter, dead_letter_table))
+}
+
+/// The registry's row of `queue`, as a descriptor.
+fn stored(client: &SpiClient<'_>, queue: &str) -> Option<Descriptor> {
+    let sql = format!(
+        "SELECT q.tbl::pg_catalog.oid, q.form, q.max_attempts, q.dead_letter, \
+           q.dead_letter_table::pg_catalog.oid, q.columns::pg_catalog.text \
+         FROM {}.settle_queues q WHERE q.queue OPERATOR(pg_catalog.=) $1",
+        ext_schema(client)
+    );
+    let t = spi(client.select(sql.as_str(), Some(1), &[queue.into()]));
+    if t.is_empty() {
+        return None;
     }
-    let stored = serde_json::Value::Object(stored).to_string();
+    let r = t.first();
+    Some(Descriptor {
+        queue: queue.to_owned(),
+        rel: spi(r.get::<pg_sys::Oid>(1)).unwrap(),
+        form: spi(r.get::<String>(2)).unwrap(),
+        max_attempts: spi(r.get::<i32>(3)),
+        dead_letter: spi(r.get::<String>(4)),
+        dead_letter_table: spi(r.get::<pg_sys::Oid>(5)),
+        columns: serde_json::from_str(&spi(r.get::<String>(6)).unwrap()).unwrap_or_default(),
+    })
+}
+
+/// One way a registered descriptor differs from another: what, as registered,
+/// as given (None: not set).
+pub type Difference = (String, Option<String>, Option<String>);
+
+/// How `given` differs from `registered`, field by field: the table, the form,
+/// max_attempts, the dead letter (its table, or its group value) and each
+/// column role.
+fn compare(client: &SpiClient<'_>, registered: &Descriptor, given: &Descriptor) -> Vec<Difference> {
+    let table = |o: pg_sys::Oid| qualified_name(client, o).or_else(|| Some(format!("oid {}", o.to_u32())));
+    let dead = |d: &Descriptor| match (d.dead_letter_table, &d.dead_letter) {
+        (Some(t), _) => table(t).map(|n| format!("table {n}")),
+        (None, Some(g)) => Some(format!("group {}", crate::sql::literal(g))),
+        (None, None) => None,
+    };
+    let mut out: Vec<Difference> = Vec::new();
+    let mut field = |name: &str, a: Option<String>, b: Option<String>| {
+        if a != b {
+            out.push((name.to_owned(), a, b));
+        }
+    };
+    field("tbl", table(registered.rel), table(given.rel));
+    field("form", Some(registered.form.clone()), Some(given.form.clone()));
+    field(
+        "max_attempts",
+        registered.max_attempts.map(|n| n.to_string()),
+        given.max_attempts.map(|n| n.to_string()),
+    );
+    field("dead_letter", dead(registered), dead(given));
+    for (role, _) in ROLES {
+        let col = |d: &Descriptor| d.columns.get(role).and_then(|v| v.as_str()).map(str::to_owned);
+        field(&format!("columns.{role}"), col(registered), col(given));
+    }
+    out
+}
+
+/// How the registered descriptor of `r.queue` differs from `r` (checked as
+/// registration would check it); SQ002 when the queue is not registered.
+pub fn differences(client: &SpiClient<'_>, r: &Registration<'_>) -> Result<Vec<Difference>> {
+    let given = resolve(client, r)?;
+    let Some(registered) = stored(client, r.queue) else {
+        bail!(UnknownQueue, "queue \"{}\" is not registered", r.queue)
+    };
+    Ok(compare(client, &registered, &given))
+}
+
+/// Register a queue, or change its descriptor. Registering what is already
+/// registered writes nothing and needs no ownership; anything else needs the
+/// queue table's owner.
+pub fn register(client: &mut SpiClient<'_>, r: Registration<'_>) -> Result<()> {
+    let d = resolve(client, &r)?;
+    if let Some(registered) = stored(client, &d.queue) {
+        if compare(client, &registered, &d).is_empty() {
+            return Ok(());
+        }
+    }
+    let table = qualified_name(client, d.rel).unwrap_or_default();
+    check_owner(client, d.rel, &table);
     let sql = format!(
         "INSERT INTO {s}.settle_queues AS q (queue, tbl, form, max_attempts, dead_letter, dead_letter_table, columns) \
          VALUES ($1, $2::pg_catalog.oid::pg_catalog.regclass, $3, $4, $5, $6::pg_catalog.oid::pg_catalog.regclass, $7::pg_catalog.jsonb) \
@@ -313,14 +466,15 @@ pub fn register(client: &mut SpiClient<'_>, r: Registration<'_>) -> Result<()> {
            IS DISTINCT FROM (EXCLUDED.tbl, EXCLUDED.form, EXCLUDED.max_attempts, EXCLUDED.dead_letter, EXCLUDED.dead_letter_table, EXCLUDED.columns)",
         s = ext_schema(client)
     );
+    let columns = serde_json::Value::Object(d.columns).to_string();
     let args: [DatumWithOid; 7] = [
-        queue.into(),
-        relid.into(),
-        form.name().into(),
-        r.max_attempts.into(),
-        dead_letter.into(),
-        dead_letter_table.into(),
-        stored.as_str().into(),
+        d.queue.as_str().into(),
+        d.rel.into(),
+        d.form.as_str().into(),
+        d.max_attempts.into(),
+        d.dead_letter.as_deref().into(),
+        d.dead_letter_table.into(),
+        columns.as_str().into(),
     ];
     spi(client.update(sql.as_str(), None, &args));
     Ok(())

@@ -4,11 +4,11 @@
 //! `error.rs`); arguments are all `Option` so that a NULL gets a clear SQ004
 //! rather than a generic failure.
 
-use crate::desc::{self, spi};
-use crate::error::{ok_or_raise, Result, SettleError};
+use crate::desc;
+use crate::create;
+use crate::error::{entry, Result, SettleError};
 use crate::ops::{self, Action, Outcome};
 use crate::register::{self, Registration};
-use crate::sql::{ident, literal};
 use crate::srf;
 use pgrx::datum::{Interval, TimestampWithTimeZone};
 use pgrx::prelude::*;
@@ -64,7 +64,7 @@ fn register_queue(
     columns: Option<JsonB>,
     dead_letter_table: Option<PgRelation>,
 ) {
-    let r = (|| {
+    entry(|| {
         let queue = need(queue, "queue")?;
         let tbl = need(tbl, "tbl")?;
         let form = need(form, "form")?;
@@ -73,7 +73,7 @@ fn register_queue(
                 client,
                 Registration {
                     queue,
-                    rel: &tbl,
+                    rel: tbl.oid(),
                     form,
                     max_attempts,
                     dead_letter,
@@ -82,8 +82,50 @@ fn register_queue(
                 },
             )
         })
-    })();
-    ok_or_raise(r)
+    })
+}
+
+/// How the registered descriptor of `queue` differs from the one given (the
+/// arguments of queue_register): one row per field that differs, none when
+/// they are the same. Writes nothing and needs no ownership, so a worker can
+/// check the queue it was built for before it claims.
+#[pg_extern(security_invoker)]
+#[allow(clippy::type_complexity)]
+fn queue_differences(
+    queue: Option<&str>,
+    tbl: Option<PgRelation>,
+    form: Option<&str>,
+    max_attempts: default!(Option<i32>, "NULL"),
+    dead_letter: default!(Option<&str>, "NULL"),
+    columns: default!(Option<JsonB>, "'{}'"),
+    dead_letter_table: default!(Option<PgRelation>, "NULL"),
+) -> TableIterator<
+    'static,
+    (
+        name!(field, String),
+        name!(registered, Option<String>),
+        name!(given, Option<String>),
+    ),
+> {
+    TableIterator::new(entry(|| {
+        let queue = need(queue, "queue")?;
+        let tbl = need(tbl, "tbl")?;
+        let form = need(form, "form")?;
+        Spi::connect(|client| {
+            register::differences(
+                client,
+                &Registration {
+                    queue,
+                    rel: tbl.oid(),
+                    form,
+                    max_attempts,
+                    dead_letter,
+                    dead_letter_table: dead_letter_table.as_ref().map(|t| t.oid()),
+                    columns: columns.as_ref().map(|j| &j.0),
+                },
+            )
+        })
+    }))
 }
 
 /// Claim up to `batch` ready rows.
@@ -101,8 +143,7 @@ fn queue_claim(
         name!(payload, Option<crate::rawjsonb::RawJsonb>),
     ),
 > {
-    let r = (|| ops::claim(need(queue, "queue")?, batch, lease))();
-    let rows = ok_or_raise(r);
+    let rows = entry(|| ops::claim(need(queue, "queue")?, batch, lease));
     srf::TableIterator::new(
         rows.into_iter()
             .map(|d| (d.id, d.attempt, d.token, d.payload)),
@@ -118,7 +159,7 @@ fn queue_complete(
     delay: default!(Option<Interval>, "NULL"),
     token: default!(Option<TimestampWithTimeZone>, "NULL"),
 ) -> String {
-    let r = (|| {
+    entry(|| {
         ops::complete_one(
             need(queue, "queue")?,
             need(id, "id")?,
@@ -126,8 +167,7 @@ fn queue_complete(
             delay,
             token,
         )
-    })();
-    ok_or_raise(r)
+    })
 }
 
 /// Settle many deliveries of one queue with one outcome in one statement.
@@ -141,7 +181,7 @@ fn queue_complete_many(
     delay: default!(Option<Interval>, "NULL"),
     tokens: default!(Option<Vec<Option<TimestampWithTimeZone>>>, "NULL"),
 ) -> srf::TableIterator<'static, (name!(id, String), name!(result, &'static str))> {
-    let r = (|| {
+    let rows = entry(|| {
         let queue = need(queue, "queue")?;
         let outcome = Outcome::parse(need(outcome, "outcome")?)?;
         let lease = tokens.is_some();
@@ -159,8 +199,8 @@ fn queue_complete_many(
                 (id, r)
             })
             .collect::<Vec<_>>())
-    })();
-    srf::TableIterator::new(ok_or_raise(r))
+    });
+    srf::TableIterator::new(rows)
 }
 
 /// Give a delivery back without settling it: lease cleared at once, advisory
@@ -171,8 +211,7 @@ fn queue_release(
     id: Option<&str>,
     token: default!(Option<TimestampWithTimeZone>, "NULL"),
 ) -> String {
-    let r = (|| ops::release_one(need(queue, "queue")?, need(id, "id")?, token))();
-    ok_or_raise(r)
+    entry(|| ops::release_one(need(queue, "queue")?, need(id, "id")?, token))
 }
 
 /// Lease heartbeat: move the deadline to now + lease; returns the new token.
@@ -183,8 +222,7 @@ fn queue_extend(
     token: Option<TimestampWithTimeZone>,
     lease: default!(Option<Interval>, "NULL"),
 ) -> TimestampWithTimeZone {
-    let r = (|| ops::extend(need(queue, "queue")?, need(id, "id")?, token, lease))();
-    ok_or_raise(r)
+    entry(|| ops::extend(need(queue, "queue")?, need(id, "id")?, token, lease))
 }
 
 /// Counts per queue (all registered queues when `queue` is NULL).
@@ -203,8 +241,7 @@ fn queue_stats(
         name!(oldest_ready_age, Option<Interval>),
     ),
 > {
-    let r = ops::stats(queue);
-    let rows = ok_or_raise(r);
+    let rows = entry(|| ops::stats(queue));
     TableIterator::new(rows.into_iter().map(|s| {
         (
             s.queue,
@@ -225,8 +262,7 @@ fn queue_requeue_dead(
     queue: Option<&str>,
     ids: default!(Option<Vec<Option<String>>>, "NULL"),
 ) -> i64 {
-    let r = (|| ops::requeue_dead(need(queue, "queue")?, ids))();
-    ok_or_raise(r)
+    entry(|| ops::requeue_dead(need(queue, "queue")?, ids))
 }
 
 /// Dead-lettered rows in id order (all, or the given ids; at most `lim`):
@@ -244,8 +280,9 @@ fn queue_dead(
         name!(row, JsonB),
     ),
 > {
-    let r = (|| ops::dead_rows(need(queue, "queue")?, need(lim, "lim")?, ids))();
-    TableIterator::new(ok_or_raise(r))
+    TableIterator::new(entry(|| {
+        ops::dead_rows(need(queue, "queue")?, need(lim, "lim")?, ids)
+    }))
 }
 
 /// Delete dead-lettered rows created more than `older_than` ago (by the
@@ -256,20 +293,18 @@ fn queue_purge_dead(
     older_than: default!(Option<Interval>, "NULL"),
     ids: default!(Option<Vec<Option<String>>>, "NULL"),
 ) -> i64 {
-    let r = (|| ops::purge_dead(need(queue, "queue")?, older_than, ids))();
-    ok_or_raise(r)
+    entry(|| ops::purge_dead(need(queue, "queue")?, older_than, ids))
 }
 
 /// Add or replace (sql given) or remove (sql NULL) a custom outcome. The SQL
 /// runs instead of the dialect's statement, with $1 = the row's id.
 #[pg_extern(security_invoker)]
 fn queue_register_outcome(queue: Option<&str>, name: Option<&str>, sql: Option<&str>) {
-    let r = (|| {
+    entry(|| {
         let queue = need(queue, "queue")?;
         let name = need(name, "name")?;
         Spi::connect_mut(|client| register::register_outcome(client, queue, name, sql))
-    })();
-    ok_or_raise(r)
+    })
 }
 
 /// Create a queue table with the canonical columns, its primary key and a
@@ -282,124 +317,11 @@ fn queue_create(
     max_attempts: default!(Option<i32>, "NULL"),
     dead_letter: default!(Option<&str>, "NULL"),
 ) -> String {
-    let r = (|| {
+    entry(|| {
         let queue = need(queue, "queue")?;
-        let form_name = need(form, "form")?;
-        let Some(form) = crate::sql::Form::parse(form_name) else {
-            return Err(SettleError::InvalidDescriptor(format!(
-                "unknown form \"{form_name}\": use row_lock, lease or advisory"
-            )));
-        };
-        if queue.is_empty() || queue.len() > 63 {
-            return Err(SettleError::InvalidDescriptor(
-                "queue_create names the table after the queue: 1 to 63 bytes".into(),
-            ));
-        }
-        let dead_letter = match (max_attempts, dead_letter) {
-            (Some(_), None) => Some(format!("{queue}_dead")),
-            (_, d) => d.map(str::to_owned),
-        };
-        Spi::connect_mut(|client| {
-            let schema: String = spi(client
-                .select(
-                    "SELECT pg_catalog.current_schema()::pg_catalog.text",
-                    None,
-                    &[],
-                )
-                .and_then(|t| t.first().get_one::<String>()))
-            .ok_or_else(|| {
-                SettleError::InvalidDescriptor(
-                    "no schema to create the table in (search_path is empty)".into(),
-                )
-            })?;
-            let table = format!("{}.{}", ident(&schema), ident(queue));
-            spi(client.update(
-                &*format!(
-                    "CREATE TABLE {table} (\
-                       id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY, \
-                       payload jsonb NOT NULL DEFAULT '{{}}', \
-                       attempt integer NOT NULL DEFAULT 0, \
-                       retry_after timestamptz, \
-                       locked_until timestamptz, \
-                       created_at timestamptz NOT NULL DEFAULT pg_catalog.now()) \
-                     WITH ({})",
-                    queue_table_options(form)
-                ),
-                None,
-                &[],
-            ));
-            spi(client.update(
-                &*format!(
-                    "CREATE TRIGGER settle_notify AFTER INSERT ON {table} FOR EACH STATEMENT \
-                     EXECUTE FUNCTION {}.queue_notify_trigger({})",
-                    desc::ext_schema(client),
-                    literal(queue)
-                ),
-                None,
-                &[],
-            ));
-            let dl_table = match &dead_letter {
-                Some(dl) => {
-                    let exists: bool = spi(client
-                        .select(
-                            "SELECT pg_catalog.to_regclass($1) IS NOT NULL",
-                            None,
-                            &[dl.as_str().into()],
-                        )
-                        .and_then(|t| t.first().get_one::<bool>()))
-                    .unwrap_or(false);
-                    if !exists {
-                        let dl_full = format!("{}.{}", ident(&schema), ident(dl));
-                        spi(client.update(
-                            &*format!("CREATE TABLE {dl_full} (LIKE {table} INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES)"),
-                            None,
-                            &[],
-                        ));
-                        Some(dl_full)
-                    } else {
-                        Some(dl.clone())
-                    }
-                }
-                None => None,
-            };
-            spi(client.update(
-                &*format!(
-                    "SELECT queue_register({}, {}::regclass, {}, {}, {})",
-                    literal(queue),
-                    literal(&table),
-                    literal(form.name()),
-                    max_attempts.map_or("NULL".into(), |n| n.to_string()),
-                    dl_table.as_deref().map_or("NULL".into(), literal),
-                ),
-                None,
-                &[],
-            ));
-            Ok(table)
-        })
-    })();
-    ok_or_raise(r)
-}
-
-/// Storage parameters of a table `queue_create` makes. A queue table's rows
-/// are written once, taken, and deleted within seconds:
-/// - lease and advisory claims update every row they take (the token, the
-///   attempt). Half of each page is left free so that update stays on the page
-///   (a HOT update: no new index entry, pruned on the page); with full pages
-///   each claim added an index entry per row, which later claims walked over.
-///   row_lock claims only lock, so that form keeps full pages.
-/// - autovacuum goes by the count of dead rows, not a share of a table whose
-///   live rows are few, and runs unthrottled: a queue's dead rows are what its
-///   claims walk over until vacuum removes them.
-fn queue_table_options(form: crate::sql::Form) -> String {
-    let mut o = vec![
-        "autovacuum_vacuum_scale_factor = 0",
-        "autovacuum_vacuum_threshold = 20000",
-        "autovacuum_vacuum_cost_delay = 0",
-    ];
-    if form != crate::sql::Form::RowLock {
-        o.insert(0, "fillfactor = 50");
-    }
-    o.join(", ")
+        let form = need(form, "form")?;
+        Spi::connect_mut(|client| create::create(client, queue, form, max_attempts, dead_letter))
+    })
 }
 
 /// The statements settle runs for a queue, as built from its descriptor (for
@@ -408,12 +330,11 @@ fn queue_table_options(form: crate::sql::Form) -> String {
 fn queue_sql(
     queue: Option<&str>,
 ) -> TableIterator<'static, (name!(statement, String), name!(sql, String))> {
-    let r = (|| {
+    TableIterator::new(entry(|| {
         let queue = need(queue, "queue")?;
         Spi::connect(|client| {
             let q = desc::queue(client, queue)?;
             Ok(ops::statements(&q.shape))
         })
-    })();
-    TableIterator::new(ok_or_raise(r))
+    }))
 }

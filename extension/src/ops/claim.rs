@@ -12,7 +12,7 @@ use pgrx::spi::SpiClient;
 use pgrx::PgMemoryContexts;
 // Fx: the keys are ids this backend chose or was given, and SipHash cost a
 // measurable share of a 100-row settle
-use super::dead::{move_taken_dead, warn_dead};
+use super::dead::{move_taken_dead, warn_dead_at_claim};
 use super::rows::{in_transaction_block, spi_rows, text_of};
 use super::time::{lease_interval, lease_token};
 use rustc_hash::FxHashSet as HashSet;
@@ -54,7 +54,7 @@ fn read_claimed(
                 text_of(values[1])
             };
             if is_dead {
-                warn_dead(q, &id);
+                warn_dead_at_claim(q, &id);
                 dead.push(id);
                 return;
             }

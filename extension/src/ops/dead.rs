@@ -5,13 +5,31 @@ use crate::desc::{PlanKey, Queue};
 use pgrx::pg_sys;
 use pgrx::spi::SpiClient;
 
+/// A retry at max_attempts moved the row to the dead letter.
 pub(super) fn warn_dead(q: &Queue, id: &str) {
     let s = &q.shape;
-    pgrx::warning!(
-        "settle: queue \"{}\": row {} reached max_attempts ({}) and was moved to the dead letter",
-        s.queue,
-        id,
-        s.max_attempts.unwrap_or_default()
+    crate::error::warn(
+        crate::error::DEAD_LETTERED_AT_SETTLE,
+        &format!(
+            "settle: queue \"{}\": row {} reached max_attempts ({}) and was moved to the dead letter",
+            s.queue,
+            id,
+            s.max_attempts.unwrap_or_default()
+        ),
+    );
+}
+
+/// A claim moved a crash-looping row to the dead letter instead of delivering it.
+pub(super) fn warn_dead_at_claim(q: &Queue, id: &str) {
+    let s = &q.shape;
+    crate::error::warn(
+        crate::error::DEAD_LETTERED_AT_CLAIM,
+        &format!(
+            "settle: queue \"{}\": row {} reached max_attempts ({}) without an outcome (a crash loop) and was moved to the dead letter",
+            s.queue,
+            id,
+            s.max_attempts.unwrap_or_default()
+        ),
     );
 }
 

@@ -16,6 +16,10 @@ pub struct Stats {
     pub oldest_ready_age: Option<Interval>,
 }
 
+/// Counts of one queue (`queue`), or of every registered queue whose table
+/// the caller may read; a queue whose table is gone is left out with a
+/// WARNING. The dead count is NULL when the queue has no dead letter or the
+/// caller may not read its table.
 pub fn stats(queue: Option<&str>) -> Result<Vec<Stats>> {
     Spi::connect_mut(|client| {
         let names: Vec<String> = match queue {
@@ -43,35 +47,59 @@ pub fn stats(queue: Option<&str>) -> Result<Vec<Stats>> {
                 }
                 Err(e) => return Err(e),
             };
-            let plan = q.plan(client, PlanKey::Stats);
-            let t = if q.shape.stats_binds_held_keys() {
-                let keys: Vec<i64> = spi(client.select(crate::sql::HELD_KEYS, None, &[]))
-                    .filter_map(|r| spi(r.get::<i64>(1)))
-                    .collect();
-                spi(client.select(&*plan, None, &[keys.into()]))
-            } else {
-                spi(client.select(&*plan, None, &[]))
-            };
-            let r = t.first();
-            let dead = if q.shape.dead.is_some() {
-                spi(client
-                    .select(&*q.plan(client, PlanKey::DeadCount), None, &[])
-                    .and_then(|t| t.first().get_one::<i64>()))
-            } else {
-                None
-            };
-            out.push(Stats {
-                queue: name,
-                form: q.shape.form.name().to_owned(),
-                ready: spi(r.get::<i64>(1)).unwrap_or(0),
-                delayed: spi(r.get::<i64>(2)).unwrap_or(0),
-                in_flight: spi(r.get::<i64>(3)),
-                dead,
-                oldest_ready_age: spi(r.get::<Interval>(4)),
-            });
+            // listing every queue: those the caller may not read are left out
+            if queue.is_none() && !readable(client, q.rel) {
+                continue;
+            }
+            out.push(counts(client, &q, name));
         }
         Ok(out)
     })
+}
+
+/// One queue's counts (see [`stats`]).
+fn counts(client: &pgrx::spi::SpiClient<'_>, q: &desc::Queue, name: String) -> Stats {
+    let plan = q.plan(client, PlanKey::Stats);
+    let t = if q.shape.stats_binds_held_keys() {
+        let keys: Vec<i64> = spi(client.select(crate::sql::HELD_KEYS, None, &[]))
+            .filter_map(|r| spi(r.get::<i64>(1)))
+            .collect();
+        spi(client.select(&*plan, None, &[keys.into()]))
+    } else {
+        spi(client.select(&*plan, None, &[]))
+    };
+    let r = t.first();
+    let dead_readable = q.dead_rel.is_none_or(|d| readable(client, d));
+    let dead = if q.shape.dead.is_some() && dead_readable {
+        spi(client
+            .select(&*q.plan(client, PlanKey::DeadCount), None, &[])
+            .and_then(|t| t.first().get_one::<i64>()))
+    } else {
+        None
+    };
+    Stats {
+        queue: name,
+        form: q.shape.form.name().to_owned(),
+        ready: spi(r.get::<i64>(1)).unwrap_or(0),
+        delayed: spi(r.get::<i64>(2)).unwrap_or(0),
+        in_flight: spi(r.get::<i64>(3)),
+        dead,
+        oldest_ready_age: spi(r.get::<Interval>(4)),
+    }
+}
+
+/// Whether the caller may read table `rel` (USAGE on its schema, SELECT on it).
+fn readable(client: &pgrx::spi::SpiClient<'_>, rel: pgrx::pg_sys::Oid) -> bool {
+    spi(client
+        .select(
+            "SELECT pg_catalog.has_schema_privilege(c.relnamespace, 'USAGE') \
+               AND pg_catalog.has_table_privilege(c.oid, 'SELECT') \
+             FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
+            None,
+            &[rel.into()],
+        )
+        .and_then(|t| t.first().get_one::<bool>()))
+    .unwrap_or(false)
 }
 
 /// `ids` as a list, refusing a NULL element.

@@ -1,13 +1,18 @@
 -- settle regression suite: setup. Every later file runs in the same database.
 CREATE EXTENSION settle;
--- try(sql): run a statement, return 'ok' or 'ERROR <SQLSTATE>: <message>'.
--- Tests assert the SQLSTATE (the contract) and show the message (for humans).
+-- try(sql): run a statement, return 'ok' or 'ERROR <SQLSTATE>: <message>' (and the
+-- DETAIL, when the error has one). Tests assert the SQLSTATE (the contract) and
+-- show the message (for humans).
 CREATE FUNCTION try(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  detail text;
 BEGIN
   EXECUTE q;
   RETURN 'ok';
 EXCEPTION WHEN OTHERS THEN
-  RETURN 'ERROR ' || SQLSTATE || ': ' || SQLERRM;
+  GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+  RETURN 'ERROR ' || SQLSTATE || ': ' || SQLERRM
+         || CASE WHEN detail <> '' THEN ' DETAIL: ' || detail ELSE '' END;
 END $$;
 -- the functions the extension installs, with their security mode
 SELECT p.proname, p.prosecdef AS security_definer, pg_get_function_identity_arguments(p.oid) AS args

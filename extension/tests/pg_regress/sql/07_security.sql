@@ -52,3 +52,57 @@ SELECT id, attempt, payload - 'locked_until' AS payload, payload ? 'locked_until
 SELECT count(*) AS leased_in_future FROM public.sec WHERE locked_until > pg_catalog.now() AND locked_until < 'infinity';
 RESET search_path;
 RESET ROLE;
+
+-- A least-privilege worker: USAGE on the schema, SELECT, UPDATE and DELETE on the
+-- queue table, INSERT on its dead-letter table, nothing else. Every form works
+-- through SQL; the registry is read, never written.
+CREATE SCHEMA lp;
+CREATE TABLE lp.jobs (id bigint PRIMARY KEY, payload jsonb, attempt int NOT NULL DEFAULT 0,
+                      retry_after timestamptz, locked_until timestamptz);
+CREATE TABLE lp.jobs_dead (LIKE lp.jobs);
+CREATE TABLE lp.hidden (id bigint PRIMARY KEY, locked_until timestamptz);
+SELECT queue_register('lp_lease', 'lp.jobs', 'lease', 2, 'lp.jobs_dead');
+SELECT queue_register('lp_hidden', 'lp.hidden', 'lease');
+CREATE ROLE settle_worker;
+GRANT USAGE ON SCHEMA lp TO settle_worker;
+GRANT SELECT, UPDATE, DELETE ON lp.jobs TO settle_worker;
+GRANT INSERT ON lp.jobs_dead TO settle_worker;
+INSERT INTO lp.jobs (id) SELECT generate_series(1, 6);
+SET ROLE settle_worker;
+-- lease: claim, ack, retry into the dead letter, a crash loop moved at claim
+SELECT id, attempt FROM queue_claim('lp_lease', 2, '1 minute') ORDER BY id;
+SELECT queue_complete('lp_lease', id::text, 'ack', token => locked_until) FROM lp.jobs WHERE id = 1;
+SELECT queue_complete('lp_lease', id::text, 'retry', token => locked_until) FROM lp.jobs WHERE id = 2;
+SELECT id, queue_complete('lp_lease', id, 'retry', token => token) FROM queue_claim('lp_lease', 1);
+SELECT id, attempt FROM queue_claim('lp_lease', 1, '1 millisecond');
+SELECT pg_sleep(0.01);
+SELECT id, attempt FROM queue_claim('lp_lease', 1, '1 millisecond');
+SELECT pg_sleep(0.01);
+SELECT id FROM queue_claim('lp_lease', 1, '1 minute');
+SELECT id, queue_release('lp_lease', id::text, locked_until) FROM lp.jobs WHERE locked_until > now() ORDER BY id;
+-- what it can see: its queue's counts (dead: NULL, it cannot read the dead letter);
+-- listing every queue leaves out the one it cannot read
+SELECT queue, ready, delayed, in_flight, dead FROM queue_stats('lp_lease');
+SELECT queue FROM queue_stats() WHERE queue LIKE 'lp%';
+SELECT try($$SELECT * FROM queue_stats('lp_hidden')$$);
+-- the registration it was built for, compared; registering it again as it is writes nothing
+SELECT * FROM queue_differences('lp_lease', 'lp.jobs', 'lease', 2, 'lp.jobs_dead');
+SELECT * FROM queue_differences('lp_lease', 'lp.jobs', 'row_lock') ORDER BY field;
+SELECT queue_register('lp_lease', 'lp.jobs', 'lease', 2, 'lp.jobs_dead');
+SELECT try($$SELECT queue_register('lp_lease', 'lp.jobs', 'row_lock')$$);
+RESET ROLE;
+-- row_lock and advisory over the same table, as the same worker
+SELECT queue_register('lp_row', 'lp.jobs', 'row_lock', 2, 'lp.jobs_dead');
+SELECT queue_register('lp_adv', 'lp.jobs', 'advisory', 2, 'lp.jobs_dead');
+SET ROLE settle_worker;
+BEGIN;
+SELECT id, attempt FROM queue_claim('lp_row', 1);
+SELECT queue_complete('lp_row', id::text, 'ack') FROM lp.jobs WHERE id = 4;
+COMMIT;
+SELECT id, attempt FROM queue_claim('lp_adv', 1);
+SELECT queue_complete('lp_adv', '5', 'drop');
+SELECT id, attempt FROM queue_claim('lp_adv', 1);
+SELECT queue_complete('lp_adv', '6', 'retry');
+RESET ROLE;
+SELECT id, attempt FROM lp.jobs ORDER BY id;
+SELECT id, attempt FROM lp.jobs_dead ORDER BY id;
