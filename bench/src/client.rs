@@ -31,7 +31,13 @@ pub(crate) async fn client_run(
     let queue = settle::Queue::new(q, q).form(settle::Form::Lease {
         ttl: Duration::from_micros(LEASE_MICROS as u64),
     });
-    let client = settle::Client::connect(a.conn.parse().unwrap(), workers, queue)
+    settle::Admin::postgres(a.conn.as_str(), 1)
+        .await
+        .unwrap()
+        .register(&queue)
+        .await
+        .unwrap();
+    let client = settle::Client::connect(a.conn.as_str(), workers, queue)
         .await
         .unwrap();
     let hs: Vec<_> = (0..workers)

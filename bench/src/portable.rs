@@ -674,7 +674,13 @@ async fn case(
     let client = if imp == Imp::Client {
         let q = settle::Queue::new(&t, &t).form(settle_form);
         let c = if b.db == Server::PgExt {
-            settle::Client::connect(a.conn.parse().unwrap(), workers, q)
+            settle::Admin::postgres(a.conn.as_str(), 1)
+                .await
+                .expect("Admin::postgres")
+                .register(&q)
+                .await
+                .expect("register");
+            settle::Client::connect(a.conn.as_str(), workers, q)
                 .await
                 .expect("Client::connect")
         } else {

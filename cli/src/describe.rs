@@ -6,6 +6,15 @@ use std::time::Duration;
 
 /// One `--queue` value as a queue descriptor.
 pub fn parse(spec: &str) -> Result<Queue, String> {
+    parse_with(spec, false)
+}
+
+/// A queue to register: a dead letter needs its max_attempts said.
+pub fn parse_for_register(spec: &str) -> Result<Queue, String> {
+    parse_with(spec, true)
+}
+
+fn parse_with(spec: &str, max_required: bool) -> Result<Queue, String> {
     let mut parts = spec.split(',');
     let head = parts.next().unwrap_or_default().trim();
     let (name, table) = match head.split_once('=') {
@@ -53,6 +62,9 @@ pub fn parse(spec: &str) -> Result<Queue, String> {
     }
     let mut q = Queue::new(name, table).form(form);
     match (dead, max) {
+        (Some(_), None) if max_required => {
+            return Err(format!("--queue {spec:?}: dead_letter needs max_attempts"))
+        }
         (Some(d), m) => q = q.dead_letter(m.unwrap_or(1), d),
         (None, Some(_)) => return Err(format!("--queue {spec:?}: max_attempts needs dead_letter")),
         (None, None) => {}

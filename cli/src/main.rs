@@ -1,5 +1,6 @@
 //! `settle`: look at a database's queues, put dead letters back or purge
-//! them, show the statements a queue runs, and serve a web dashboard.
+//! them, show the statements a queue runs, register a queue, and serve a web
+//! dashboard.
 //! docs/operations.md documents every command.
 //!
 //! Exit codes: 0 done, 1 a failure (one line on stderr), 2 bad usage.
@@ -17,10 +18,11 @@ use std::time::Duration;
 #[command(
     name = "settle",
     version,
-    about = "Operate settle queues: counts, dead letters, statements, a dashboard"
+    about = "Operate settle queues: counts, dead letters, statements, registration, a dashboard"
 )]
 struct Cli {
-    /// The database: postgres://…, mysql://…, mariadb://… or sqlite://…
+    /// The database: postgres://… (or libpq key=value pairs; TLS by sslmode, PG* variables
+    /// for what it leaves out), mysql://…, mariadb://… or sqlite://…
     #[arg(long, env = "DATABASE_URL", global = true, hide_env_values = true)]
     url: Option<String>,
     /// A queue the portable path serves (it has no registry):
@@ -48,6 +50,13 @@ enum Command {
     Sql {
         /// the queue
         queue: String,
+    },
+    /// Register a queue, or change its registration (the table's owner's action;
+    /// PostgreSQL with the extension): prints created, changed (with what differed)
+    /// or unchanged
+    Register {
+        /// NAME[=TABLE][,form=lease|row_lock|advisory][,dead_letter=TABLE_OR_GROUP,max_attempts=N]
+        spec: String,
     },
     /// Serve the web dashboard
     Dashboard {
@@ -137,6 +146,11 @@ async fn run(cli: Cli) -> Result<(), String> {
         Command::Sql { queue } => {
             let a = connect(&cli, 2).await?;
             out.statements(&a.statements(queue).await.map_err(|e| e.to_string())?);
+        }
+        Command::Register { spec } => {
+            let queue = describe::parse_for_register(spec)?;
+            let a = connect(&cli, 1).await?;
+            out.registered(&a.register(&queue).await.map_err(|e| e.to_string())?);
         }
         Command::Dead { command } => {
             let a = connect(&cli, 2).await?;

@@ -150,6 +150,34 @@ impl Out {
         }
     }
 
+    /// What `settle register` did: `created`, `unchanged`, or `changed` with
+    /// each difference (field, was, now).
+    pub fn registered(&self, r: &settle::Registered) {
+        let (what, diffs) = match r {
+            settle::Registered::Created => ("created", &[][..]),
+            settle::Registered::Unchanged => ("unchanged", &[][..]),
+            settle::Registered::Changed(d) => ("changed", d.as_slice()),
+        };
+        if self.json {
+            let changes: Vec<Value> = diffs
+                .iter()
+                .map(|d| json!({"field": d.field, "was": d.registered, "now": d.given}))
+                .collect();
+            println!("{}", json!({ "registration": what, "changes": changes }));
+            return;
+        }
+        println!("{what}");
+        let none = || "none".to_owned();
+        for d in diffs {
+            println!(
+                "  {}: {} -> {}",
+                d.field,
+                d.registered.clone().unwrap_or_else(none),
+                d.given.clone().unwrap_or_else(none)
+            );
+        }
+    }
+
     pub fn statements(&self, st: &[(String, String)]) {
         if self.json {
             let v: Vec<Value> = st

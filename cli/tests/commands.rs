@@ -180,3 +180,72 @@ cell!(pg_extension: Backend::PgExtension);
 cell!(pg_portable: Backend::PgPortable);
 cell!(mariadb: Backend::MariaDb);
 cell!(sqlite: Backend::Sqlite);
+
+/// `settle register`: created, unchanged, changed with what differed, and
+/// refused for a dead letter without max_attempts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn register() {
+    let b = Backend::PgExtension;
+    if !selected(b) {
+        return;
+    }
+    let pool = admin(b).await;
+    let t = table(b, &pool, "cli_reg", 1).await;
+    let base = vec!["--url".to_string(), env("SETTLE_TEST_PG")];
+    let spec = format!("{t},form=row_lock,dead_letter={t}_dead,max_attempts=2");
+    let (rc, out, err) = settle(&args(&base, &["register", &spec]));
+    assert_eq!((rc, out.trim()), (0, "created"), "{err}");
+    let (rc, out, _) = settle(&args(&base, &["register", &spec]));
+    assert_eq!((rc, out.trim()), (0, "unchanged"));
+    let lease = format!("{t},form=lease,dead_letter={t}_dead,max_attempts=2");
+    let (rc, out, _) = settle(&args(&base, &["register", &lease]));
+    assert_eq!((rc, out.trim()), (0, "changed\n  form: row_lock -> lease"));
+    let (rc, out, _) = settle(&args(&base, &["--json", "register", t.as_str()]));
+    assert_eq!(rc, 0);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["registration"], "changed", "{v}");
+    let fields: Vec<&str> = v["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields, ["max_attempts", "dead_letter"], "{v}");
+    let (rc, _, err) = settle(&args(&base, &["register", &format!("{t},dead_letter=x")]));
+    assert_eq!(rc, 1);
+    assert!(err.contains("dead_letter needs max_attempts"), "{err}");
+}
+
+/// `settle queues` against the TLS-only server with verify-full; a wrong CA
+/// and a wrong host name fail with one line that names the cause.
+#[test]
+fn queues_over_verify_full_tls() {
+    if !selected(Backend::PgExtension) {
+        return;
+    }
+    let conn = env("SETTLE_TEST_TLS");
+    if let Some(why) = conn.strip_prefix("skip:") {
+        println!("TLS: skipped: {why}");
+        return;
+    }
+    let port = conn
+        .split_whitespace()
+        .find_map(|kv| kv.strip_prefix("port="))
+        .expect("port=");
+    let dir = std::path::PathBuf::from(env("SETTLE_TEST_TLS_DIR"));
+    let url = |host: &str, ca: &str| {
+        format!(
+            "postgres://postgres@{host}:{port}/settle_tls?sslmode=verify-full&sslrootcert={}",
+            dir.join(ca).display()
+        )
+    };
+    let (rc, _, err) = settle(&["--url".into(), url("localhost", "ca.crt"), "queues".into()]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(err.contains("with the settle extension"), "{err}");
+    let (rc, _, err) = settle(&["--url".into(), url("localhost", "other-ca.crt"), "queues".into()]);
+    assert_eq!(rc, 1, "{err}");
+    assert!(err.contains("not signed by a trusted root certificate"), "{err}");
+    let (rc, _, err) = settle(&["--url".into(), url("127.0.0.1", "ca.crt"), "queues".into()]);
+    assert_eq!(rc, 1, "{err}");
+    assert!(err.contains("not valid for the host name"), "{err}");
+}

@@ -1,7 +1,7 @@
 //! The operator's view of a database: every queue's counts, dead rows put
 //! back or purged, the statements a queue runs — what the `settle` command
-//! and its dashboard show. It never registers or changes a queue's
-//! descriptor.
+//! and its dashboard show — and registering a queue, the table owner's
+//! action ([`Admin::register`]), which nothing else does.
 //!
 //! On PostgreSQL with the settle extension it reads the registry
 //! (`queue_stats()` lists every queue). Without the extension (the portable
@@ -9,9 +9,12 @@
 //! described to [`Admin::connect`], each checked against its table as
 //! [`Client::portable`] checks it.
 
+use crate::backend::ext::connect::{Connector, Notices, Statements};
+use crate::backend::ext::descriptor::{self, Registered};
 use crate::backend::ext::{self, admin};
 use crate::backend::portable::Dialect;
 use crate::client::Client;
+use crate::conninfo::{ConnInfo, IntoConnInfo};
 use crate::error::{Error, Result};
 use crate::pool::PoolOptions;
 use crate::queue::Queue;
@@ -45,31 +48,28 @@ impl std::fmt::Debug for Admin {
 }
 
 impl Admin {
-    /// Connect to `url` (`postgres://`, `mysql://` / `mariadb://`, `sqlite://`)
-    /// with at most `pool_size` connections. PostgreSQL with the settle
-    /// extension installed is read through it (and `described` is not
-    /// needed); otherwise the portable path serves the queues in `described`,
-    /// and none is an error. An extension older than
-    /// [`crate::EXTENSION_VERSION`] is [`Error::Extension`].
+    /// Connect to `url` (`postgres://` or a libpq `key=value` string,
+    /// `mysql://` / `mariadb://`, `sqlite://`) with at most `pool_size`
+    /// connections. PostgreSQL with the settle extension installed is read
+    /// through it (and `described` is not needed); otherwise the portable
+    /// path serves the queues in `described`, and none is an error. An
+    /// extension older than [`crate::EXTENSION_VERSION`] is
+    /// [`Error::Extension`]. TLS follows the URL's `sslmode` (libpq's rules
+    /// on PostgreSQL, `ssl-mode` on MariaDB/MySQL).
     pub async fn connect(url: &str, pool_size: usize, described: Vec<Queue>) -> Result<Admin> {
-        let Some((dialect, _)) = Dialect::from_url(url) else {
-            return Err(Error::invalid(format!(
-                "unsupported database URL {url:?}: use postgres://, mysql://, mariadb:// or sqlite://"
-            )));
+        let dialect = match Dialect::from_url(url) {
+            Some((d, _)) => d,
+            // a libpq key=value string
+            None if url.contains('=') && !url.contains("://") => Dialect::Postgres,
+            None => {
+                return Err(Error::invalid(format!(
+                    "unsupported database URL {url:?}: use postgres://, mysql://, mariadb:// or sqlite://"
+                )))
+            }
         };
         if dialect == Dialect::Postgres {
-            let mut config: tokio_postgres::Config = url
-                .parse()
-                .map_err(|e| Error::invalid(format!("database URL: {e}")))?;
-            let pool = ext::build_pool(&mut config, &PoolOptions::new(pool_size))?;
-            let c = pool.get().await?;
-            match ext::check_version(&c).await {
-                Ok(version) => {
-                    drop(c);
-                    return Ok(Admin {
-                        inner: Inner::Ext { pool, version },
-                    });
-                }
+            match Admin::postgres(url, pool_size).await {
+                Ok(admin) => return Ok(admin),
                 // no extension: the portable path
                 Err(Error::Extension {
                     installed: None, ..
@@ -93,8 +93,24 @@ impl Admin {
         })
     }
 
+    /// PostgreSQL with the settle extension, through at most `pool_size`
+    /// connections: `conn` as [`Client::connect`] takes it (a connection
+    /// string, a [`crate::ConnInfo`], a `tokio_postgres::Config`).
+    /// [`Error::Extension`] without the extension or with an older one.
+    pub async fn postgres(conn: impl IntoConnInfo, pool_size: usize) -> Result<Admin> {
+        let info: ConnInfo = conn.into_conn_info()?;
+        let opts = PoolOptions::new(pool_size);
+        let pool = Connector::new(&info, &opts)?.pool(&opts, Notices::default())?;
+        let c = pool.get().await?;
+        let version = ext::check_version(&c, Statements::Unnamed).await?;
+        drop(c);
+        Ok(Admin {
+            inner: Inner::Ext { pool, version },
+        })
+    }
+
     /// What serves the queues, for people: `PostgreSQL with the settle
-    /// extension 0.5.0`, `mysql (portable path)`, ….
+    /// extension 0.6.0`, `mysql (portable path)`, ….
     pub fn backend(&self) -> String {
         match &self.inner {
             Inner::Ext { version, .. } => format!("PostgreSQL with the settle extension {version}"),
@@ -105,6 +121,25 @@ impl Admin {
     /// Whether the settle extension serves the queues.
     pub fn uses_extension(&self) -> bool {
         matches!(self.inner, Inner::Ext { .. })
+    }
+
+    /// Register `queue` and its custom outcomes, or change its registration
+    /// to them — the table owner's action (workers connect as any role with
+    /// the table's privileges, and only check the registration). Says what
+    /// it did; with `Changed`, what differed. The portable path has no
+    /// registry: [`Error::Unsupported`].
+    pub async fn register(&self, queue: &Queue) -> Result<Registered> {
+        match &self.inner {
+            Inner::Ext { pool, .. } => {
+                let c = pool.get().await?;
+                descriptor::register(&c, Statements::Unnamed, queue).await
+            }
+            Inner::Portable { dialect, .. } => Err(Error::unsupported(format!(
+                "{} has no queue registry without the settle extension: a queue is described \
+                 to each client instead",
+                dialect.name()
+            ))),
+        }
     }
 
     /// Every queue with its counts, in name order.

@@ -1,6 +1,8 @@
 //! The client: one queue over one backend, claims, batch settles, stats.
 
-use crate::backend::{ext::Ext, portable::Engine, Backend, Capabilities};
+use crate::backend::ext::{connect::Statements, Ext};
+use crate::backend::{portable::Engine, Backend, Capabilities};
+use crate::conninfo::IntoConnInfo;
 use crate::delivery::Delivery;
 use crate::error::{Error, Result};
 use crate::outcome::{Outcome, Settled};
@@ -27,38 +29,52 @@ impl std::fmt::Debug for Client {
 }
 
 impl Client {
-    /// Connect with a pool of `pool_size` connections (no TLS) and register the
-    /// queue (idempotent). The same config is used for the worker's LISTEN
-    /// connection. Default timeouts: see [`PoolOptions`]. Fails with
+    /// Connect with a pool of `pool_size` connections and check that the
+    /// queue is registered as `queue` describes it (with its custom
+    /// outcomes). Connecting writes nothing and needs no ownership: a role
+    /// with the queue table's privileges is enough. A queue registered
+    /// differently fails with [`Error::RegisteredDifferently`], listing the
+    /// differences; one not registered with [`Error::UnknownQueue`] — the
+    /// table's owner registers it ([`crate::Admin::register`]).
+    ///
+    /// `conn` is a libpq connection string (a `postgres://` URL or
+    /// `key=value` pairs, the `PG*` environment filling what it leaves out,
+    /// TLS as its `sslmode` says), a [`crate::ConnInfo`] or a
+    /// `tokio_postgres::Config`. The worker's LISTEN connection is made the
+    /// same way. Default timeouts: see [`PoolOptions`]. Fails with
     /// [`Error::Extension`] when the database's extension is missing or older
     /// than [`crate::EXTENSION_VERSION`].
     pub async fn connect(
-        config: tokio_postgres::Config,
+        conn: impl IntoConnInfo,
         pool_size: usize,
         queue: Queue,
     ) -> Result<Client> {
-        Client::connect_with(config, PoolOptions::new(pool_size), queue).await
+        Client::connect_with(conn, PoolOptions::new(pool_size), queue).await
     }
 
-    /// [`Client::connect`] with explicit pool settings.
+    /// [`Client::connect`] with explicit pool settings (among them
+    /// [`PoolOptions::transaction_pooler`]).
     pub async fn connect_with(
-        config: tokio_postgres::Config,
+        conn: impl IntoConnInfo,
         pool: PoolOptions,
         queue: Queue,
     ) -> Result<Client> {
-        let ext = Ext::connect(config, pool, queue).await?;
+        let ext = Ext::connect(conn.into_conn_info()?, pool, queue).await?;
         Ok(Client {
             backend: Backend::Ext(ext),
         })
     }
 
-    /// Use an existing pool (TLS, custom recycling). The worker then wakes by
-    /// polling only, as it has no config for a LISTEN connection. Do not use
-    /// `RecyclingMethod::Clean` with the advisory form while deliveries are
-    /// live elsewhere on the pool: settle never returns a connection that
-    /// carries locks, and Clean is not needed for that.
+    /// Use an existing pool (custom TLS or recycling), checking the queue as
+    /// [`Client::connect`] does. The worker then wakes by polling only, as it
+    /// has no config for a LISTEN connection, and the server's notices go
+    /// where the pool sends them. Do not use `RecyclingMethod::Clean` with the
+    /// advisory form while deliveries are live elsewhere on the pool: settle
+    /// never returns a connection that carries locks, and Clean is not needed
+    /// for that.
     pub async fn from_pool(pool: Pool, queue: Queue) -> Result<Client> {
-        let ext = Ext::register(pool, queue, None).await?;
+        let meters = crate::meters::Meters::new(&queue.name);
+        let ext = Ext::attach(pool, queue, None, Statements::Prepared, meters).await?;
         Ok(Client {
             backend: Backend::Ext(ext),
         })

@@ -20,6 +20,8 @@ pub struct Delivery {
     /// what holds the row, with the backend that settles it; taken when the
     /// delivery is settled or given back
     hold: Option<Hold>,
+    /// the worker's count of deliveries dropped unsettled
+    unsettled: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl std::fmt::Debug for Delivery {
@@ -40,7 +42,18 @@ impl Delivery {
             attempt: c.attempt,
             payload: c.payload,
             hold: Some(c.hold),
+            unsettled: None,
         }
+    }
+
+    /// Count this delivery in `unsettled` if it is dropped unsettled other than
+    /// by a panic (the worker's report).
+    pub(crate) fn count_unsettled_in(
+        mut self,
+        unsettled: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    ) -> Delivery {
+        self.unsettled = Some(unsettled);
+        self
     }
 
     /// The id and the hold, for a batch settle; the delivery counts as settled.
@@ -168,6 +181,12 @@ impl Delivery {
 impl Drop for Delivery {
     fn drop(&mut self) {
         if let Some(hold) = self.hold.take() {
+            if let Some(n) = &self.unsettled {
+                // a panicking handler's delivery is counted as its panic
+                if !std::thread::panicking() {
+                    n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
             let id = std::mem::take(&mut self.id);
             tracing::debug!(queue = %hold.queue().name, id = %id, "delivery dropped unsettled: giving it back");
             hold.give_back(id);

@@ -80,9 +80,31 @@ pub enum Error {
         /// the oldest extension version this client works with
         required: &'static str,
     },
+    /// The queue is registered with another descriptor than the client's
+    /// [`crate::Queue`] (found at connect, before anything is written): the
+    /// differences are listed. Connecting never changes a registration; the
+    /// table's owner does, with [`crate::Admin::register`] (or
+    /// `settle register`, or `queue_register` in SQL).
+    #[error("{}", registered_differently(.queue, .differences))]
+    RegisteredDifferently {
+        /// the queue's name
+        queue: String,
+        /// each field that differs
+        differences: Vec<crate::Difference>,
+    },
     /// The payload is not valid for the type the handler asked for.
     #[error("payload: {0}")]
     Payload(#[source] serde_json::Error),
+}
+
+fn registered_differently(queue: &str, differences: &[crate::Difference]) -> String {
+    let list: Vec<String> = differences.iter().map(|d| d.to_string()).collect();
+    format!(
+        "queue \"{queue}\" is registered differently: {}. Describe the queue as registered, \
+         or have the table's owner register the change (settle::Admin::register, \
+         `settle register`, or queue_register in SQL)",
+        list.join("; ")
+    )
 }
 
 fn extension_message(installed: Option<&str>, required: &str) -> String {
@@ -189,6 +211,7 @@ impl Error {
             | Error::PoolTimeout(e)
             | Error::Database(e) => e.code.as_deref(),
             Error::Pool(e) | Error::Unsupported(e) => e.code.as_deref(),
+            Error::RegisteredDifferently { .. } => Some("SQ003"),
             _ => None,
         }
     }
@@ -198,7 +221,10 @@ impl From<tokio_postgres::Error> for Error {
     fn from(e: tokio_postgres::Error) -> Error {
         let (code, message) = match e.as_db_error() {
             Some(db) => (Some(db.code().code().to_owned()), db.message().to_owned()),
-            None => (e.code().map(|c| c.code().to_owned()), e.to_string()),
+            None => (
+                e.code().map(|c| c.code().to_owned()),
+                crate::tls::handshake_failure(&e).unwrap_or_else(|| e.to_string()),
+            ),
         };
         let kind = code.clone();
         let db = DbError {
@@ -241,7 +267,10 @@ impl From<sqlx::Error> for Error {
         }
         let (code, message) = match e.as_database_error() {
             Some(d) => (d.code().map(|c| c.into_owned()), d.message().to_owned()),
-            None => (None, e.to_string()),
+            None => (
+                None,
+                crate::tls::handshake_failure(&e).unwrap_or_else(|| e.to_string()),
+            ),
         };
         Error::Database(DbError {
             code,

@@ -43,6 +43,7 @@
 mod admin;
 mod backend;
 mod client;
+mod conninfo;
 mod delivery;
 mod error;
 pub mod meters;
@@ -51,13 +52,16 @@ mod payload;
 mod pool;
 mod queue;
 mod stats;
+mod tls;
 mod worker;
 
 pub use admin::Admin;
+pub use backend::ext::descriptor::{Difference, Registered};
 pub use backend::ext::EXTENSION_VERSION;
 pub use backend::portable::Dialect;
 pub use backend::Capabilities;
 pub use client::Client;
+pub use conninfo::{ConnInfo, IntoConnInfo};
 pub use delivery::Delivery;
 pub use error::{DbError, Error, Result};
 pub use outcome::{Outcome, Settled};

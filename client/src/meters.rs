@@ -95,6 +95,16 @@ impl Meters {
         }
     }
 
+    /// The dead-lettered counter, for what a claim moves to the dead letter
+    /// (crash loops), which no settle reports.
+    pub(crate) fn dead_lettered(&self) -> Counter {
+        let i = OUTCOMES
+            .iter()
+            .position(|(o, _)| *o == Settled::DeadLettered)
+            .expect("every outcome");
+        self.settled[i].clone()
+    }
+
     pub(crate) fn settle_took(&self, took: Duration) {
         self.settle_seconds.record(took.as_secs_f64());
     }

@@ -18,6 +18,15 @@ pub struct PoolOptions {
     pub wait_timeout: Option<Duration>,
     /// How long opening a new connection may take; `None` leaves it to the driver.
     pub connect_timeout: Option<Duration>,
+    /// The connections go through a transaction pooler (PgBouncer
+    /// `pool_mode=transaction`, RDS Proxy, Supavisor's transaction port),
+    /// which may run each transaction on another server session. The
+    /// extension client then sends no named prepared statements (each call is
+    /// parsed under no name, in the same round trip), opens no LISTEN
+    /// connection (the worker polls), and refuses the advisory form, whose
+    /// locks belong to a session. The lease and row_lock forms work. The
+    /// portable path refuses it: put it behind session pooling.
+    pub transaction_pooler: bool,
 }
 
 impl Default for PoolOptions {
@@ -26,6 +35,7 @@ impl Default for PoolOptions {
             max_size: 16,
             wait_timeout: Some(Duration::from_secs(30)),
             connect_timeout: Some(Duration::from_secs(10)),
+            transaction_pooler: false,
         }
     }
 }
@@ -48,6 +58,13 @@ impl PoolOptions {
     /// Set how long opening a connection may take.
     pub fn connect_timeout(mut self, d: Option<Duration>) -> Self {
         self.connect_timeout = d;
+        self
+    }
+
+    /// Say whether the connections go through a transaction pooler (see
+    /// [`PoolOptions::transaction_pooler`]).
+    pub fn transaction_pooler(mut self, yes: bool) -> Self {
+        self.transaction_pooler = yes;
         self
     }
 }

@@ -59,7 +59,10 @@ pub struct WorkerReport {
     pub settled: HashMap<Settled, u64>,
     /// handlers that panicked (their deliveries were given back)
     pub panicked: u64,
-    /// handlers that returned without settling (given back)
+    /// deliveries given back because they were dropped unsettled: by a
+    /// handler that returned without settling its delivery, or still running
+    /// or waiting when [`WorkerOptions::drain_timeout`] ran out (those of
+    /// handlers that panicked are counted in `panicked`)
     pub unsettled: u64,
     /// settle calls that failed (lease lost, not held, database errors)
     pub errors: u64,
@@ -235,6 +238,8 @@ where
 {
     let handler = Arc::new(handler);
     let report = Arc::new(Mutex::new(WorkerReport::default()));
+    // counted by the deliveries themselves when they are dropped unsettled
+    let unsettled = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let sem = Arc::new(Semaphore::new(opts.concurrency.max(1)));
     let wake = Arc::new(Notify::new());
     let mut tasks = JoinSet::new();
@@ -285,6 +290,10 @@ where
             continue;
         };
         permits.truncate(deliveries.len());
+        let deliveries: Vec<Delivery> = deliveries
+            .into_iter()
+            .map(|d| d.count_unsettled_in(unsettled.clone()))
+            .collect();
         if clients[from].queue().form == Form::RowLock {
             // one transaction: one task, handlers in order
             let (h, r, c) = (handler.clone(), report.clone(), clients[from].clone());
@@ -322,17 +331,16 @@ where
         Some(t) => {
             if tokio::time::timeout(t, drain).await.is_err() {
                 // aborting drops the handlers' futures and so their deliveries,
-                // which gives them back
-                let n = tasks.len() as u64;
+                // which gives them back (and counts them unsettled)
                 tasks.abort_all();
                 while tasks.join_next().await.is_some() {}
-                report.lock().unwrap().unsettled += n;
                 // give the spawned give-backs a moment to run
                 tokio::task::yield_now().await;
             }
         }
     }
-    let r = report.lock().unwrap().clone();
+    let mut r = report.lock().unwrap().clone();
+    r.unsettled = unsettled.load(std::sync::atomic::Ordering::Relaxed);
     Ok(r)
 }
 

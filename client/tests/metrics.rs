@@ -74,8 +74,10 @@ async fn a_scripted_worker_records_its_counts() {
     rec.install()
         .expect("the only recorder of this test binary");
 
-    // ten jobs: 1-6 acked, 7 retried once, 8 panics once, 9 released once, 10 dropped
-    let url = sqlite_queue("jobs", 10).await;
+    // eleven jobs: 1-6 acked, 7 retried once, 8 panics once, 9 released once,
+    // 10 dropped, 11's handler returns without settling once (a payload of
+    // another type: `?` drops the delivery)
+    let url = sqlite_queue("jobs", 11).await;
     let lease = Form::Lease {
         ttl: Duration::from_secs(30),
     };
@@ -105,12 +107,18 @@ async fn a_scripted_worker_records_its_counts() {
                 "8" if first => panic!("scripted panic"),
                 "9" if first => d.release().await,
                 "10" => d.drop_it().await,
+                "11" if first => {
+                    let n: u64 = d.payload()?;
+                    panic!("{n}: the payload is an object, not a number");
+                }
                 _ => d.ack().await,
             }
         })
         .await
         .unwrap();
     assert_eq!(report.panicked, 1, "{report:?}");
+    assert_eq!(report.unsettled, 1, "{report:?}: job 11's first run");
+    assert_eq!(report.errors, 1, "{report:?}: job 11's first run");
 
     let m = read(&snap);
     let q = [("queue", "jobs")];
@@ -121,20 +129,20 @@ async fn a_scripted_worker_records_its_counts() {
             &[("queue", "jobs"), ("outcome", o)],
         )
     };
-    assert_eq!(get(&m, "settle_claimed_total", &q), 13, "{m:?}");
-    assert_eq!(outcome("deleted"), 10, "{m:?}");
+    assert_eq!(get(&m, "settle_claimed_total", &q), 15, "{m:?}");
+    assert_eq!(outcome("deleted"), 11, "{m:?}");
     assert_eq!(outcome("retried"), 1, "{m:?}");
     assert_eq!(outcome("released"), 1, "{m:?}");
     assert_eq!(outcome("dead_lettered"), 0, "{m:?}");
     assert_eq!(get(&m, "settle_handler_panics_total", &q), 1, "{m:?}");
     assert_eq!(
         get(&m, "settle_handler_seconds", &q),
-        13,
+        15,
         "{m:?}: one sample per handler run"
     );
     assert_eq!(
         get(&m, "settle_settle_seconds", &q),
-        12,
+        13,
         "{m:?}: one sample per settle"
     );
     assert!(get(&m, "settle_claim_seconds", &q) >= 1, "{m:?}");
@@ -145,6 +153,35 @@ async fn a_scripted_worker_records_its_counts() {
             &[("queue", "jobs"), ("op", "settle")]
         ),
         0,
+        "{m:?}"
+    );
+
+    // a crash loop: a delivery at max_attempts (1) given back unsettled; the
+    // next claim moves the row to the dead letter instead, and counts it
+    let url = sqlite_queue("loops", 1).await;
+    let q = Queue::new("loops", "loops")
+        .form(lease)
+        .dead_letter(1, "loops_dead");
+    let c = Client::portable(&url, 2, q).await.unwrap();
+    drop(c.claim(1).await.unwrap());
+    let mut moved = false;
+    for _ in 0..100 {
+        assert!(c.claim(1).await.unwrap().is_empty(), "never delivered again");
+        if c.stats().await.unwrap().dead == Some(1) {
+            moved = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(moved, "the crash-looping row is in the dead letter");
+    let m = read(&snap);
+    assert_eq!(
+        get(
+            &m,
+            "settle_settled_total",
+            &[("queue", "loops"), ("outcome", "dead_lettered")]
+        ),
+        1,
         "{m:?}"
     );
 

@@ -15,6 +15,20 @@ fn config() -> tokio_postgres::Config {
         .expect("SETTLE_TEST_PG is a libpq connection string")
 }
 
+/// The queue registered by its table's owner (the test role owns every table
+/// it makes), then a client of it.
+async fn connect(
+    cfg: tokio_postgres::Config,
+    pool: usize,
+    q: Queue,
+) -> settle::Result<Client> {
+    settle::Admin::postgres(cfg.clone(), 1)
+        .await?
+        .register(&q)
+        .await?;
+    Client::connect(cfg, pool, q).await
+}
+
 async fn admin() -> tokio_postgres::Client {
     let (c, conn) = config()
         .connect(tokio_postgres::NoTls)
@@ -114,7 +128,7 @@ async fn every_outcome_in_every_form() {
     let db = admin().await;
     for form in FORMS {
         let t = table(&db, "outcomes", 6).await;
-        let c = Client::connect(
+        let c = connect(
             config(),
             4,
             Queue::new(&t, &t)
@@ -179,7 +193,7 @@ async fn custom_outcome_in_every_form() {
             "archive",
             format!("WITH d AS (DELETE FROM {t} WHERE id = $1 RETURNING id) INSERT INTO {t}_archive SELECT id FROM d"),
         );
-        let c = Client::connect(config(), 2, q).await.unwrap();
+        let c = connect(config(), 2, q).await.unwrap();
         let d = c.claim(1).await.unwrap().pop().unwrap();
         assert_eq!(d.custom("archive").await.unwrap(), Settled::Custom);
         let d = c.claim(1).await.unwrap().pop().unwrap();
@@ -209,7 +223,7 @@ async fn dropped_deliveries_come_back() {
     let db = admin().await;
     for form in FORMS {
         let t = table(&db, "dropped", 1).await;
-        let c = Client::connect(config(), 2, Queue::new(&t, &t).form(form))
+        let c = connect(config(), 2, Queue::new(&t, &t).form(form))
             .await
             .unwrap();
         let d = c.claim(1).await.unwrap().pop().unwrap();
@@ -238,7 +252,7 @@ async fn transactional_mode() {
     db.batch_execute(&format!("CREATE TABLE {t}_side (id bigint)"))
         .await
         .unwrap();
-    let c = Client::connect(
+    let c = connect(
         config(),
         2,
         Queue::new(&t, &t)
@@ -309,7 +323,7 @@ async fn error_kinds() {
     let db = admin().await;
     let t = table(&db, "errors", 3).await;
     // SQ003 at connect: a descriptor naming a missing column
-    let bad = Client::connect(
+    let bad = connect(
         config(),
         1,
         Queue::new(&t, &t).column(Role::Attempt, "nope"),
@@ -320,7 +334,7 @@ async fn error_kinds() {
         "{bad:?}"
     );
     // SQ001: a lease that expired and was claimed again
-    let c = Client::connect(
+    let c = connect(
         config(),
         2,
         Queue::new(&t, &t).form(Form::Lease {
@@ -389,7 +403,7 @@ async fn error_kinds() {
 async fn batch_settle() {
     let db = admin().await;
     let t = table(&db, "many", 4).await;
-    let c = Client::connect(config(), 2, Queue::new(&t, &t))
+    let c = connect(config(), 2, Queue::new(&t, &t))
         .await
         .unwrap();
     let ds = c.claim(4).await.unwrap();
@@ -470,7 +484,7 @@ async fn concurrent_lease_settles_are_combined() {
     let q = Queue::new(&t, &t).form(Form::Lease {
         ttl: Duration::from_secs(30),
     });
-    let c = Client::connect(config(), 4, q).await.unwrap();
+    let c = connect(config(), 4, q).await.unwrap();
     let mut ds = Vec::new();
     for _ in 0..3 {
         ds.extend(c.claim(10).await.unwrap());
@@ -532,7 +546,7 @@ async fn combined_settles_fail_only_their_own_row() {
     let q = Queue::new(&t, &t).form(Form::Lease {
         ttl: Duration::from_secs(30),
     });
-    let c = Client::connect(config(), 4, q).await.unwrap();
+    let c = connect(config(), 4, q).await.unwrap();
     let ds = c.claim(10).await.unwrap();
     let r = settle_together(ds, |_| settle::Outcome::Ack).await;
     for (id, rs) in &r {
@@ -612,7 +626,7 @@ async fn batch_settle_on_the_claims_connection() {
         let q = Queue::new(&t, &t)
             .form(form)
             .custom_outcome("only_odd", &format!("UPDATE {t} SET payload = jsonb_build_object('odd', 1 / (id % 2)) WHERE id = $1::bigint"));
-        let c = Client::connect(config(), 2, q).await.unwrap();
+        let c = connect(config(), 2, q).await.unwrap();
         let mut ds = c.claim(6).await.unwrap();
         assert_eq!(ds.len(), 6, "{form:?}");
         let last = ds.pop().unwrap();
@@ -695,7 +709,7 @@ async fn worker_handles_every_job_once() {
         db.batch_execute(&format!("CREATE TABLE {t}_done (id bigint PRIMARY KEY)"))
             .await
             .unwrap();
-        let c = Client::connect(config(), 12, Queue::new(&t, &t).form(form))
+        let c = connect(config(), 12, Queue::new(&t, &t).form(form))
             .await
             .unwrap();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -769,7 +783,7 @@ async fn worker_survives_panics_and_stops_gracefully() {
         Form::RowLock,
     ] {
         let t = table(&db, "panics", 40).await;
-        let c = Client::connect(config(), 8, Queue::new(&t, &t).form(form))
+        let c = connect(config(), 8, Queue::new(&t, &t).form(form))
             .await
             .unwrap();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -859,7 +873,7 @@ async fn notify_wakes_the_worker() {
     db.query_one("SELECT queue_create($1, 'lease')", &[&name])
         .await
         .unwrap();
-    let c = Client::connect(config(), 2, Queue::new(&name, &name))
+    let c = connect(config(), 2, Queue::new(&name, &name))
         .await
         .unwrap();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -921,7 +935,7 @@ async fn statement_timeout_leaves_nothing_stuck() {
                 "UPDATE {t} SET attempt = attempt + 100 WHERE id = $1 AND pg_sleep(1) IS NOT NULL"
             ),
         );
-        let c = Client::connect(cfg, 2, q).await.unwrap();
+        let c = connect(cfg, 2, q).await.unwrap();
         let d = c.claim(1).await.unwrap().pop().unwrap();
         let err = d.custom("slow").await.unwrap_err();
         assert!(
@@ -954,7 +968,7 @@ async fn payload_row_and_text_payloads() {
     }
     let db = admin().await;
     let t = table(&db, "payloads", 1).await;
-    let c = Client::connect(config(), 2, Queue::new(&t, &t))
+    let c = connect(config(), 2, Queue::new(&t, &t))
         .await
         .unwrap();
     let d = c.claim(1).await.unwrap().pop().unwrap();
@@ -963,7 +977,7 @@ async fn payload_row_and_text_payloads() {
     assert_eq!(d.payload_json()["n"], 1);
     d.ack().await.unwrap();
     let t = table(&db, "wholerow", 1).await;
-    let c = Client::connect(config(), 2, Queue::new(&t, &t).without(Role::Payload))
+    let c = connect(config(), 2, Queue::new(&t, &t).without(Role::Payload))
         .await
         .unwrap();
     let d = c.claim(1).await.unwrap().pop().unwrap();
@@ -979,7 +993,7 @@ async fn payload_row_and_text_payloads() {
     ))
     .await
     .unwrap();
-    let c = Client::connect(config(), 2, Queue::new(&name, &name))
+    let c = connect(config(), 2, Queue::new(&name, &name))
         .await
         .unwrap();
     let ds = c.claim(2).await.unwrap();
@@ -1030,7 +1044,7 @@ async fn connect_refuses_an_older_or_missing_extension() {
         let queue = Queue::new("jobs", "jobs").form(Form::Lease {
             ttl: Duration::from_secs(30),
         });
-        let err = Client::connect(cfg.clone(), 2, queue)
+        let err = connect(cfg.clone(), 2, queue)
             .await
             .expect_err("an older or missing extension is refused");
         match &err {
@@ -1063,7 +1077,7 @@ async fn connect_refuses_an_older_or_missing_extension() {
             let queue = Queue::new("jobs", "jobs").form(Form::Lease {
                 ttl: Duration::from_secs(30),
             });
-            let client = Client::connect(cfg, 2, queue).await.unwrap();
+            let client = connect(cfg, 2, queue).await.unwrap();
             assert!(client.claim(1).await.unwrap().is_empty());
         }
         drop_database(&name).await;

@@ -166,7 +166,7 @@ async fn advisory_through_transaction_pooling_is_refused_clearly() {
     );
     // the key stays with session X: no one else can claim the row meanwhile
     let direct = Client::connect(
-        env("SETTLE_TEST_PG").parse().unwrap(),
+        env("SETTLE_TEST_PG"),
         2,
         Queue::new(&t, &t).form(Form::Advisory),
     )
@@ -249,4 +249,97 @@ async fn lease_through_transaction_pooling() {
         }
     }
     assert_eq!(count(&db, &format!("SELECT count(*) FROM {t}")).await, 0);
+}
+
+/// The Rust client behind a transaction pooler: PgBouncer in transaction mode
+/// with 2 server connections under 8 client connections
+/// (`PoolOptions::transaction_pooler`: no named prepared statements, no
+/// LISTEN). 2,000 jobs in the lease form and 2,000 in the row_lock form (whose
+/// claim and settles share one transaction, so one server session), worked by
+/// 8 concurrent handlers: every job handled, none lost, none handled twice.
+/// (Without `transaction_pooler` the same run fails: statements prepared on one
+/// server session are run on another, claims fail and jobs are handled twice.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_through_transaction_pooling() {
+    use settle::{PoolOptions, WorkerOptions};
+    use std::collections::HashSet;
+    use std::sync::{Arc, Mutex};
+    let _one = SERIAL.lock().await;
+    const JOBS: usize = 2000;
+    let db = connect(&env("SETTLE_TEST_PG")).await;
+    let proxied = format!("{} dbname=settle_tx2", env("SETTLE_TEST_BOUNCER"));
+    for form in [
+        Form::Lease {
+            ttl: Duration::from_secs(30),
+        },
+        Form::RowLock,
+    ] {
+        let t = format!(
+            "bouncer_client_{}_{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        );
+        db.batch_execute(&format!(
+            "CREATE TABLE {t} (id bigint PRIMARY KEY, payload jsonb NOT NULL DEFAULT '{{}}', \
+               attempt int NOT NULL DEFAULT 0, retry_after timestamptz, locked_until timestamptz);
+             INSERT INTO {t} (id) SELECT generate_series(1, {JOBS});
+             SELECT queue_register('{t}', '{t}', '{}');",
+            if form == Form::RowLock { "row_lock" } else { "lease" }
+        ))
+        .await
+        .unwrap();
+        let c = Client::connect_with(
+            proxied.as_str(),
+            PoolOptions::new(8).transaction_pooler(true),
+            Queue::new(&t, &t).form(form),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{form:?} through the pooler: {e}"));
+        assert!(!c.capabilities().listen, "no LISTEN behind a transaction pooler");
+        let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let worker = tokio::spawn({
+            let (c, seen) = (c.clone(), seen.clone());
+            let opts = WorkerOptions {
+                concurrency: 8,
+                batch: 10,
+                poll_interval: Duration::from_millis(20),
+                ..Default::default()
+            };
+            async move {
+                c.run(opts, async { stopped.await.unwrap_or(()) }, move |d| {
+                    let seen = seen.clone();
+                    async move {
+                        seen.lock().unwrap().push(d.id().to_owned());
+                        // every tenth once more, so retries cross the pooler too
+                        if d.id().ends_with('0') && d.attempt() == 1 {
+                            d.retry().await
+                        } else {
+                            d.ack().await
+                        }
+                    }
+                })
+                .await
+            }
+        });
+        let start = std::time::Instant::now();
+        while count(&db, &format!("SELECT count(*) FROM {t}")).await > 0 {
+            assert!(
+                start.elapsed() < Duration::from_secs(240),
+                "{form:?}: the queue drains"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        stop.send(()).unwrap();
+        let report = worker.await.unwrap().unwrap();
+        let seen = seen.lock().unwrap().clone();
+        let retried = JOBS / 10;
+        assert_eq!(seen.len(), JOBS + retried, "{form:?}: {report:?}");
+        let distinct: HashSet<&String> = seen.iter().collect();
+        assert_eq!(distinct.len(), JOBS, "{form:?}: every job handled");
+        assert_eq!(report.errors, 0, "{form:?}: {report:?}");
+        assert_eq!(report.claim_errors, 0, "{form:?}: {report:?}");
+        assert_eq!(report.count(Settled::Deleted), JOBS as u64, "{form:?}");
+        assert_eq!(report.count(Settled::Retried), retried as u64, "{form:?}");
+    }
 }

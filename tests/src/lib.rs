@@ -110,14 +110,23 @@ impl Backend {
         self.client_with(queue, PoolOptions::new(8)).await
     }
 
+    /// A client of `queue`; on the extension, registered first by the
+    /// table's owner (the test role owns every table it makes).
     pub async fn client_with(self, queue: Queue, pool: PoolOptions) -> settle::Result<Client> {
         match self {
             Backend::PgExtension => {
-                Client::connect_with(env("SETTLE_TEST_PG").parse().unwrap(), pool, queue).await
+                register(&env("SETTLE_TEST_PG"), &queue).await?;
+                Client::connect_with(env("SETTLE_TEST_PG"), pool, queue).await
             }
             _ => Client::portable_with(&self.admin_url(), pool, queue).await,
         }
     }
+}
+
+/// Register `queue` (or change its registration) through the extension at
+/// `conn`, as the owner of its table does before workers connect.
+pub async fn register(conn: &str, queue: &Queue) -> settle::Result<settle::Registered> {
+    settle::Admin::postgres(conn, 1).await?.register(queue).await
 }
 
 pub fn sqlite_url() -> String {

@@ -12,7 +12,7 @@
 //! Without them every test says it is skipped and passes.
 
 use settle::{Client, Error, Form, Queue, QueueSet, Settled, WorkerOptions};
-use settle_conformance::mixed_outcome;
+use settle_conformance::{mixed_outcome, register};
 use sqlx::postgres::PgPool;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -84,8 +84,12 @@ fn queue(name: &str, t: &str, form: Form) -> Queue {
         .dead_letter_table(3, format!("{t}_dead"))
 }
 
+/// A client of `q` through `url`, registered there first.
 async fn client(url: &str, q: Queue, pool: usize) -> Client {
-    Client::connect(url.parse().expect("a postgres:// URL"), pool, q)
+    register(url, &q)
+        .await
+        .unwrap_or_else(|e| panic!("register through {url}: {e}"));
+    Client::connect(url, pool, q)
         .await
         .unwrap_or_else(|e| panic!("connect {url}: {e}"))
 }
@@ -322,13 +326,11 @@ async fn forms_through_a_worker_node() {
             assert_eq!(d.ack().await.unwrap(), Settled::Deleted);
         }
     }
-    let err = Client::connect(
-        worker.parse().unwrap(),
-        2,
-        queue(&groups[0], &t, Form::Advisory),
-    )
-    .await
-    .map(|_| ());
+    let advisory = queue(&groups[0], &t, Form::Advisory);
+    let err = match register(&worker, &advisory).await {
+        Ok(_) => Client::connect(worker.as_str(), 2, advisory).await.map(|_| ()),
+        Err(e) => Err(e),
+    };
     let err = match err {
         Ok(()) => {
             let c = client(&worker, queue(&groups[0], &t, Form::Advisory), 2).await;

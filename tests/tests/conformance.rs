@@ -476,7 +476,10 @@ async fn failed_ack_gives_the_whole_claim_back(b: Backend) {
 /// Crash loops (SPEC §3): in the lease and advisory forms a row whose
 /// deliveries keep ending unsettled is moved to the dead letter by the claim
 /// that finds its attempt at max_attempts, instead of being delivered again.
+/// The move is reported by the client (a WARN and the dead-lettered counter),
+/// on the extension from the claim's WARNING.
 async fn crash_loop(b: Backend, form: Form) {
+    let metrics = recorder();
     let pool = admin(b).await;
     let t = table(b, &pool, "crash", 2).await;
     let c = b
@@ -507,6 +510,37 @@ async fn crash_loop(b: Backend, form: Form) {
     let (rows, dead) = final_rows(b, &pool, &t).await;
     assert_eq!(rows, vec![], "{b:?} {form:?}");
     assert_eq!(dead, vec![(1, 2)], "{b:?} {form:?}");
+    let dead_lettered = metrics
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .filter(|(k, _, _, _)| {
+            let key = k.key();
+            key.name() == settle::meters::SETTLED
+                && key.labels().any(|l| l.key() == "queue" && l.value() == t)
+                && key
+                    .labels()
+                    .any(|l| l.key() == "outcome" && l.value() == "dead_lettered")
+        })
+        .map(|(_, _, _, v)| match v {
+            metrics_util::debugging::DebugValue::Counter(n) => n,
+            other => panic!("{other:?}"),
+        })
+        .sum::<u64>();
+    assert_eq!(dead_lettered, 1, "{b:?} {form:?}: the claim's move is counted");
+}
+
+/// A recorder for the metrics of every client made after the first call
+/// (one per test binary).
+fn recorder() -> &'static metrics_util::debugging::Snapshotter {
+    static SNAP: std::sync::OnceLock<metrics_util::debugging::Snapshotter> =
+        std::sync::OnceLock::new();
+    SNAP.get_or_init(|| {
+        let rec = metrics_util::debugging::DebuggingRecorder::new();
+        let snap = rec.snapshotter();
+        rec.install().expect("the only recorder of this test binary");
+        snap
+    })
 }
 
 /// Bad input: each a clear error naming the problem, nothing written.

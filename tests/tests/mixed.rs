@@ -35,7 +35,8 @@ async fn extension_and_portable_workers_exclude_each_other() {
         let pool = admin(b).await;
         let t = table(b, &pool, "mixed", JOBS).await;
         let queue = Queue::new(&t, &t).form(form);
-        let ext = Client::connect(env("SETTLE_TEST_PG").parse().unwrap(), 4, queue.clone())
+        register(&env("SETTLE_TEST_PG"), &queue).await.unwrap();
+        let ext = Client::connect(env("SETTLE_TEST_PG"), 4, queue.clone())
             .await
             .unwrap();
         let portable = Client::portable(&env("SETTLE_TEST_PG_EXT_URL"), 4, queue)

@@ -6,7 +6,7 @@
 
 use proptest::prelude::*;
 use settle::{Client, Dialect, Form, Outcome, Queue, Role, Settled};
-use settle_conformance::{env, sqlite_url, SEQ};
+use settle_conformance::{env, register, sqlite_url, SEQ};
 use sqlx::Row;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -83,7 +83,10 @@ async fn round_trip(
         .column(Role::Attempt, attempt.clone())
         .column(Role::LockedUntil, until.clone());
     let c = if pg {
-        Client::connect(env("SETTLE_TEST_PG").parse().unwrap(), 2, queue).await
+        match register(&env("SETTLE_TEST_PG"), &queue).await {
+            Ok(_) => Client::connect(env("SETTLE_TEST_PG"), 2, queue).await,
+            Err(e) => Err(e),
+        }
     } else {
         Client::portable(&url, 2, queue).await
     }

@@ -1,7 +1,9 @@
 //! The operator's calls on the extension backend: every registered queue's
 //! counts, its dead rows, requeue and purge, the statements it runs. Each is
-//! one call of the extension's SQL API; none registers or changes a queue.
+//! one call of the extension's SQL API, sent unnamed (an operator's call is
+//! rare, and so works through any pooler); none registers or changes a queue.
 
+use super::connect::Statements;
 use super::sql::*;
 use crate::error::Result;
 use crate::outcome::micros;
@@ -9,7 +11,9 @@ use crate::stats::{age_from_micros, DeadRow, QueueInfo, Stats};
 use deadpool_postgres::Pool;
 use std::time::Duration;
 
-/// A row of [`STATS_SQL`] / [`QUEUES_SQL`] as counts.
+const UNNAMED: Statements = Statements::Unnamed;
+
+/// A row of [`STATS`] / [`QUEUES`] as counts.
 pub(crate) fn stats_of(r: &tokio_postgres::Row) -> Stats {
     Stats {
         ready: r.get(2),
@@ -22,7 +26,8 @@ pub(crate) fn stats_of(r: &tokio_postgres::Row) -> Stats {
 
 pub(crate) async fn queues(pool: &Pool) -> Result<Vec<QueueInfo>> {
     let c = pool.get().await?;
-    Ok(c.query(QUEUES_SQL, &[])
+    Ok(UNNAMED
+        .query(&c, &QUEUES, &[])
         .await?
         .iter()
         .map(|r| QueueInfo {
@@ -40,7 +45,8 @@ pub(crate) async fn dead_rows(
     ids: Option<&[String]>,
 ) -> Result<Vec<DeadRow>> {
     let c = pool.get().await?;
-    Ok(c.query(DEAD_ROWS_SQL, &[&queue, &limit, &ids])
+    Ok(UNNAMED
+        .query(&c, &DEAD_ROWS, &[&queue, &limit, &ids])
         .await?
         .iter()
         .map(|r| DeadRow {
@@ -53,7 +59,8 @@ pub(crate) async fn dead_rows(
 
 pub(crate) async fn requeue_dead(pool: &Pool, queue: &str, ids: Option<&[String]>) -> Result<i64> {
     let c = pool.get().await?;
-    Ok(c.query_one(REQUEUE_DEAD_IDS_SQL, &[&queue, &ids])
+    Ok(UNNAMED
+        .query_one(&c, &REQUEUE_DEAD_IDS, &[&queue, &ids])
         .await?
         .get(0))
 }
@@ -66,14 +73,16 @@ pub(crate) async fn purge_dead(
 ) -> Result<i64> {
     let c = pool.get().await?;
     let older: Option<i64> = older_than.map(micros);
-    Ok(c.query_one(PURGE_DEAD_SQL, &[&queue, &older, &ids])
+    Ok(UNNAMED
+        .query_one(&c, &PURGE_DEAD, &[&queue, &older, &ids])
         .await?
         .get(0))
 }
 
 pub(crate) async fn statements(pool: &Pool, queue: &str) -> Result<Vec<(String, String)>> {
     let c = pool.get().await?;
-    Ok(c.query(STATEMENTS_SQL, &[&queue])
+    Ok(UNNAMED
+        .query(&c, &STATEMENTS, &[&queue])
         .await?
         .iter()
         .map(|r| (r.get(0), r.get(1)))

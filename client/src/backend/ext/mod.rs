@@ -4,10 +4,13 @@
 //! connection in a [`Session`].
 
 pub(crate) mod admin;
+pub(crate) mod connect;
+pub(crate) mod descriptor;
 mod session;
 mod sql;
 
 use super::combine::{self, Combiner, LeaseSettler};
+use crate::conninfo::ConnInfo;
 use crate::error::{Error, Result};
 use crate::meters::Meters;
 use crate::outcome::{micros, Outcome, Settled};
@@ -15,7 +18,8 @@ use crate::payload::{Claimed, Payload};
 use crate::pool::PoolOptions;
 use crate::queue::{Form, Queue};
 use crate::stats::Stats;
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use connect::{Connector, Notices, Statements};
+use deadpool_postgres::Pool;
 use session::{Lent, Session};
 use sql::*;
 use std::sync::Arc;
@@ -27,8 +31,11 @@ pub(crate) struct Ext {
     pool: Pool,
     pub(crate) queue: Queue,
     has_retry_after: bool,
-    /// the worker's LISTEN connection (None with a caller's own pool)
-    listen: Option<tokio_postgres::Config>,
+    /// opens the worker's LISTEN connection (None with a caller's own pool,
+    /// or behind a transaction pooler)
+    listen: Option<Connector>,
+    /// prepared, or unnamed behind a transaction pooler
+    statements: Statements,
     acks: Combiner<SystemTime>,
     pub(crate) meters: Meters,
 }
@@ -70,7 +77,7 @@ impl<'a> tokio_postgres::types::FromSql<'a> for JsonText {
 /// The oldest version of the PostgreSQL extension this client works with;
 /// [`crate::Client::connect`] checks `pg_extension` and fails with
 /// [`Error::Extension`] on an older one.
-pub const EXTENSION_VERSION: &str = "0.5.0";
+pub const EXTENSION_VERSION: &str = "0.6.0";
 
 /// Is an installed extension version (`major.minor.patch`) at least
 /// [`EXTENSION_VERSION`]? Compared as numbers; a version that does not parse
@@ -85,33 +92,10 @@ fn version_at_least_required(installed: &str) -> bool {
     }
 }
 
-/// A deadpool over `config` (no TLS) with `pool`'s settings.
-pub(crate) fn build_pool(config: &mut tokio_postgres::Config, pool: &PoolOptions) -> Result<Pool> {
-    if let Some(t) = pool.connect_timeout {
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(t);
-        }
-    }
-    let mgr = Manager::from_config(
-        config.clone(),
-        tokio_postgres::NoTls,
-        ManagerConfig {
-            recycling_method: RecyclingMethod::Fast,
-        },
-    );
-    Pool::builder(mgr)
-        .max_size(pool.max_size.max(1))
-        .wait_timeout(pool.wait_timeout)
-        .create_timeout(pool.connect_timeout)
-        .runtime(deadpool_postgres::Runtime::Tokio1)
-        .build()
-        .map_err(|e| Error::invalid(format!("pool: {e}")))
-}
-
 /// The installed extension's version, when it is at least
 /// [`EXTENSION_VERSION`]; [`Error::Extension`] otherwise.
-pub(crate) async fn check_version(c: &tokio_postgres::Client) -> Result<String> {
-    let installed: Option<String> = c.query_opt(VERSION_SQL, &[]).await?.map(|r| r.get(0));
+pub(crate) async fn check_version(c: &deadpool_postgres::Object, st: Statements) -> Result<String> {
+    let installed: Option<String> = st.query(c, &VERSION, &[]).await?.first().map(|r| r.get(0));
     match installed {
         Some(v) if version_at_least_required(&v) => Ok(v),
         installed => Err(Error::Extension {
@@ -122,75 +106,47 @@ pub(crate) async fn check_version(c: &tokio_postgres::Client) -> Result<String> 
 }
 
 impl Ext {
-    /// A pool over `config` (no TLS), then [`Ext::register`].
-    pub(crate) async fn connect(
-        mut config: tokio_postgres::Config,
-        pool: PoolOptions,
-        queue: Queue,
-    ) -> Result<Arc<Ext>> {
-        let built = build_pool(&mut config, &pool)?;
-        Ext::register(built, queue, Some(config)).await
+    /// A pool over `info` (TLS as it says), then [`Ext::attach`].
+    pub(crate) async fn connect(info: ConnInfo, pool: PoolOptions, queue: Queue) -> Result<Arc<Ext>> {
+        let meters = Meters::new(&queue.name);
+        let connector = Connector::new(&info, &pool)?;
+        let notices = Notices {
+            queue: Some((queue.name.clone(), meters.dead_lettered())),
+        };
+        let built = connector.pool(&pool, notices)?;
+        // a transaction pooler hands a session's LISTEN to other clients
+        let listen = (!pool.transaction_pooler).then_some(connector);
+        Ext::attach(built, queue, listen, Statements::of(&pool), meters).await
     }
 
-    /// Check the extension's version and the table, register the queue and its
-    /// custom outcomes (idempotent).
-    pub(crate) async fn register(
+    /// Check the extension's version and that the queue is registered as
+    /// `queue` describes it (with its custom outcomes); writes nothing.
+    pub(crate) async fn attach(
         pool: Pool,
         queue: Queue,
-        listen: Option<tokio_postgres::Config>,
+        listen: Option<Connector>,
+        statements: Statements,
+        meters: Meters,
     ) -> Result<Arc<Ext>> {
-        if queue.dead.as_ref().is_some_and(|(n, _)| *n == 0) {
-            return Err(Error::invalid("max_attempts must be at least 1"));
-        }
-        let c = pool.get().await?;
-        check_version(&c).await?;
-        // the same kind on every backend: a missing table is an invalid descriptor
-        // (the SQL API's regclass argument would say 42P01)
-        let exists: bool = c.query_one(TABLE_EXISTS_SQL, &[&queue.table]).await?.get(0);
-        if !exists {
+        if statements == Statements::Unnamed && queue.form == Form::Advisory {
             return Err(Error::descriptor(format!(
-                "table {} does not exist",
-                queue.table
+                "queue \"{}\": the advisory form holds session locks, which a transaction pooler \
+                 hands to other clients with the session: use the lease or row_lock form, or \
+                 session pooling",
+                queue.name
             )));
         }
-        let max: Option<i32> = queue
-            .dead
-            .as_ref()
-            .map(|(n, _)| i32::try_from(*n).unwrap_or(i32::MAX));
-        let target: Option<&str> = queue.dead.as_ref().map(|(_, d)| d.as_str());
-        let (dl, dlt) = if queue.dead_table {
-            (None, target)
-        } else {
-            (target, None)
-        };
-        c.execute(
-            REGISTER_SQL,
-            &[
-                &queue.name,
-                &queue.table,
-                &queue.form.sql_name(),
-                &max,
-                &dl,
-                &queue.columns_json(),
-                &dlt,
-            ],
-        )
-        .await?;
-        for (name, sql) in &queue.outcomes {
-            c.execute(REGISTER_OUTCOME_SQL, &[&queue.name, name, sql])
-                .await?;
-        }
-        let has_retry_after: bool = c
-            .query_one(HAS_RETRY_AFTER_SQL, &[&queue.name])
-            .await?
-            .get(0);
+        let c = pool.get().await?;
+        check_version(&c, statements).await?;
+        let checked = descriptor::check(&c, statements, &queue).await?;
         drop(c);
         Ok(Arc::new(Ext {
             pool,
-            meters: Meters::new(&queue.name),
+            meters,
             queue,
-            has_retry_after,
+            has_retry_after: checked.has_retry_after,
             listen,
+            statements,
             acks: Combiner::default(),
         }))
     }
@@ -235,11 +191,10 @@ impl Ext {
         if row_lock {
             obj.batch_execute("BEGIN").await?;
         }
-        let res = async {
-            let st = obj.prepare_cached(CLAIM_SQL).await?;
-            obj.query(&st, &[&q.name, &(n as i32), &lease]).await
-        }
-        .await;
+        let res = self
+            .statements
+            .query(&obj, &CLAIM, &[&q.name, &(n as i32), &lease])
+            .await;
         let rows = match res {
             Ok(rows) => rows,
             Err(e) if lease.is_some() => return Err(e.into()),
@@ -263,7 +218,7 @@ impl Ext {
                 }
                 return Ok(Vec::new());
             }
-            form => Some(Session::new(obj, form, rows.len())),
+            form => Some(Session::new(obj, form, rows.len(), self.statements)),
         };
         rows.iter()
             .map(|r| {
@@ -374,8 +329,8 @@ impl Ext {
 
     async fn release_lease(&self, id: &str, token: SystemTime) -> Result<()> {
         let c = self.pool.get().await?;
-        let st = c.prepare_cached(RELEASE_SQL).await?;
-        c.query_one(&st, &[&self.queue.name, &id, &Some(token)])
+        self.statements
+            .query_one(&c, &RELEASE, &[&self.queue.name, &id, &Some(token)])
             .await?;
         Ok(())
     }
@@ -406,9 +361,9 @@ impl Ext {
             return Err(Error::invalid("extend() is for the lease form"));
         };
         let c = self.pool.get().await?;
-        let st = c.prepare_cached(EXTEND_SQL).await?;
-        let r = c
-            .query_one(&st, &[&self.queue.name, &id, &Some(*token), &micros(ttl)])
+        let r = self
+            .statements
+            .query_one(&c, &EXTEND, &[&self.queue.name, &id, &Some(*token), &micros(ttl)])
             .await?;
         *token = r.get(0);
         Ok(())
@@ -427,33 +382,32 @@ impl Ext {
 
     pub(crate) async fn stats(&self) -> Result<Stats> {
         let c = self.pool.get().await?;
-        let r = c.query_one(STATS_SQL, &[&self.queue.name]).await?;
+        let r = self
+            .statements
+            .query_one(&c, &STATS, &[&self.queue.name])
+            .await?;
         Ok(admin::stats_of(&r))
     }
 
     /// A task that LISTENs and wakes the worker on `NOTIFY settle, '<queue>'`;
     /// reconnects after failures. None when the client has no connection config.
     pub(crate) fn listen(&self, wake: Arc<Notify>) -> Option<tokio::task::JoinHandle<()>> {
-        let config = self.listen.clone()?;
+        let connector = self.listen.clone()?;
         let queue = self.queue.name.clone();
         Some(tokio::spawn(async move {
             loop {
-                match config.connect(tokio_postgres::NoTls).await {
-                    Ok((client, mut conn)) => {
-                        // the connection task forwards notifications until the connection ends
-                        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-                        let driver = tokio::spawn(async move {
-                            let mut stream =
-                                futures_util::stream::poll_fn(move |cx| conn.poll_message(cx));
-                            while let Some(Ok(m)) = futures_util::StreamExt::next(&mut stream).await
-                            {
-                                if let tokio_postgres::AsyncMessage::Notification(n) = m {
-                                    if tx.send(n.payload().to_owned()).is_err() {
-                                        break;
-                                    }
-                                }
-                            }
-                        });
+                // the connection task forwards notifications until the connection ends
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+                let opened = connector
+                    .open(move |m| match m {
+                        tokio_postgres::AsyncMessage::Notification(n) => {
+                            tx.send(n.payload().to_owned()).is_ok()
+                        }
+                        _ => true,
+                    })
+                    .await;
+                match opened {
+                    Ok((client, driver)) => {
                         match client.batch_execute("LISTEN settle").await {
                             Ok(()) => {
                                 while let Some(payload) = rx.recv().await {
@@ -488,10 +442,11 @@ impl LeaseSettler for Ext {
     async fn one(&self, id: &str, token: SystemTime, outcome: &Outcome) -> Result<Settled> {
         let r: Result<String> = async {
             let c = self.pool.get().await?;
-            let st = c.prepare_cached(COMPLETE_SQL).await?;
-            let row = c
+            let row = self
+                .statements
                 .query_one(
-                    &st,
+                    &c,
+                    &COMPLETE,
                     &[
                         &self.queue.name,
                         &id,
@@ -524,10 +479,11 @@ impl LeaseSettler for Ext {
     ) -> Result<Vec<Result<Settled>>> {
         let tokens: Vec<Option<SystemTime>> = tokens.iter().map(|t| Some(*t)).collect();
         let c = self.pool.get().await?;
-        let st = c.prepare_cached(COMPLETE_MANY_SQL).await?;
-        let rows = c
+        let rows = self
+            .statements
             .query(
-                &st,
+                &c,
+                &COMPLETE_MANY,
                 &[
                     &self.queue.name,
                     &ids,

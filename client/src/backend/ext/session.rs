@@ -1,7 +1,8 @@
 //! The connection a row_lock or advisory claim keeps on the extension backend,
 //! and the outcomes written on it.
 
-use super::sql::{COMPLETE_MANY_SQL, COMPLETE_SQL, RELEASE_SQL};
+use super::connect::Statements;
+use super::sql::{COMPLETE, COMPLETE_MANY, RELEASE};
 use crate::backend::pinned;
 use crate::error::{Error, Result};
 use crate::outcome::{Outcome, Settled};
@@ -23,6 +24,7 @@ pub(crate) struct Session {
     form: Form,
     open: AtomicUsize,
     dirty: AtomicBool,
+    statements: Statements,
 }
 
 pub(crate) struct Pinned {
@@ -38,7 +40,7 @@ const HANDLER_SP: &str = "settle_handler";
 const OUTCOME_SP: &str = "settle_outcome";
 
 impl Session {
-    pub(crate) fn new(obj: Object, form: Form, n: usize) -> Arc<Session> {
+    pub(crate) fn new(obj: Object, form: Form, n: usize, statements: Statements) -> Arc<Session> {
         Arc::new(Session {
             conn: Arc::new(Mutex::new(Pinned {
                 obj: Some(obj),
@@ -47,6 +49,7 @@ impl Session {
             form,
             open: AtomicUsize::new(n),
             dirty: AtomicBool::new(false),
+            statements,
         })
     }
 
@@ -197,28 +200,25 @@ impl Session {
             }
         }
         let fence = self.fence(outcome, 1);
-        let st = obj.prepare_cached(COMPLETE_SQL).await?;
         let none: Option<SystemTime> = None;
-        let row = fenced(
+        let (name, delay) = (outcome.sql_name(), outcome.delay_micros());
+        // prepared before the fence, so that its query goes out between
+        // SAVEPOINT and RELEASE
+        let st = self.statements.ready(obj, &COMPLETE).await?;
+        let rows = fenced(
             obj,
             fence,
-            obj.query_one(
-                &st,
-                &[
-                    &queue,
-                    &id,
-                    &outcome.sql_name(),
-                    &outcome.delay_micros(),
-                    &none,
-                ],
-            ),
+            st.query(obj, &[&queue, &id, &name, &delay, &none]),
         )
         .await;
-        if row.is_err() && !fence && self.form == Form::RowLock {
+        if rows.is_err() && !fence && self.form == Form::RowLock {
             // the claim transaction is aborted: its end rolls it back and says so
             self.dirty.store(true, Ordering::Release);
         }
-        Ok(row?.get(0))
+        rows?
+            .first()
+            .map(|r| r.get(0))
+            .ok_or_else(|| Error::database(None, "queue_complete returned no row"))
     }
 
     /// Settle many deliveries of this claim with one `queue_complete_many` on its
@@ -241,15 +241,13 @@ impl Session {
         // statement is undone to the savepoint so they keep theirs (see `fence`)
         let fence = self.fence(outcome, ids.len());
         let none: Option<Vec<SystemTime>> = None;
+        let (name, delay) = (outcome.sql_name(), outcome.delay_micros());
         let res: Result<Vec<tokio_postgres::Row>> = async {
-            let st = obj.prepare_cached(COMPLETE_MANY_SQL).await?;
+            let st = self.statements.ready(obj, &COMPLETE_MANY).await?;
             fenced(
                 obj,
                 fence,
-                obj.query(
-                    &st,
-                    &[&q, &ids, &outcome.sql_name(), &outcome.delay_micros(), &none],
-                ),
+                st.query(obj, &[&q, &ids, &name, &delay, &none]),
             )
             .await
         }
@@ -323,8 +321,9 @@ impl Session {
                 }
             } else {
                 let none: Option<SystemTime> = None;
-                let st = obj.prepare_cached(RELEASE_SQL).await?;
-                obj.query_one(&st, &[&queue, &id, &none]).await?;
+                self.statements
+                    .query_one(obj, &RELEASE, &[&queue, &id, &none])
+                    .await?;
             }
             Ok(())
         }

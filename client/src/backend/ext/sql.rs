@@ -1,30 +1,94 @@
-//! The extension's SQL API as the client calls it (docs/sql-reference.md).
+//! The extension's SQL API as the client calls it (docs/sql-reference.md),
+//! each statement with its parameter types, so that it can run prepared or,
+//! behind a transaction pooler, unnamed ([`super::connect::Statements`]).
 //! Durations travel as microseconds, tokens as `timestamptz`.
 
-pub(crate) const CLAIM_SQL: &str =
-    "SELECT id, attempt, token, payload FROM queue_claim($1, $2, $3::bigint * interval '1 microsecond')";
-pub(crate) const COMPLETE_SQL: &str =
-    "SELECT queue_complete($1, $2, $3, $4::bigint * interval '1 microsecond', $5)";
-pub(crate) const COMPLETE_MANY_SQL: &str =
-    "SELECT id, result FROM queue_complete_many($1, $2, $3, $4::bigint * interval '1 microsecond', $5)";
-pub(crate) const RELEASE_SQL: &str = "SELECT queue_release($1, $2, $3)";
-pub(crate) const EXTEND_SQL: &str =
-    "SELECT queue_extend($1, $2, $3, $4::bigint * interval '1 microsecond')";
-pub(crate) const STATS_SQL: &str = "SELECT queue, form, ready, delayed, in_flight, dead, \
-     CAST(EXTRACT(EPOCH FROM oldest_ready_age) * 1000000 AS BIGINT) FROM queue_stats($1)";
-pub(crate) const VERSION_SQL: &str =
-    "SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'settle'";
-pub(crate) const TABLE_EXISTS_SQL: &str = "SELECT to_regclass($1) IS NOT NULL";
-pub(crate) const REGISTER_SQL: &str =
-    "SELECT queue_register($1, $2::text::regclass, $3, $4, $5, $6::jsonb, $7::text::regclass)";
-pub(crate) const REGISTER_OUTCOME_SQL: &str = "SELECT queue_register_outcome($1, $2, $3)";
-pub(crate) const HAS_RETRY_AFTER_SQL: &str =
-    "SELECT (columns->>'retry_after') IS NOT NULL FROM settle_queues WHERE queue = $1";
-pub(crate) const QUEUES_SQL: &str = "SELECT queue, form, ready, delayed, in_flight, dead, \
-     CAST(EXTRACT(EPOCH FROM oldest_ready_age) * 1000000 AS BIGINT) FROM queue_stats()";
-pub(crate) const DEAD_ROWS_SQL: &str =
-    "SELECT id, attempt, row FROM queue_dead($1, $2, $3::text[])";
-pub(crate) const REQUEUE_DEAD_IDS_SQL: &str = "SELECT queue_requeue_dead($1, $2::text[])";
-pub(crate) const PURGE_DEAD_SQL: &str =
-    "SELECT queue_purge_dead($1, $2::bigint * interval '1 microsecond', $3::text[])";
-pub(crate) const STATEMENTS_SQL: &str = "SELECT statement, sql FROM queue_sql($1)";
+use super::connect::Stmt;
+use tokio_postgres::types::Type;
+
+const TEXT: Type = Type::TEXT;
+const INT4: Type = Type::INT4;
+const INT8: Type = Type::INT8;
+const TSTZ: Type = Type::TIMESTAMPTZ;
+const TEXTS: Type = Type::TEXT_ARRAY;
+const TSTZS: Type = Type::TIMESTAMPTZ_ARRAY;
+const JSONB: Type = Type::JSONB;
+
+pub(crate) const CLAIM: Stmt = Stmt {
+    sql: "SELECT id, attempt, token, payload FROM queue_claim($1, $2, $3::bigint * interval '1 microsecond')",
+    types: &[TEXT, INT4, INT8],
+};
+pub(crate) const COMPLETE: Stmt = Stmt {
+    sql: "SELECT queue_complete($1, $2, $3, $4::bigint * interval '1 microsecond', $5)",
+    types: &[TEXT, TEXT, TEXT, INT8, TSTZ],
+};
+pub(crate) const COMPLETE_MANY: Stmt = Stmt {
+    sql: "SELECT id, result FROM queue_complete_many($1, $2, $3, $4::bigint * interval '1 microsecond', $5)",
+    types: &[TEXT, TEXTS, TEXT, INT8, TSTZS],
+};
+pub(crate) const RELEASE: Stmt = Stmt {
+    sql: "SELECT queue_release($1, $2, $3)",
+    types: &[TEXT, TEXT, TSTZ],
+};
+pub(crate) const EXTEND: Stmt = Stmt {
+    sql: "SELECT queue_extend($1, $2, $3, $4::bigint * interval '1 microsecond')",
+    types: &[TEXT, TEXT, TSTZ, INT8],
+};
+pub(crate) const STATS: Stmt = Stmt {
+    sql: "SELECT queue, form, ready, delayed, in_flight, dead, \
+          CAST(EXTRACT(EPOCH FROM oldest_ready_age) * 1000000 AS BIGINT) FROM queue_stats($1)",
+    types: &[TEXT],
+};
+pub(crate) const VERSION: Stmt = Stmt {
+    sql: "SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'settle'",
+    types: &[],
+};
+pub(crate) const TABLE_EXISTS: Stmt = Stmt {
+    sql: "SELECT to_regclass($1) IS NOT NULL",
+    types: &[TEXT],
+};
+/// The descriptor's arguments, as `queue_register` and `queue_differences` take them.
+const DESCRIPTOR: &[Type] = &[TEXT, TEXT, TEXT, INT4, TEXT, JSONB, TEXT];
+pub(crate) const REGISTER: Stmt = Stmt {
+    sql: "SELECT queue_register($1, $2::text::regclass, $3, $4, $5, $6, $7::text::regclass)",
+    types: DESCRIPTOR,
+};
+pub(crate) const DIFFERENCES: Stmt = Stmt {
+    sql: "SELECT field, registered, given \
+          FROM queue_differences($1, $2::text::regclass, $3, $4, $5, $6, $7::text::regclass)",
+    types: DESCRIPTOR,
+};
+pub(crate) const REGISTER_OUTCOME: Stmt = Stmt {
+    sql: "SELECT queue_register_outcome($1, $2, $3)",
+    types: &[TEXT, TEXT, TEXT],
+};
+pub(crate) const IS_REGISTERED: Stmt = Stmt {
+    sql: "SELECT EXISTS (SELECT 1 FROM settle_queues WHERE queue = $1)",
+    types: &[TEXT],
+};
+/// Whether the registered queue has a retry_after column, and its custom outcomes.
+pub(crate) const REGISTERED: Stmt = Stmt {
+    sql: "SELECT (columns->>'retry_after') IS NOT NULL, outcomes::text FROM settle_queues WHERE queue = $1",
+    types: &[TEXT],
+};
+pub(crate) const QUEUES: Stmt = Stmt {
+    sql: "SELECT queue, form, ready, delayed, in_flight, dead, \
+          CAST(EXTRACT(EPOCH FROM oldest_ready_age) * 1000000 AS BIGINT) FROM queue_stats()",
+    types: &[],
+};
+pub(crate) const DEAD_ROWS: Stmt = Stmt {
+    sql: "SELECT id, attempt, row FROM queue_dead($1, $2, $3)",
+    types: &[TEXT, INT8, TEXTS],
+};
+pub(crate) const REQUEUE_DEAD_IDS: Stmt = Stmt {
+    sql: "SELECT queue_requeue_dead($1, $2)",
+    types: &[TEXT, TEXTS],
+};
+pub(crate) const PURGE_DEAD: Stmt = Stmt {
+    sql: "SELECT queue_purge_dead($1, $2::bigint * interval '1 microsecond', $3)",
+    types: &[TEXT, INT8, TEXTS],
+};
+pub(crate) const STATEMENTS: Stmt = Stmt {
+    sql: "SELECT statement, sql FROM queue_sql($1)",
+    types: &[TEXT],
+};

@@ -331,9 +331,21 @@ impl Engine {
         let r = sqlx::query(&self.s.stats_sql())
             .fetch_one(&self.pool)
             .await?;
+        // None too when the role may not read the dead letter (a worker
+        // granted only INSERT on it)
         let dead = match self.s.dead_count_sql() {
             None => None,
-            Some(sql) => Some(sqlx::query(&sql).fetch_one(&self.pool).await?.get(0)),
+            Some(sql) => match sqlx::query(&sql).fetch_one(&self.pool).await {
+                Ok(r) => Some(r.get(0)),
+                Err(e) => {
+                    let e = Error::from(e);
+                    if e.code().is_some() && e.code() == self.s.d.privilege_denied_code() {
+                        None
+                    } else {
+                        return Err(e);
+                    }
+                }
+            },
         };
         Ok(Stats {
             ready: r.get(0),

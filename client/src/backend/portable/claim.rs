@@ -100,7 +100,7 @@ impl Engine {
                     for sql in self.s.dead_sql(false) {
                         exec_with_id(conn, &sql, &id).await?;
                     }
-                    self.warn_dead(&id);
+                    self.dead_at_claim(&id);
                 }
                 _ => live.push(id),
             }
@@ -176,7 +176,7 @@ impl Engine {
             for sql in s.dead_sql(false) {
                 exec_with_id(&mut tx, &sql, id).await?;
             }
-            self.warn_dead(id);
+            self.dead_at_claim(id);
         }
         tx.commit().await?;
         Ok(())

@@ -296,6 +296,17 @@ impl Dialect {
         }
     }
 
+    /// The SQLSTATE of a read the role has no privilege for (SQLite has no
+    /// privileges).
+    pub(crate) fn privilege_denied_code(self) -> Option<&'static str> {
+        match self {
+            Dialect::Postgres => Some("42501"),
+            // ER_TABLEACCESS_DENIED_ERROR
+            Dialect::MySql => Some("42000"),
+            Dialect::Sqlite => None,
+        }
+    }
+
     /// `DELETE … RETURNING` / `UPDATE … RETURNING`: a write reports the rows it
     /// wrote, so an ack needs no lock-and-read first.
     pub(crate) fn has_returning(self) -> bool {

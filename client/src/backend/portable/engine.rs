@@ -20,8 +20,16 @@ pub(crate) struct Engine {
 }
 
 impl Engine {
+    /// A retry at max_attempts moved the row (the settle's result counts it).
     pub(super) fn warn_dead(&self, id: &str) {
         tracing::warn!(queue = %self.s.queue, id = %id, max_attempts = self.s.max.unwrap_or(0), "max_attempts reached: moved to the dead letter");
+    }
+
+    /// A claim moved a crash-looping row to the dead letter instead of
+    /// delivering it: reported here, since no settle will.
+    pub(super) fn dead_at_claim(&self, id: &str) {
+        tracing::warn!(queue = %self.s.queue, id = %id, max_attempts = self.s.max.unwrap_or(0), "max_attempts reached without an outcome (a crash loop): moved to the dead letter at claim");
+        self.meters.dead_lettered().increment(1);
     }
 }
 

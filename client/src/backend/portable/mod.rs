@@ -55,6 +55,20 @@ impl Engine {
         let Some((d, url)) = Dialect::from_url(url) else {
             return Err(Error::invalid(format!("unsupported database URL {url:?}: use postgres://, mysql://, mariadb:// or sqlite://")));
         };
+        if pool.transaction_pooler {
+            // sqlx prepares each statement in a round trip of its own, which a
+            // transaction pooler may send to another server session
+            return Err(Error::unsupported(
+                "the portable path does not run behind a transaction pooler: connect it \
+                 directly or through session pooling (or use the extension, whose client does)",
+            ));
+        }
+        // libpq's TLS rules (sslrootcert=system, the files in ~/.postgresql)
+        let url = if d == Dialect::Postgres {
+            crate::conninfo::sqlx_postgres_url(&url)?
+        } else {
+            url
+        };
         if queue.form == Form::Advisory && d.advisory().is_none() {
             return Err(Error::descriptor(format!(
                 "{} has no advisory locks: use the lease or row_lock form",
