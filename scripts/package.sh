@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build settle's release packages: one Debian package per PostgreSQL major.
-#   scripts/package.sh [MAJOR...]     (no arguments: every supported major, 15 16 18)
+#   scripts/package.sh [MAJOR...]     (no arguments: every supported major, 15 16 17 18)
 # For each major it runs `cargo pgrx package` (release build) against that major's pg_config
 # (scripts/pg-major.sh finds or fetches it) and wraps the files as
 #   target/packages/postgresql-<major>-settle_<version>_<arch>.deb
@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-SUPPORTED=(15 16 18)
+SUPPORTED=(15 16 17 18)
 majors=("$@")
 if [ ${#majors[@]} = 0 ]; then majors=("${SUPPORTED[@]}"); fi
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' extension/Cargo.toml | head -1)

@@ -3,7 +3,11 @@
 #   scripts/pg-cluster.sh start DIR   -> initdb DIR/data, listen on unix socket DIR/sock, port $SETTLE_PGPORT (55432)
 #   scripts/pg-cluster.sh stop DIR
 # SETTLE_PG_PRELOAD sets shared_preload_libraries (the Citus nodes: citus).
-# PostgreSQL refuses to run as root, so the server runs as the `postgres` OS user.
+# SETTLE_PG_TLS_DIR (files of scripts/tls-certs.sh) makes a TLS-only server: TCP on 127.0.0.1,
+# no unix socket, pg_hba refusing every connection without TLS (hostnossl ... reject), the
+# role settle_cert logging in by client certificate.
+# The server runs with RUST_BACKTRACE=1, so an error that would carry a Rust backtrace to a
+# client does in the tests. PostgreSQL refuses to run as root: the server runs as `postgres`.
 set -euo pipefail
 cmd=$1; dir=$2
 port=${SETTLE_PGPORT:-55432}
@@ -41,8 +45,28 @@ CONF
   if [ -n "${SETTLE_PG_HBA_NET:-}" ]; then
     echo "host all all $SETTLE_PG_HBA_NET trust" >>"$dir/data/pg_hba.conf"
   fi
-  as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
-  echo "postgres up: host=$dir/sock port=$port"
+  if [ -n "${SETTLE_PG_TLS_DIR:-}" ]; then
+    tls=$SETTLE_PG_TLS_DIR
+    cat >>"$dir/data/postgresql.conf" <<CONF
+listen_addresses = '127.0.0.1'
+unix_socket_directories = ''
+ssl = on
+ssl_cert_file = '$tls/server.crt'
+ssl_key_file = '$tls/server.key'
+ssl_ca_file = '$tls/ca.crt'
+CONF
+    cat >"$dir/data/pg_hba.conf" <<HBA
+hostssl   all  settle_cert  127.0.0.1/32  cert
+hostssl   all  all          127.0.0.1/32  trust
+hostnossl all  all          0.0.0.0/0     reject
+HBA
+  fi
+  as_pg env RUST_BACKTRACE=1 "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
+  if [ -n "${SETTLE_PG_TLS_DIR:-}" ]; then
+    echo "postgres up (TLS only): host=localhost port=$port"
+  else
+    echo "postgres up: host=$dir/sock port=$port"
+  fi
   ;;
 stop)
   if [ -f "$dir/data/postmaster.pid" ]; then as_pg "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null || true; fi

