@@ -73,7 +73,7 @@ impl IntoConnInfo for tokio_postgres::Config {
             },
             &env,
         )?;
-        Ok(ConnInfo { config: self, tls })
+        Ok(ConnInfo::with_tls(self, tls))
     }
 }
 
@@ -94,6 +94,21 @@ fn env(name: &str) -> Option<String> {
 const TLS_KEYS: [&str; 4] = ["sslmode", "sslrootcert", "sslcert", "sslkey"];
 
 impl ConnInfo {
+    /// `config` with `tls`; as in libpq, TLS is not used on Unix-domain sockets
+    /// (the server does not offer it there), so a config whose every host is
+    /// one connects without it, whatever the sslmode.
+    fn with_tls(mut config: tokio_postgres::Config, tls: TlsSettings) -> ConnInfo {
+        let unix_only = !config.get_hosts().is_empty()
+            && config.get_hostaddrs().is_empty()
+            && config
+                .get_hosts()
+                .iter()
+                .all(|h| !matches!(h, tokio_postgres::config::Host::Tcp(_)));
+        let tls = if unix_only { tls.disabled() } else { tls };
+        config.ssl_mode(tls.tokio_mode());
+        ConnInfo { config, tls }
+    }
+
     /// Parse a URL or `key=value` string, reading `PG*` variables from `env`.
     pub(crate) fn parse_with(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<ConnInfo> {
         let (rest, tls) = split_tls(s)?;
@@ -102,8 +117,7 @@ impl ConnInfo {
             .map_err(|e| Error::invalid(format!("connection string: {e}")))?;
         fill_from_env(&mut config, env)?;
         let tls = TlsSettings::resolve(tls, env)?;
-        config.ssl_mode(tls.tokio_mode());
-        Ok(ConnInfo { config, tls })
+        Ok(ConnInfo::with_tls(config, tls))
     }
 
     /// The tokio-postgres config (its `ssl_mode` is disable, prefer or
@@ -156,7 +170,10 @@ fn split_tls(s: &str) -> Result<(String, TlsGiven)> {
         if TLS_KEYS.contains(&k.as_str()) {
             take(&k, v);
         } else {
-            rest.push_str(&format!("{k}='{}' ", v.replace('\\', "\\\\").replace('\'', "\\'")));
+            rest.push_str(&format!(
+                "{k}='{}' ",
+                v.replace('\\', "\\\\").replace('\'', "\\'")
+            ));
         }
     }
     Ok((rest, given))
@@ -340,6 +357,25 @@ pub(crate) fn sqlx_postgres_url_with(
     Ok(format!("{rest}{sep}{}", extra.join("&")))
 }
 
+/// A `mysql://` URL for sqlx: a connection over a Unix socket (`socket=`) is
+/// local, and without an `ssl-mode` of its own it does not use TLS (as libpq
+/// does not on PostgreSQL's sockets); everything else is as given (MySQL's
+/// `ssl-mode`, `ssl-ca`, `ssl-cert`, `ssl-key`; sqlx's default `PREFERRED`).
+pub(crate) fn sqlx_mysql_url(url: &str) -> String {
+    let query = url.split_once('?').map_or("", |(_, q)| q);
+    let keys: Vec<&str> = query
+        .split('&')
+        .map(|p| p.split_once('=').map_or(p, |(k, _)| k))
+        .collect();
+    let has = |k: &str| keys.iter().any(|x| *x == k);
+    if has("socket") && !has("ssl-mode") && !has("sslmode") {
+        let sep = if url.contains('?') { '&' } else { '?' };
+        format!("{url}{sep}ssl-mode=DISABLED")
+    } else {
+        url.to_owned()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -352,7 +388,8 @@ mod tests {
     fn key_values_follow_libpq_quoting() {
         let e = key_values("host db").unwrap_err();
         assert!(e.to_string().contains("missing \"=\""), "{e}");
-        let kv = key_values(r"host=db port = 5433 password='it\'s' dbname='my db' user=a\ b").unwrap();
+        let kv =
+            key_values(r"host=db port = 5433 password='it\'s' dbname='my db' user=a\ b").unwrap();
         assert_eq!(
             kv,
             [
@@ -410,6 +447,27 @@ mod tests {
         assert_eq!(c.ssl_mode(), "require");
         let c = ConnInfo::parse_with("sslmode=disable", &env).unwrap();
         assert_eq!(c.ssl_mode(), "disable");
+    }
+
+    #[test]
+    fn mysql_sockets_go_without_tls() {
+        assert_eq!(
+            sqlx_mysql_url("mysql://root@localhost/db?socket=/run/mysqld.sock"),
+            "mysql://root@localhost/db?socket=/run/mysqld.sock&ssl-mode=DISABLED"
+        );
+        let given = "mysql://root@localhost/db?socket=/s&ssl-mode=REQUIRED";
+        assert_eq!(sqlx_mysql_url(given), given);
+        let tcp = "mysql://app@db:3306/app";
+        assert_eq!(sqlx_mysql_url(tcp), tcp);
+    }
+
+    #[test]
+    fn no_tls_on_unix_sockets() {
+        let c = ConnInfo::parse_with("host=/run/postgresql dbname=app sslmode=require", &no_env)
+            .unwrap();
+        assert_eq!(c.ssl_mode(), "disable");
+        let c = ConnInfo::parse_with("host=db,/run/postgresql sslmode=require", &no_env).unwrap();
+        assert_eq!(c.ssl_mode(), "require");
     }
 
     #[test]

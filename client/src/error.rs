@@ -223,7 +223,7 @@ impl From<tokio_postgres::Error> for Error {
             Some(db) => (Some(db.code().code().to_owned()), db.message().to_owned()),
             None => (
                 e.code().map(|c| c.code().to_owned()),
-                crate::tls::handshake_failure(&e).unwrap_or_else(|| e.to_string()),
+                handshake_failure(&e).unwrap_or_else(|| e.to_string()),
             ),
         };
         let kind = code.clone();
@@ -267,16 +267,51 @@ impl From<sqlx::Error> for Error {
         }
         let (code, message) = match e.as_database_error() {
             Some(d) => (d.code().map(|c| c.into_owned()), d.message().to_owned()),
-            None => (
-                None,
-                crate::tls::handshake_failure(&e).unwrap_or_else(|| e.to_string()),
-            ),
+            None => (None, handshake_failure(&e).unwrap_or_else(|| e.to_string())),
         };
         Error::Database(DbError {
             code,
             message,
             source: Some(Box::new(e)),
         })
+    }
+}
+
+/// What a failed TLS handshake means, for people: the rustls error somewhere
+/// in `e`'s sources, named by its cause.
+fn handshake_failure(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(r) = err.downcast_ref::<rustls::Error>() {
+            return Some(describe(r));
+        }
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            if let Some(r) = io.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+                return Some(describe(r));
+            }
+        }
+        cur = err.source();
+    }
+    None
+}
+
+fn describe(e: &rustls::Error) -> String {
+    match e {
+        rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer) => format!(
+            "TLS: the server's certificate is not signed by a trusted root certificate \
+             (sslrootcert) [{e}]"
+        ),
+        rustls::Error::InvalidCertificate(
+            rustls::CertificateError::NotValidForName
+            | rustls::CertificateError::NotValidForNameContext { .. },
+        ) => format!(
+            "TLS: the server's certificate is not valid for the host name connected to \
+             (sslmode=verify-full checks it) [{e}]"
+        ),
+        rustls::Error::InvalidCertificate(
+            rustls::CertificateError::Expired | rustls::CertificateError::ExpiredContext { .. },
+        ) => format!("TLS: the server's certificate has expired [{e}]"),
+        _ => format!("TLS: {e}"),
     }
 }
 

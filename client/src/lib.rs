@@ -5,20 +5,24 @@
 //! [`Delivery::retry`], [`Delivery::retry_after`], [`Delivery::custom`] — or let
 //! the dead letter take it when the attempt counter reaches `max_attempts`.
 //!
-//! This crate talks to PostgreSQL through the `settle` extension
-//! (`CREATE EXTENSION settle`); the extension does the claiming and settling in
-//! one statement each, with its own SQLSTATEs mapped to [`Error`] kinds.
+//! On PostgreSQL it talks to the `settle` extension (`CREATE EXTENSION
+//! settle`), which claims and settles in one statement each, with its own
+//! SQLSTATEs mapped to [`Error`] kinds; elsewhere ([`Client::portable`]:
+//! MariaDB/MySQL, SQLite, PostgreSQL without the extension) it runs the same
+//! contract in SQL of its own. Connections take libpq's connection strings
+//! and TLS settings ([`ConnInfo`]). A worker only checks that its queue is
+//! registered as its [`Queue`] says; the table's owner registers it
+//! ([`Admin::register`]).
 //!
 //! ```no_run
 //! use settle::{Client, Form, Queue, WorkerOptions};
 //! use std::time::Duration;
 //!
 //! # async fn demo() -> settle::Result<()> {
-//! let config: tokio_postgres::Config = "host=/run/postgresql user=app dbname=app".parse().unwrap();
 //! let queue = Queue::new("emails", "outbox")
 //!     .form(Form::Lease { ttl: Duration::from_secs(60) })
 //!     .dead_letter(5, "outbox_dead");
-//! let client = Client::connect(config, 16, queue).await?;
+//! let client = Client::connect("host=db dbname=app user=worker sslmode=verify-full sslrootcert=system", 16, queue).await?;
 //! let report = client
 //!     .run(WorkerOptions::default(), tokio::signal::ctrl_c().map(|_| ()), |d| async move {
 //!         match send(d.payload_json()).await {
@@ -39,7 +43,7 @@
 
 // Dependencies point one way: admin, worker → client → delivery → backend →
 // backend::{ext, portable} → backend::{combine, pinned} → the leaves (outcome,
-// row, queue, pool, stats, error).
+// queue, pool, stats, conninfo → tls, error).
 mod admin;
 mod backend;
 mod client;

@@ -46,11 +46,9 @@ impl SslMode {
             "require" => SslMode::Require,
             "verify-ca" => SslMode::VerifyCa,
             "verify-full" => SslMode::VerifyFull,
-            other => {
-                return Err(Error::invalid(format!(
-                    "sslmode {other:?}: use disable, allow, prefer, require, verify-ca or verify-full"
-                )))
-            }
+            other => return Err(Error::invalid(format!(
+                "sslmode {other:?}: use disable, allow, prefer, require, verify-ca or verify-full"
+            ))),
         })
     }
 
@@ -118,8 +116,7 @@ impl TlsSettings {
             None if roots == Some(Roots::System) => SslMode::VerifyFull,
             None => SslMode::Prefer,
         };
-        if roots == Some(Roots::System) && mode != SslMode::VerifyFull && mode != SslMode::Disable
-        {
+        if roots == Some(Roots::System) && mode != SslMode::VerifyFull && mode != SslMode::Disable {
             return Err(Error::invalid(format!(
                 "sslmode={} may not be used with sslrootcert=system: use verify-full",
                 mode.name()
@@ -167,6 +164,14 @@ impl TlsSettings {
         })
     }
 
+    /// The same settings without TLS (a Unix-domain socket).
+    pub(crate) fn disabled(self) -> TlsSettings {
+        TlsSettings {
+            mode: SslMode::Disable,
+            ..self
+        }
+    }
+
     pub(crate) fn mode_name(&self) -> &'static str {
         self.mode.name()
     }
@@ -204,7 +209,9 @@ impl TlsSettings {
     }
 
     pub(crate) fn client_files(&self) -> Option<(&Path, &Path)> {
-        self.client.as_ref().map(|(c, k)| (c.as_path(), k.as_path()))
+        self.client
+            .as_ref()
+            .map(|(c, k)| (c.as_path(), k.as_path()))
     }
 
     /// Whether connections may use TLS at all.
@@ -291,44 +298,10 @@ impl TlsSettings {
 }
 
 fn file_error(what: &str, path: &Path, e: impl std::fmt::Display) -> Error {
-    Error::invalid(format!("could not read {what} file {}: {e}", path.display()))
-}
-
-/// What a failed TLS handshake means, for people: the rustls error somewhere
-/// in `e`'s sources, named by its cause.
-pub(crate) fn handshake_failure(e: &(dyn std::error::Error + 'static)) -> Option<String> {
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = cur {
-        if let Some(r) = err.downcast_ref::<rustls::Error>() {
-            return Some(describe(r));
-        }
-        if let Some(io) = err.downcast_ref::<std::io::Error>() {
-            if let Some(r) = io.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
-                return Some(describe(r));
-            }
-        }
-        cur = err.source();
-    }
-    None
-}
-
-fn describe(e: &rustls::Error) -> String {
-    match e {
-        rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer) => format!(
-            "TLS: the server's certificate is not signed by a trusted root certificate \
-             (sslrootcert) [{e}]"
-        ),
-        rustls::Error::InvalidCertificate(
-            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-        ) => format!(
-            "TLS: the server's certificate is not valid for the host name connected to \
-             (sslmode=verify-full checks it) [{e}]"
-        ),
-        rustls::Error::InvalidCertificate(
-            CertificateError::Expired | CertificateError::ExpiredContext { .. },
-        ) => format!("TLS: the server's certificate has expired [{e}]"),
-        _ => format!("TLS: {e}"),
-    }
+    Error::invalid(format!(
+        "could not read {what} file {}: {e}",
+        path.display()
+    ))
 }
 
 /// verify-ca: the chain to a trusted root is checked, the host name is not.
@@ -455,7 +428,10 @@ mod tests {
         assert_eq!(t.check(), Check::Chain);
         assert_eq!(t.sqlx_mode(), "verify-ca");
         let t = TlsSettings::resolve(given(None, Some("system")), &none).unwrap();
-        assert_eq!((t.mode, t.check()), (SslMode::VerifyFull, Check::ChainAndName));
+        assert_eq!(
+            (t.mode, t.check()),
+            (SslMode::VerifyFull, Check::ChainAndName)
+        );
         let e = TlsSettings::resolve(given(Some("require"), Some("system")), &none).unwrap_err();
         assert!(e.to_string().contains("verify-full"), "{e}");
         let e = TlsSettings::resolve(given(Some("verify-ca"), None), &none).unwrap_err();

@@ -219,19 +219,21 @@ pub fn queue(client: &SpiClient<'_>, name: &str) -> Result<Rc<Queue>> {
     Ok(q)
 }
 
-/// Registry row as stored.
-struct Row {
-    tbl: pg_sys::Oid,
-    form: String,
-    max_attempts: Option<i32>,
-    dead_letter: Option<String>,
-    dead_letter_table: Option<pg_sys::Oid>,
-    columns: serde_json::Map<String, serde_json::Value>,
-    outcomes: HashMap<String, String>,
+/// A queue's row of the registry, as stored.
+pub struct Row {
+    pub tbl: pg_sys::Oid,
+    pub form: String,
+    pub max_attempts: Option<i32>,
+    pub dead_letter: Option<String>,
+    pub dead_letter_table: Option<pg_sys::Oid>,
+    pub columns: serde_json::Map<String, serde_json::Value>,
+    pub outcomes: HashMap<String, String>,
+    /// the registry table's oid
+    registry: pg_sys::Oid,
 }
 
-/// Load a descriptor; also returns the oids whose invalidation makes it stale.
-fn load(client: &SpiClient<'_>, name: &str) -> Result<(Queue, Vec<pg_sys::Oid>)> {
+/// The registry's row of queue `name`, if it is registered.
+pub fn registry_row(client: &SpiClient<'_>, name: &str) -> Option<Row> {
     let sql = format!(
         "SELECT q.tbl::pg_catalog.oid, q.form, q.max_attempts, q.dead_letter, q.dead_letter_table::pg_catalog.oid, \
          q.columns::pg_catalog.text, q.outcomes::pg_catalog.text, q.tableoid FROM {}.settle_queues q WHERE q.queue OPERATOR(pg_catalog.=) $1",
@@ -239,11 +241,10 @@ fn load(client: &SpiClient<'_>, name: &str) -> Result<(Queue, Vec<pg_sys::Oid>)>
     );
     let t = spi(client.select(sql.as_str(), Some(1), &[name.into()]));
     if t.is_empty() {
-        bail!(UnknownQueue, "queue \"{name}\" is not registered");
+        return None;
     }
     let r = t.first();
-    let registry_oid: pg_sys::Oid = spi(r.get::<pg_sys::Oid>(8)).unwrap();
-    let row = Row {
+    Some(Row {
         tbl: spi(r.get::<pg_sys::Oid>(1)).unwrap(),
         form: spi(r.get::<String>(2)).unwrap(),
         max_attempts: spi(r.get::<i32>(3)),
@@ -251,6 +252,14 @@ fn load(client: &SpiClient<'_>, name: &str) -> Result<(Queue, Vec<pg_sys::Oid>)>
         dead_letter_table: spi(r.get::<pg_sys::Oid>(5)),
         columns: serde_json::from_str(&spi(r.get::<String>(6)).unwrap()).unwrap_or_default(),
         outcomes: serde_json::from_str(&spi(r.get::<String>(7)).unwrap()).unwrap_or_default(),
+        registry: spi(r.get::<pg_sys::Oid>(8)).unwrap(),
+    })
+}
+
+/// Load a descriptor; also returns the oids whose invalidation makes it stale.
+fn load(client: &SpiClient<'_>, name: &str) -> Result<(Queue, Vec<pg_sys::Oid>)> {
+    let Some(row) = registry_row(client, name) else {
+        bail!(UnknownQueue, "queue \"{name}\" is not registered");
     };
     let form = Form::parse(&row.form).expect("registry CHECK keeps form valid");
     let table = qualified_name(client, row.tbl).ok_or_else(|| {
@@ -369,7 +378,7 @@ fn load(client: &SpiClient<'_>, name: &str) -> Result<(Queue, Vec<pg_sys::Oid>)>
         .then(|| RowEncoder::for_columns(&shape.row_cols))
         .flatten()
         .map(RefCell::new);
-    let mut watch = vec![registry_oid, row.tbl];
+    let mut watch = vec![row.registry, row.tbl];
     watch.extend(row.dead_letter_table);
     Ok((
         Queue {

@@ -378,25 +378,14 @@ fn resolve_dead_letter(
 
 /// The registry's row of `queue`, as a descriptor.
 fn stored(client: &SpiClient<'_>, queue: &str) -> Option<Descriptor> {
-    let sql = format!(
-        "SELECT q.tbl::pg_catalog.oid, q.form, q.max_attempts, q.dead_letter, \
-           q.dead_letter_table::pg_catalog.oid, q.columns::pg_catalog.text \
-         FROM {}.settle_queues q WHERE q.queue OPERATOR(pg_catalog.=) $1",
-        ext_schema(client)
-    );
-    let t = spi(client.select(sql.as_str(), Some(1), &[queue.into()]));
-    if t.is_empty() {
-        return None;
-    }
-    let r = t.first();
-    Some(Descriptor {
+    crate::desc::registry_row(client, queue).map(|r| Descriptor {
         queue: queue.to_owned(),
-        rel: spi(r.get::<pg_sys::Oid>(1)).unwrap(),
-        form: spi(r.get::<String>(2)).unwrap(),
-        max_attempts: spi(r.get::<i32>(3)),
-        dead_letter: spi(r.get::<String>(4)),
-        dead_letter_table: spi(r.get::<pg_sys::Oid>(5)),
-        columns: serde_json::from_str(&spi(r.get::<String>(6)).unwrap()).unwrap_or_default(),
+        rel: r.tbl,
+        form: r.form,
+        max_attempts: r.max_attempts,
+        dead_letter: r.dead_letter,
+        dead_letter_table: r.dead_letter_table,
+        columns: r.columns,
     })
 }
 

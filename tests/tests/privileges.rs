@@ -11,10 +11,12 @@ use std::time::Duration;
 
 const WORKER: &str = "settle_rust_worker";
 
-/// The role, made once per cluster; its grants are per table.
+/// The role, made once per cluster (tests that make it at the same time
+/// meet as a unique violation); its grants are per table.
 async fn worker_role(pool: &sqlx::AnyPool) {
     sqlx::query(&format!(
-        "DO $$ BEGIN CREATE ROLE {WORKER} LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$"
+        "DO $$ BEGIN CREATE ROLE {WORKER} LOGIN; \
+         EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$"
     ))
     .execute(pool)
     .await

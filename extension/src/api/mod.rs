@@ -64,25 +64,43 @@ fn register_queue(
     columns: Option<JsonB>,
     dead_letter_table: Option<PgRelation>,
 ) {
-    entry(|| {
-        let queue = need(queue, "queue")?;
-        let tbl = need(tbl, "tbl")?;
-        let form = need(form, "form")?;
-        Spi::connect_mut(|client| {
-            register::register(
-                client,
-                Registration {
-                    queue,
-                    rel: tbl.oid(),
-                    form,
-                    max_attempts,
-                    dead_letter,
-                    dead_letter_table: dead_letter_table.as_ref().map(|t| t.oid()),
-                    columns: columns.as_ref().map(|j| &j.0),
-                },
-            )
+    let args = RegisterArgs {
+        queue,
+        tbl,
+        form,
+        max_attempts,
+        dead_letter,
+        columns,
+        dead_letter_table,
+    };
+    // moved in: nothing of this frame is left to drop when entry raises
+    entry(move || Spi::connect_mut(|client| register::register(client, args.registration()?)))
+}
+
+/// The arguments of queue_register (and queue_differences), as SQL gives them.
+struct RegisterArgs<'a> {
+    queue: Option<&'a str>,
+    tbl: Option<PgRelation>,
+    form: Option<&'a str>,
+    max_attempts: Option<i32>,
+    dead_letter: Option<&'a str>,
+    columns: Option<JsonB>,
+    dead_letter_table: Option<PgRelation>,
+}
+
+impl RegisterArgs<'_> {
+    /// The registration they describe; SQ004 for a NULL queue, table or form.
+    fn registration(&self) -> Result<Registration<'_>> {
+        Ok(Registration {
+            queue: need(self.queue, "queue")?,
+            rel: need(self.tbl.as_ref(), "tbl")?.oid(),
+            form: need(self.form, "form")?,
+            max_attempts: self.max_attempts,
+            dead_letter: self.dead_letter,
+            dead_letter_table: self.dead_letter_table.as_ref().map(|t| t.oid()),
+            columns: self.columns.as_ref().map(|j| &j.0),
         })
-    })
+    }
 }
 
 /// How the registered descriptor of `queue` differs from the one given (the
@@ -107,24 +125,17 @@ fn queue_differences(
         name!(given, Option<String>),
     ),
 > {
-    TableIterator::new(entry(|| {
-        let queue = need(queue, "queue")?;
-        let tbl = need(tbl, "tbl")?;
-        let form = need(form, "form")?;
-        Spi::connect(|client| {
-            register::differences(
-                client,
-                &Registration {
-                    queue,
-                    rel: tbl.oid(),
-                    form,
-                    max_attempts,
-                    dead_letter,
-                    dead_letter_table: dead_letter_table.as_ref().map(|t| t.oid()),
-                    columns: columns.as_ref().map(|j| &j.0),
-                },
-            )
-        })
+    let args = RegisterArgs {
+        queue,
+        tbl,
+        form,
+        max_attempts,
+        dead_letter,
+        columns,
+        dead_letter_table,
+    };
+    TableIterator::new(entry(move || {
+        Spi::connect(|client| register::differences(client, &args.registration()?))
     }))
 }
 

@@ -7,25 +7,25 @@ use pgrx::spi::SpiClient;
 
 /// A retry at max_attempts moved the row to the dead letter.
 pub(super) fn warn_dead(q: &Queue, id: &str) {
-    let s = &q.shape;
-    crate::error::warn(
-        crate::error::DEAD_LETTERED_AT_SETTLE,
-        &format!(
-            "settle: queue \"{}\": row {} reached max_attempts ({}) and was moved to the dead letter",
-            s.queue,
-            id,
-            s.max_attempts.unwrap_or_default()
-        ),
-    );
+    warn_moved(q, id, crate::error::DEAD_LETTERED_AT_SETTLE, "");
 }
 
 /// A claim moved a crash-looping row to the dead letter instead of delivering it.
 pub(super) fn warn_dead_at_claim(q: &Queue, id: &str) {
+    warn_moved(
+        q,
+        id,
+        crate::error::DEAD_LETTERED_AT_CLAIM,
+        " without an outcome (a crash loop)",
+    );
+}
+
+fn warn_moved(q: &Queue, id: &str, code: &str, how: &str) {
     let s = &q.shape;
     crate::error::warn(
-        crate::error::DEAD_LETTERED_AT_CLAIM,
+        code,
         &format!(
-            "settle: queue \"{}\": row {} reached max_attempts ({}) without an outcome (a crash loop) and was moved to the dead letter",
+            "settle: queue \"{}\": row {} reached max_attempts ({}){how} and was moved to the dead letter",
             s.queue,
             id,
             s.max_attempts.unwrap_or_default()

@@ -58,8 +58,10 @@ impl Connect for ExtConnect {
     fn connect(
         &self,
         pg_config: &tokio_postgres::Config,
-    ) -> BoxFuture<'_, std::result::Result<(tokio_postgres::Client, JoinHandle<()>), tokio_postgres::Error>>
-    {
+    ) -> BoxFuture<
+        '_,
+        std::result::Result<(tokio_postgres::Client, JoinHandle<()>), tokio_postgres::Error>,
+    > {
         let pg_config = pg_config.clone();
         Box::pin(async move {
             let notices = self.notices.clone();
@@ -260,8 +262,14 @@ impl Ready<'_> {
         match self {
             Ready::Named(prepared) => c.query(prepared, params).await,
             Ready::Unnamed(st) => {
-                let typed: Vec<(&(dyn tokio_postgres::types::ToSql + Sync), tokio_postgres::types::Type)> =
-                    params.iter().copied().zip(st.types.iter().cloned()).collect();
+                let typed: Vec<(
+                    &(dyn tokio_postgres::types::ToSql + Sync),
+                    tokio_postgres::types::Type,
+                )> = params
+                    .iter()
+                    .copied()
+                    .zip(st.types.iter().cloned())
+                    .collect();
                 c.query_typed(st.sql, &typed).await
             }
         }

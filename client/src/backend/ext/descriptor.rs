@@ -2,7 +2,7 @@
 //! role may read the registry, so a worker needs no ownership), written only
 //! when the table's owner asks ([`crate::Admin::register`]).
 
-use super::connect::Statements;
+use super::connect::{Statements, Stmt};
 use super::sql::{
     DIFFERENCES, IS_REGISTERED, REGISTER, REGISTERED, REGISTER_OUTCOME, TABLE_EXISTS,
 };
@@ -54,8 +54,14 @@ pub(crate) struct Checked {
     pub has_retry_after: bool,
 }
 
-/// `queue`'s descriptor as `queue_register` and `queue_differences` take it.
-fn args(queue: &Queue) -> (Option<i32>, Option<&str>, Option<&str>) {
+/// Run `stmt` (`queue_register` or `queue_differences`) with `queue`'s
+/// descriptor as its arguments.
+async fn with_descriptor(
+    c: &Object,
+    st: Statements,
+    stmt: &Stmt,
+    queue: &Queue,
+) -> std::result::Result<Vec<tokio_postgres::Row>, tokio_postgres::Error> {
     let max = queue
         .dead
         .as_ref()
@@ -66,7 +72,14 @@ fn args(queue: &Queue) -> (Option<i32>, Option<&str>, Option<&str>) {
     } else {
         (target, None)
     };
-    (max, dl, dlt)
+    let columns = queue.columns_json();
+    let form = queue.form.sql_name();
+    st.query(
+        c,
+        stmt,
+        &[&queue.name, &queue.table, &form, &max, &dl, &columns, &dlt],
+    )
+    .await
 }
 
 async fn table_exists(c: &Object, st: Statements, queue: &Queue) -> Result<()> {
@@ -89,23 +102,7 @@ async fn table_exists(c: &Object, st: Statements, queue: &Queue) -> Result<()> {
 /// outcomes); [`Error::UnknownQueue`] when it is not registered.
 async fn differences(c: &Object, st: Statements, queue: &Queue) -> Result<Vec<Difference>> {
     table_exists(c, st, queue).await?;
-    let (max, dl, dlt) = args(queue);
-    let columns = queue.columns_json();
-    let rows = st
-        .query(
-            c,
-            &DIFFERENCES,
-            &[
-                &queue.name,
-                &queue.table,
-                &queue.form.sql_name(),
-                &max,
-                &dl,
-                &columns,
-                &dlt,
-            ],
-        )
-        .await;
+    let rows = with_descriptor(c, st, &DIFFERENCES, queue).await;
     let rows = match rows {
         Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::from_code("SQ002")) => {
             return Err(Error::unknown_queue(format!(
@@ -171,7 +168,10 @@ pub(crate) async fn register(c: &Object, st: Statements, queue: &Queue) -> Resul
     c.batch_execute("BEGIN").await?;
     let r = async {
         // (asked first: queue_differences' SQ002 would abort the transaction)
-        let known: bool = st.query_one(c, &IS_REGISTERED, &[&queue.name]).await?.get(0);
+        let known: bool = st
+            .query_one(c, &IS_REGISTERED, &[&queue.name])
+            .await?
+            .get(0);
         let before = if known {
             match differences(c, st, queue).await? {
                 d if d.is_empty() => return Ok(Registered::Unchanged),
@@ -181,22 +181,7 @@ pub(crate) async fn register(c: &Object, st: Statements, queue: &Queue) -> Resul
             table_exists(c, st, queue).await?;
             Registered::Created
         };
-        let (max, dl, dlt) = args(queue);
-        let columns = queue.columns_json();
-        st.query(
-            c,
-            &REGISTER,
-            &[
-                &queue.name,
-                &queue.table,
-                &queue.form.sql_name(),
-                &max,
-                &dl,
-                &columns,
-                &dlt,
-            ],
-        )
-        .await?;
+        with_descriptor(c, st, &REGISTER, queue).await?;
         for (name, sql) in &queue.outcomes {
             st.query(c, &REGISTER_OUTCOME, &[&queue.name, name, sql])
                 .await?;

@@ -107,7 +107,11 @@ pub(crate) async fn check_version(c: &deadpool_postgres::Object, st: Statements)
 
 impl Ext {
     /// A pool over `info` (TLS as it says), then [`Ext::attach`].
-    pub(crate) async fn connect(info: ConnInfo, pool: PoolOptions, queue: Queue) -> Result<Arc<Ext>> {
+    pub(crate) async fn connect(
+        info: ConnInfo,
+        pool: PoolOptions,
+        queue: Queue,
+    ) -> Result<Arc<Ext>> {
         let meters = Meters::new(&queue.name);
         let connector = Connector::new(&info, &pool)?;
         let notices = Notices {
@@ -155,8 +159,9 @@ impl Ext {
         &self.pool
     }
 
-    /// Whether the worker can LISTEN (a client made from the caller's own pool
-    /// has no config to open that connection with).
+    /// Whether the worker can LISTEN (not with the caller's own pool, which
+    /// gives no config to open that connection with, nor behind a transaction
+    /// pooler).
     pub(crate) fn listens(&self) -> bool {
         self.listen.is_some()
     }
@@ -363,7 +368,11 @@ impl Ext {
         let c = self.pool.get().await?;
         let r = self
             .statements
-            .query_one(&c, &EXTEND, &[&self.queue.name, &id, &Some(*token), &micros(ttl)])
+            .query_one(
+                &c,
+                &EXTEND,
+                &[&self.queue.name, &id, &Some(*token), &micros(ttl)],
+            )
             .await?;
         *token = r.get(0);
         Ok(())

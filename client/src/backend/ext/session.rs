@@ -171,7 +171,13 @@ impl Session {
     }
 
     /// Run an outcome on the pinned connection: `queue_complete`'s result word.
-    async fn write(&self, g: &mut Pinned, queue: &str, id: &str, outcome: &Outcome) -> Result<String> {
+    async fn write(
+        &self,
+        g: &mut Pinned,
+        queue: &str,
+        id: &str,
+        outcome: &Outcome,
+    ) -> Result<String> {
         let obj = g
             .obj
             .as_ref()
@@ -244,12 +250,7 @@ impl Session {
         let (name, delay) = (outcome.sql_name(), outcome.delay_micros());
         let res: Result<Vec<tokio_postgres::Row>> = async {
             let st = self.statements.ready(obj, &COMPLETE_MANY).await?;
-            fenced(
-                obj,
-                fence,
-                st.query(obj, &[&q, &ids, &name, &delay, &none]),
-            )
-            .await
+            fenced(obj, fence, st.query(obj, &[&q, &ids, &name, &delay, &none])).await
         }
         .await;
         let rows = match res {

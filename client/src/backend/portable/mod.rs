@@ -63,11 +63,12 @@ impl Engine {
                  directly or through session pooling (or use the extension, whose client does)",
             ));
         }
-        // libpq's TLS rules (sslrootcert=system, the files in ~/.postgresql)
-        let url = if d == Dialect::Postgres {
-            crate::conninfo::sqlx_postgres_url(&url)?
-        } else {
-            url
+        // TLS as libpq decides it (sslrootcert=system, the files in
+        // ~/.postgresql); none on a MariaDB/MySQL socket
+        let url = match d {
+            Dialect::Postgres => crate::conninfo::sqlx_postgres_url(&url)?,
+            Dialect::MySql => crate::conninfo::sqlx_mysql_url(&url),
+            Dialect::Sqlite => url,
         };
         if queue.form == Form::Advisory && d.advisory().is_none() {
             return Err(Error::descriptor(format!(
@@ -102,10 +103,12 @@ impl Engine {
         // one direct connection first: a refused or unknown server is reported as
         // the driver's own error at once (the pool would retry it until the
         // acquire timeout and then say only "pool timed out")
+        // (how the probe's close goes says nothing of the server: a TLS
+        // close_notify can meet a socket the server already closed on QUIT)
         let probe = sqlx::AnyConnection::connect(&url);
         match pool.connect_timeout {
             Some(t) => match tokio::time::timeout(t, probe).await {
-                Ok(c) => c?.close().await?,
+                Ok(c) => drop(c?.close().await),
                 Err(_) => {
                     return Err(Error::database(
                         None,
@@ -113,7 +116,7 @@ impl Engine {
                     ))
                 }
             },
-            None => probe.await?.close().await?,
+            None => drop(probe.await?.close().await),
         }
         let pool = opts.connect(&url).await?;
         let s = introspect::introspect(&pool, d, &queue).await?;
