@@ -5,7 +5,8 @@
 # SETTLE_PG_PRELOAD sets shared_preload_libraries (the Citus nodes: citus).
 # SETTLE_PG_TLS_DIR (files of scripts/tls-certs.sh) makes a TLS-only server: TCP on 127.0.0.1,
 # no unix socket, pg_hba refusing every connection without TLS (hostnossl ... reject), the
-# role settle_cert logging in by client certificate.
+# role settle_cert logging in by client certificate. SETTLE_PG_SSL_CERT and SETTLE_PG_SSL_KEY
+# turn TLS on with that certificate, connections without it still allowed.
 # The server runs with RUST_BACKTRACE=1, so an error that would carry a Rust backtrace to a
 # client does in the tests. PostgreSQL refuses to run as root: the server runs as `postgres`.
 set -euo pipefail
@@ -60,6 +61,10 @@ hostssl   all  settle_cert  127.0.0.1/32  cert
 hostssl   all  all          127.0.0.1/32  trust
 hostnossl all  all          0.0.0.0/0     reject
 HBA
+  fi
+  if [ -n "${SETTLE_PG_SSL_CERT:-}" ]; then
+    printf "ssl = on\nssl_cert_file = '%s'\nssl_key_file = '%s'\n" "$SETTLE_PG_SSL_CERT" "$SETTLE_PG_SSL_KEY" \
+      >>"$dir/data/postgresql.conf"
   fi
   as_pg env RUST_BACKTRACE=1 "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
   if [ -n "${SETTLE_PG_TLS_DIR:-}" ]; then

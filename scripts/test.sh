@@ -148,8 +148,9 @@ CLUSTER_BIN=
 DEBUG15=
 # the running Citus cluster's directory
 CITUS=
-# the running TLS-only server's directory
+# the running TLS-only server's directory, and the one with a version 1 certificate
 TLS_CLUSTER=
+TLS_V1_CLUSTER=
 remove_debug15() {
   rm -f "$EXT15_LIB/settle.so" "$EXT15_SHARE"/settle.control "$EXT15_SHARE"/settle--*.sql
   DEBUG15=
@@ -161,6 +162,7 @@ cleanup() {
     scripts/pgbouncer.sh stop "$CLUSTER-bouncer" || true
   fi
   if [ -n "$TLS_CLUSTER" ]; then SETTLE_PGBIN=$CLUSTER_BIN scripts/pg-cluster.sh stop "$TLS_CLUSTER" || true; fi
+  if [ -n "$TLS_V1_CLUSTER" ]; then SETTLE_PGBIN=$CLUSTER_BIN scripts/pg-cluster.sh stop "$TLS_V1_CLUSTER" || true; fi
   scripts/mariadb.sh stop "$WORK/mysql" || true
   if [ -n "$CITUS" ]; then scripts/citus.sh stop "$CITUS" || true; fi
   if [ -n "${NETNS:-}" ]; then scripts/netns.sh down "$NETNS" || true; fi
@@ -188,8 +190,17 @@ export SETTLE_TEST_TLS_DIR=$TLS
 TLS_PORT=$((SETTLE_PGPORT + 50))
 # Debian's psql sets the TLS server up (a wheel's libpq may lack TLS)
 TLS_PSQL=/usr/lib/postgresql/15/bin/psql
-# tls_server: a TLS-only server beside the major's own, its databases and the certificate role
+# tls_server: a TLS-only server beside the major's own, its databases and the certificate role;
+# and one that takes both, presenting a version 1 certificate as Citus's nodes do
 tls_server() {
+  TLS_V1_CLUSTER=$WORK/pg$MAJOR-tls-v1
+  SETTLE_PGBIN=$PG_BIN SETTLE_PGPORT=$((TLS_PORT + 1)) SETTLE_PG_SSL_CERT=$TLS/v1.crt SETTLE_PG_SSL_KEY=$TLS/v1.key \
+    scripts/pg-cluster.sh start "$TLS_V1_CLUSTER"
+  "$TLS_PSQL" -X -q -v ON_ERROR_STOP=1 -d "host=127.0.0.1 port=$((TLS_PORT + 1)) user=postgres dbname=postgres" \
+    -c "CREATE DATABASE settle_v1" -c "CREATE DATABASE settle_v1_portable"
+  "$TLS_PSQL" -X -q -v ON_ERROR_STOP=1 -d "host=127.0.0.1 port=$((TLS_PORT + 1)) user=postgres dbname=settle_v1" \
+    -c "CREATE EXTENSION settle"
+  export SETTLE_TEST_TLS_V1="host=127.0.0.1 port=$((TLS_PORT + 1)) user=postgres"
   TLS_CLUSTER=$WORK/pg$MAJOR-tls
   SETTLE_PGBIN=$PG_BIN SETTLE_PGPORT=$TLS_PORT SETTLE_PG_TLS_DIR=$TLS scripts/pg-cluster.sh start "$TLS_CLUSTER"
   local c="host=localhost port=$TLS_PORT user=postgres sslmode=verify-full sslrootcert=$TLS/ca.crt"
@@ -434,7 +445,8 @@ for MAJOR in "${MAJORS[@]}"; do
   scripts/pgbouncer.sh stop "$CLUSTER-bouncer"
   if [ -n "$TLS_CLUSTER" ]; then
     SETTLE_PGBIN=$PG_BIN scripts/pg-cluster.sh stop "$TLS_CLUSTER"
-    TLS_CLUSTER=
+    SETTLE_PGBIN=$PG_BIN scripts/pg-cluster.sh stop "$TLS_V1_CLUSTER"
+    TLS_CLUSTER= TLS_V1_CLUSTER=
   fi
   SETTLE_PGBIN=$PG_BIN scripts/pg-cluster.sh stop "$CLUSTER"
   CLUSTER=

@@ -4,6 +4,7 @@
 #   server.crt / server.key   signed by it, for DNS:localhost only (so 127.0.0.1 is a wrong host name)
 #   client.crt / client.key   signed by it, CN=settle_cert (a role that logs in by certificate)
 #   other-ca.crt              another CA, which signed nothing the servers present
+#   v1.crt / v1.key           self-signed, X.509 version 1 (as Citus makes for its nodes)
 # The key files are readable by their owner only; pass OWNER (e.g. postgres) to give them to it.
 #   scripts/tls-certs.sh DIR [OWNER]
 set -euo pipefail
@@ -28,7 +29,10 @@ ca other-ca "/CN=settle other CA"
 leaf server "/CN=localhost" "subjectAltName=DNS:localhost
 extendedKeyUsage=serverAuth"
 leaf client "/CN=settle_cert" "extendedKeyUsage=clientAuth"
-rm -f other-ca.key ca.srl
+# no extensions: openssl writes a version 1 certificate
+quiet openssl req -newkey rsa:2048 -nodes -keyout v1.key -out v1.csr -subj "/CN=settle-v1"
+quiet openssl x509 -req -in v1.csr -signkey v1.key -days 30 -out v1.crt
+rm -f other-ca.key ca.srl v1.csr
 chmod 644 ./*.crt
 chmod 600 ./*.key
 if [ -n "$owner" ]; then chown "$owner" ./*.key ./*.crt; fi

@@ -37,7 +37,8 @@ pub(crate) async fn client_run(
         .register(&queue)
         .await
         .unwrap();
-    let client = settle::Client::connect(a.conn.as_str(), workers, queue)
+    let pool = settle::PoolOptions::new(workers).transaction_pooler(a.transaction_pooler);
+    let client = settle::Client::connect_with(a.conn.as_str(), pool, queue)
         .await
         .unwrap();
     let hs: Vec<_> = (0..workers)

@@ -97,6 +97,9 @@ struct Args {
     mixed: bool,
     /// a Citus coordinator: compare a grouped queue there with `--conn` (`--citus`)
     citus: Option<String>,
+    /// the Rust client sends its statements unnamed, as behind a transaction
+    /// pooler (`--transaction-pooler`)
+    transaction_pooler: bool,
 }
 
 fn list(v: &str, flag: &str) -> Vec<usize> {
@@ -129,6 +132,7 @@ fn args() -> Args {
         sqlite: None,
         mixed: false,
         citus: None,
+        transaction_pooler: false,
         batches: vec![1, 10, 100],
     };
     let mut i = 0;
@@ -200,6 +204,7 @@ fn args() -> Args {
             "--no-client" => a.client = false,
             // only the Rust client's rows (its CPU beside the server's), e.g. under perf
             "--client-only" => a.forms.clear(),
+            "--transaction-pooler" => a.transaction_pooler = true,
             "--portable" => a.portable = true,
             "--mixed" => {
                 a.portable = true;
@@ -222,7 +227,7 @@ fn args() -> Args {
                 a.workers = vec![1, 4];
                 a.batches = vec![1, 100];
             }
-            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --client-only, --portable, --mixed, --mariadb URL, --sqlite PATH, --citus CONN, --pgmq CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --sustained SECONDS, --table-options OPTS|reset, --pgmq-table-options OPTS|reset, --max-attempts N"),
+            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --client-only, --transaction-pooler, --portable, --mixed, --mariadb URL, --sqlite PATH, --citus CONN, --pgmq CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --sustained SECONDS, --table-options OPTS|reset, --pgmq-table-options OPTS|reset, --max-attempts N"),
         }
         i += 1;
     }

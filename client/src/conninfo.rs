@@ -357,6 +357,25 @@ pub(crate) fn sqlx_postgres_url_with(
     Ok(format!("{rest}{sep}{}", extra.join("&")))
 }
 
+/// The `postgres://` URL of [`sqlx_postgres_url`] without TLS, when its
+/// sslmode lets a connection go without (`prefer`, `allow`): libpq's retry
+/// after a failed handshake.
+pub(crate) fn sqlx_postgres_plain(url: &str) -> Option<String> {
+    let (base, query) = url.split_once('?')?;
+    let mut found = false;
+    let params: Vec<&str> = query
+        .split('&')
+        .map(|p| match p {
+            "sslmode=prefer" | "sslmode=allow" => {
+                found = true;
+                "sslmode=disable"
+            }
+            p => p,
+        })
+        .collect();
+    found.then(|| format!("{base}?{}", params.join("&")))
+}
+
 /// A `mysql://` URL for sqlx: a connection over a Unix socket (`socket=`) is
 /// local, and without an `ssl-mode` of its own it does not use TLS (as libpq
 /// does not on PostgreSQL's sockets); everything else is as given (MySQL's
@@ -486,5 +505,11 @@ mod tests {
         assert_eq!(u, "postgres://a@h/db?sslmode=verify-full");
         let env = |k: &str| (k == "PGSSLROOTCERT").then(|| "system".to_owned());
         assert!(sqlx_postgres_url_with("postgres://a@h/db", &env).is_err());
+        let prefer = sqlx_postgres_url_with("postgres://a@h/db?application_name=x", &no_env).unwrap();
+        assert_eq!(
+            sqlx_postgres_plain(&prefer).as_deref(),
+            Some("postgres://a@h/db?application_name=x&sslmode=disable")
+        );
+        assert_eq!(sqlx_postgres_plain("postgres://a@h/db?sslmode=require"), None);
     }
 }

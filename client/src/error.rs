@@ -279,7 +279,7 @@ impl From<sqlx::Error> for Error {
 
 /// What a failed TLS handshake means, for people: the rustls error somewhere
 /// in `e`'s sources, named by its cause.
-fn handshake_failure(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+pub(crate) fn handshake_failure(e: &(dyn std::error::Error + 'static)) -> Option<String> {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = cur {
         if let Some(r) = err.downcast_ref::<rustls::Error>() {

@@ -323,3 +323,61 @@ async fn mariadb_over_verify_identity() {
     };
     assert!(msg.contains("not signed by a trusted root certificate"), "{msg}");
 }
+
+/// A server that takes connections with and without TLS and presents a
+/// self-signed X.509 version 1 certificate, as Citus makes for its nodes
+/// (`SETTLE_TEST_TLS_V1`). The extension client takes it under `require`
+/// (webpki reads version 3 only; the handshake's signature is checked with the
+/// certificate's key). The portable path's driver cannot read it: under
+/// `prefer` it connects without TLS, as libpq does after a failed handshake,
+/// and under `require` it fails saying why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn version_1_certificates() {
+    if !selected(Backend::PgExtension) || !selected(Backend::PgPortable) {
+        return;
+    }
+    if tls_server().is_none() {
+        return;
+    }
+    let conn = env("SETTLE_TEST_TLS_V1");
+    let (host, port) = host_port(&conn);
+    let plain = setup_pool(&format!(
+        "postgres://postgres@{host}:{port}/settle_v1_portable?sslmode=disable"
+    ))
+    .await;
+    let ssl_of = |app: &'static str| {
+        let plain = plain.clone();
+        async move {
+            let r: Vec<(bool,)> = sqlx::query_as(
+                "SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) \
+                 WHERE a.application_name = $1",
+            )
+            .bind(app)
+            .fetch_all(&plain)
+            .await
+            .unwrap();
+            r.into_iter().map(|(s,)| s).collect::<Vec<bool>>()
+        }
+    };
+    let a = Admin::postgres(
+        format!("{conn} dbname=settle_v1 sslmode=require application_name=v1_extension").as_str(),
+        1,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("a version 1 certificate under require: {e}"));
+    a.queues().await.unwrap();
+    assert_eq!(ssl_of("v1_extension").await, [true], "the extension client used TLS");
+
+    let b = Backend::PgPortable;
+    let t = table(b, &plain, "tls_v1", 2).await;
+    let url = format!("postgres://postgres@{host}:{port}/settle_v1_portable?application_name=v1_portable");
+    let c = Client::portable(&url, 1, Queue::new(&t, &t)).await.unwrap();
+    drain(b, &plain, &t, &c, 2).await;
+    assert_eq!(ssl_of("v1_portable").await, [false], "prefer went without TLS");
+    let msg = Client::portable(&format!("{url}&sslmode=require"), 1, Queue::new(&t, &t))
+        .await
+        .map(|_| ())
+        .expect_err("sqlx cannot read a version 1 certificate")
+        .to_string();
+    assert!(msg.contains("TLS"), "{msg}");
+}

@@ -83,15 +83,26 @@ async fn open(
     tls: Option<&MakeRustlsConnect>,
     on_message: impl FnMut(AsyncMessage) -> bool + Send + 'static,
 ) -> std::result::Result<(tokio_postgres::Client, JoinHandle<()>), tokio_postgres::Error> {
-    match tls {
-        Some(tls) => {
-            let (client, conn) = config.connect(tls.clone()).await?;
-            Ok((client, tokio::spawn(drive(conn, on_message))))
-        }
-        None => {
-            let (client, conn) = config.connect(tokio_postgres::NoTls).await?;
-            Ok((client, tokio::spawn(drive(conn, on_message))))
-        }
+    let Some(tls) = tls else {
+        let (client, conn) = config.connect(tokio_postgres::NoTls).await?;
+        return Ok((client, tokio::spawn(drive(conn, on_message))));
+    };
+    let failed = match config.connect(tls.clone()).await {
+        Ok((client, conn)) => return Ok((client, tokio::spawn(drive(conn, on_message)))),
+        Err(e) => e,
+    };
+    // prefer (and allow), as in libpq: a TLS handshake that fails is tried
+    // again without TLS; if that fails too, the TLS error says more
+    let prefer = config.get_ssl_mode() == tokio_postgres::config::SslMode::Prefer;
+    if !prefer || crate::error::handshake_failure(&failed).is_none() {
+        return Err(failed);
+    }
+    tracing::debug!(error = %failed, "TLS failed under sslmode=prefer: connecting without it");
+    let mut plain = config.clone();
+    plain.ssl_mode(tokio_postgres::config::SslMode::Disable);
+    match plain.connect(tokio_postgres::NoTls).await {
+        Ok((client, conn)) => Ok((client, tokio::spawn(drive(conn, on_message)))),
+        Err(_) => Err(failed),
     }
 }
 

@@ -100,24 +100,7 @@ impl Engine {
                 })
             });
         }
-        // one direct connection first: a refused or unknown server is reported as
-        // the driver's own error at once (the pool would retry it until the
-        // acquire timeout and then say only "pool timed out")
-        // (how the probe's close goes says nothing of the server: a TLS
-        // close_notify can meet a socket the server already closed on QUIT)
-        let probe = sqlx::AnyConnection::connect(&url);
-        match pool.connect_timeout {
-            Some(t) => match tokio::time::timeout(t, probe).await {
-                Ok(c) => drop(c?.close().await),
-                Err(_) => {
-                    return Err(Error::database(
-                        None,
-                        format!("connecting took longer than {t:?}"),
-                    ))
-                }
-            },
-            None => drop(probe.await?.close().await),
-        }
+        let url = probe(url, pool.connect_timeout).await?;
         let pool = opts.connect(&url).await?;
         let s = introspect::introspect(&pool, d, &queue).await?;
         Ok(Arc::new(Engine {
@@ -296,6 +279,47 @@ impl Engine {
                 "any_transaction() is for the row_lock form on the portable path",
             )),
         }
+    }
+}
+
+/// One direct connection first: a refused or unknown server is reported as
+/// the driver's own error at once (the pool would retry it until the acquire
+/// timeout and then say only "pool timed out"). Under `sslmode=prefer` a TLS
+/// handshake that fails is tried again without TLS, as libpq does: the URL
+/// the pool is to use.
+async fn probe(url: String, timeout: Option<Duration>) -> Result<String> {
+    /// Why one probe failed: the driver's error (TLS among them), or ours.
+    enum Failed {
+        Driver(sqlx::Error),
+        Slow(Error),
+    }
+    let once = |url: String| async move {
+        let c = sqlx::AnyConnection::connect(&url);
+        let c = match timeout {
+            Some(t) => tokio::time::timeout(t, c).await.map_err(|_| {
+                Failed::Slow(Error::database(
+                    None,
+                    format!("connecting took longer than {t:?}"),
+                ))
+            })?,
+            None => c.await,
+        }
+        .map_err(Failed::Driver)?;
+        // how the close goes says nothing of the server: a TLS close_notify
+        // can meet a socket the server already closed on QUIT
+        drop(c.close().await);
+        Ok(url)
+    };
+    match once(url.clone()).await {
+        Ok(url) => Ok(url),
+        Err(Failed::Slow(e)) => Err(e),
+        Err(Failed::Driver(e)) => match crate::conninfo::sqlx_postgres_plain(&url) {
+            Some(plain) if crate::error::handshake_failure(&e).is_some() => {
+                tracing::debug!(error = %e, "TLS failed under sslmode=prefer: connecting without it");
+                once(plain).await.map_err(|_| Error::from(e))
+            }
+            _ => Err(e.into()),
+        },
     }
 }
 
