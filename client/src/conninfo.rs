@@ -386,7 +386,7 @@ pub(crate) fn sqlx_mysql_url(url: &str) -> String {
         .split('&')
         .map(|p| p.split_once('=').map_or(p, |(k, _)| k))
         .collect();
-    let has = |k: &str| keys.iter().any(|x| *x == k);
+    let has = |k: &str| keys.contains(&k);
     if has("socket") && !has("ssl-mode") && !has("sslmode") {
         let sep = if url.contains('?') { '&' } else { '?' };
         format!("{url}{sep}ssl-mode=DISABLED")
@@ -505,11 +505,15 @@ mod tests {
         assert_eq!(u, "postgres://a@h/db?sslmode=verify-full");
         let env = |k: &str| (k == "PGSSLROOTCERT").then(|| "system".to_owned());
         assert!(sqlx_postgres_url_with("postgres://a@h/db", &env).is_err());
-        let prefer = sqlx_postgres_url_with("postgres://a@h/db?application_name=x", &no_env).unwrap();
+        let prefer =
+            sqlx_postgres_url_with("postgres://a@h/db?application_name=x", &no_env).unwrap();
         assert_eq!(
             sqlx_postgres_plain(&prefer).as_deref(),
             Some("postgres://a@h/db?application_name=x&sslmode=disable")
         );
-        assert_eq!(sqlx_postgres_plain("postgres://a@h/db?sslmode=require"), None);
+        assert_eq!(
+            sqlx_postgres_plain("postgres://a@h/db?sslmode=require"),
+            None
+        );
     }
 }

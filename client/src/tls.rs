@@ -46,9 +46,11 @@ impl SslMode {
             "require" => SslMode::Require,
             "verify-ca" => SslMode::VerifyCa,
             "verify-full" => SslMode::VerifyFull,
-            other => return Err(Error::invalid(format!(
+            other => {
+                return Err(Error::invalid(format!(
                 "sslmode {other:?}: use disable, allow, prefer, require, verify-ca or verify-full"
-            ))),
+            )))
+            }
         })
     }
 
@@ -426,7 +428,9 @@ fn signed_with_key_of(
     {
         Ok(HandshakeSignatureValid::assertion())
     } else {
-        Err(rustls::Error::InvalidCertificate(CertificateError::BadSignature))
+        Err(rustls::Error::InvalidCertificate(
+            CertificateError::BadSignature,
+        ))
     }
 }
 

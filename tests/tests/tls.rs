@@ -86,7 +86,9 @@ async fn extension_every_form_over_verify_full() {
     if !selected(Backend::PgExtension) {
         return;
     }
-    let Some((conn, dir)) = tls_server() else { return };
+    let Some((conn, dir)) = tls_server() else {
+        return;
+    };
     let url = verify_full_url(&conn, &dir, "settle_tls");
     let kv = format!(
         "{conn} dbname=settle_tls sslmode=verify-full sslrootcert='{}'",
@@ -96,14 +98,20 @@ async fn extension_every_form_over_verify_full() {
     let b = Backend::PgExtension;
     for (i, (form, _)) in b.forms().into_iter().enumerate() {
         let t = table(b, &pool, "tls_ext", 6).await;
-        let q = Queue::new(&t, &t).form(form).dead_letter(3, format!("{t}_dead"));
+        let q = Queue::new(&t, &t)
+            .form(form)
+            .dead_letter(3, format!("{t}_dead"));
         Admin::postgres(url.as_str(), 1)
             .await
             .unwrap()
             .register(&q)
             .await
             .unwrap();
-        let via = if i % 2 == 0 { kv.as_str() } else { url.as_str() };
+        let via = if i % 2 == 0 {
+            kv.as_str()
+        } else {
+            url.as_str()
+        };
         let c = Client::connect(via, 4, q)
             .await
             .unwrap_or_else(|e| panic!("{form:?} over TLS: {e}"));
@@ -117,13 +125,17 @@ async fn portable_every_form_over_verify_full() {
     if !selected(Backend::PgPortable) {
         return;
     }
-    let Some((conn, dir)) = tls_server() else { return };
+    let Some((conn, dir)) = tls_server() else {
+        return;
+    };
     let url = verify_full_url(&conn, &dir, "settle_tls_portable");
     let pool = setup_pool(&url).await;
     let b = Backend::PgPortable;
     for (form, _) in b.forms() {
         let t = table(b, &pool, "tls_portable", 6).await;
-        let q = Queue::new(&t, &t).form(form).dead_letter(3, format!("{t}_dead"));
+        let q = Queue::new(&t, &t)
+            .form(form)
+            .dead_letter(3, format!("{t}_dead"));
         let c = Client::portable(&url, 4, q)
             .await
             .unwrap_or_else(|e| panic!("{form:?} over TLS: {e}"));
@@ -139,7 +151,9 @@ async fn what_is_refused_says_why() {
     if !selected(Backend::PgExtension) {
         return;
     }
-    let Some((conn, dir)) = tls_server() else { return };
+    let Some((conn, dir)) = tls_server() else {
+        return;
+    };
     let (_, port) = host_port(&conn);
     let ca = file(&dir, "ca.crt");
     let other = file(&dir, "other-ca.crt");
@@ -151,7 +165,10 @@ async fn what_is_refused_says_why() {
 
     let wrong_ca = format!("{conn} dbname=settle_tls sslmode=verify-full sslrootcert={other}");
     let msg = admin(wrong_ca).await.expect_err("a wrong CA").to_string();
-    assert!(msg.contains("not signed by a trusted root certificate"), "{msg}");
+    assert!(
+        msg.contains("not signed by a trusted root certificate"),
+        "{msg}"
+    );
     let portable = Client::portable(
         &format!("postgres://postgres@localhost:{port}/settle_tls_portable?sslmode=verify-full&sslrootcert={other}"),
         1,
@@ -159,7 +176,10 @@ async fn what_is_refused_says_why() {
     )
     .await;
     let msg = portable.expect_err("a wrong CA (portable)").to_string();
-    assert!(msg.contains("not signed by a trusted root certificate"), "{msg}");
+    assert!(
+        msg.contains("not signed by a trusted root certificate"),
+        "{msg}"
+    );
 
     // the certificate names localhost, not 127.0.0.1
     let by_ip = format!("host=127.0.0.1 port={port} user=postgres dbname=settle_tls");
@@ -174,7 +194,9 @@ async fn what_is_refused_says_why() {
         Queue::new("x", "x"),
     )
     .await;
-    let msg = portable.expect_err("a wrong host name (portable)").to_string();
+    let msg = portable
+        .expect_err("a wrong host name (portable)")
+        .to_string();
     assert!(msg.contains("not valid for the host name"), "{msg}");
 
     admin(format!("{by_ip} sslmode=verify-ca sslrootcert={ca}"))
@@ -196,7 +218,9 @@ async fn client_certificate() {
     if !selected(Backend::PgExtension) {
         return;
     }
-    let Some((conn, dir)) = tls_server() else { return };
+    let Some((conn, dir)) = tls_server() else {
+        return;
+    };
     let (host, port) = host_port(&conn);
     let base = format!(
         "host={host} port={port} user=settle_cert dbname=settle_tls sslmode=verify-full sslrootcert={}",
@@ -226,7 +250,9 @@ async fn worker_wakes_over_tls() {
     if !selected(Backend::PgExtension) {
         return;
     }
-    let Some((conn, dir)) = tls_server() else { return };
+    let Some((conn, dir)) = tls_server() else {
+        return;
+    };
     let url = verify_full_url(&conn, &dir, "settle_tls");
     let pool = setup_pool(&url).await;
     let b = Backend::PgExtension;
@@ -253,9 +279,11 @@ async fn worker_wakes_over_tls() {
     let worker = tokio::spawn({
         let c = c.clone();
         async move {
-            c.run(opts, async { stopped.await.unwrap_or(()) }, |d| async move {
-                d.ack().await
-            })
+            c.run(
+                opts,
+                async { stopped.await.unwrap_or(()) },
+                |d| async move { d.ack().await },
+            )
             .await
         }
     });
@@ -271,7 +299,10 @@ async fn worker_wakes_over_tls() {
     stop.send(()).unwrap();
     let report = worker.await.unwrap().unwrap();
     assert_eq!(report.count(Settled::Deleted), 1);
-    assert!(took < Duration::from_secs(10), "woken by NOTIFY, not the 30 s poll: {took:?}");
+    assert!(
+        took < Duration::from_secs(10),
+        "woken by NOTIFY, not the 30 s poll: {took:?}"
+    );
 }
 
 /// MariaDB: a user the server refuses without TLS, reached with
@@ -321,7 +352,10 @@ async fn mariadb_over_verify_identity() {
         Err(Error::Database(e)) => e.to_string(),
         other => panic!("a wrong CA: {other:?}"),
     };
-    assert!(msg.contains("not signed by a trusted root certificate"), "{msg}");
+    assert!(
+        msg.contains("not signed by a trusted root certificate"),
+        "{msg}"
+    );
 }
 
 /// A server that takes connections with and without TLS and presents a
@@ -366,14 +400,24 @@ async fn version_1_certificates() {
     .await
     .unwrap_or_else(|e| panic!("a version 1 certificate under require: {e}"));
     a.queues().await.unwrap();
-    assert_eq!(ssl_of("v1_extension").await, [true], "the extension client used TLS");
+    assert_eq!(
+        ssl_of("v1_extension").await,
+        [true],
+        "the extension client used TLS"
+    );
 
     let b = Backend::PgPortable;
     let t = table(b, &plain, "tls_v1", 2).await;
-    let url = format!("postgres://postgres@{host}:{port}/settle_v1_portable?application_name=v1_portable");
+    let url = format!(
+        "postgres://postgres@{host}:{port}/settle_v1_portable?application_name=v1_portable"
+    );
     let c = Client::portable(&url, 1, Queue::new(&t, &t)).await.unwrap();
     drain(b, &plain, &t, &c, 2).await;
-    assert_eq!(ssl_of("v1_portable").await, [false], "prefer went without TLS");
+    assert_eq!(
+        ssl_of("v1_portable").await,
+        [false],
+        "prefer went without TLS"
+    );
     let msg = Client::portable(&format!("{url}&sslmode=require"), 1, Queue::new(&t, &t))
         .await
         .map(|_| ())
