@@ -37,7 +37,12 @@ fn main() {
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
             .collect();
         writeln!(out, "#[allow(unused, unreachable_code, clippy::all)]").unwrap();
-        writeln!(out, "mod {} {{\n    use super::prelude::*;", name.to_lowercase()).unwrap();
+        writeln!(
+            out,
+            "mod {} {{\n    use super::prelude::*;",
+            name.to_lowercase()
+        )
+        .unwrap();
         for (line, body) in &blocks {
             writeln!(out, "    // {}:{line}", doc.display()).unwrap();
             writeln!(

@@ -60,7 +60,14 @@ async fn setup(c: &Client, t: &str, form: &str, jobs: usize, citus: bool) -> Vec
 
 /// `workers` connections, each claiming `batch` rows from the groups in turn
 /// and acking them, until the table is empty.
-async fn work(conn: &str, groups: &[String], form: &str, workers: usize, batch: i32, jobs: usize) -> Run {
+async fn work(
+    conn: &str,
+    groups: &[String],
+    form: &str,
+    workers: usize,
+    batch: i32,
+    jobs: usize,
+) -> Run {
     let started = Instant::now();
     let mut tasks = Vec::new();
     for w in 0..workers {
@@ -157,7 +164,14 @@ pub async fn compare(a: &Args, citus: &str) {
     );
     println!(
         "{:<8} {:>5} {:>12} {:>12} {:>7} {:>14} {:>14} {:>7}  claims per worker node (citus)",
-        "form", "batch", "plain jobs/s", "citus jobs/s", "ratio", "plain claim p50", "citus claim p50", "ratio"
+        "form",
+        "batch",
+        "plain jobs/s",
+        "citus jobs/s",
+        "ratio",
+        "plain claim p50",
+        "citus claim p50",
+        "ratio"
     );
     for form in ["lease", "row_lock"] {
         for batch in [1, 10] {
@@ -174,7 +188,10 @@ pub async fn compare(a: &Args, citus: &str) {
                     }
                     let mut v: Vec<_> = by_node.into_iter().collect();
                     v.sort();
-                    v.iter().map(|(n, c)| format!("{n} {c}")).collect::<Vec<_>>().join(", ")
+                    v.iter()
+                        .map(|(n, c)| format!("{n} {c}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 } else {
                     String::new()
                 };

@@ -140,7 +140,9 @@ pub(crate) async fn raw_run(
                         assert!(rs.iter().all(|r| r.get::<_, &str>(1) == "deleted"));
                     }
                     let ms = t0.elapsed().as_secs_f64() * 1000.0;
-                    lat.lock().unwrap().extend(std::iter::repeat_n(ms, ids.len()));
+                    lat.lock()
+                        .unwrap()
+                        .extend(std::iter::repeat_n(ms, ids.len()));
                     done += ids.len();
                 }
             })

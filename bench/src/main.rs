@@ -1372,7 +1372,15 @@ async fn main_() {
         for (name, r) in [("client", &client), ("raw", &raw)] {
             println!(
                 "{:<8} {:<9} {:>3} {:>4} {:>9.0} {:>8.2} {:>8.2} {:>13.3} {:>13.3}",
-                name, "lease", w, b, r.rate(), r.p50_ms, r.p99_ms, r.server_cpu_per_k, r.client_cpu_per_k,
+                name,
+                "lease",
+                w,
+                b,
+                r.rate(),
+                r.p50_ms,
+                r.p99_ms,
+                r.server_cpu_per_k,
+                r.client_cpu_per_k,
             );
         }
         let ratio = client.client_cpu_per_k / raw.client_cpu_per_k.max(1e-9);

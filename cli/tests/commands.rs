@@ -242,9 +242,16 @@ fn queues_over_verify_full_tls() {
     let (rc, _, err) = settle(&["--url".into(), url("localhost", "ca.crt"), "queues".into()]);
     assert_eq!(rc, 0, "{err}");
     assert!(err.contains("with the settle extension"), "{err}");
-    let (rc, _, err) = settle(&["--url".into(), url("localhost", "other-ca.crt"), "queues".into()]);
+    let (rc, _, err) = settle(&[
+        "--url".into(),
+        url("localhost", "other-ca.crt"),
+        "queues".into(),
+    ]);
     assert_eq!(rc, 1, "{err}");
-    assert!(err.contains("not signed by a trusted root certificate"), "{err}");
+    assert!(
+        err.contains("not signed by a trusted root certificate"),
+        "{err}"
+    );
     let (rc, _, err) = settle(&["--url".into(), url("127.0.0.1", "ca.crt"), "queues".into()]);
     assert_eq!(rc, 1, "{err}");
     assert!(err.contains("not valid for the host name"), "{err}");

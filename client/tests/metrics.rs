@@ -166,7 +166,10 @@ async fn a_scripted_worker_records_its_counts() {
     drop(c.claim(1).await.unwrap());
     let mut moved = false;
     for _ in 0..100 {
-        assert!(c.claim(1).await.unwrap().is_empty(), "never delivered again");
+        assert!(
+            c.claim(1).await.unwrap().is_empty(),
+            "never delivered again"
+        );
         if c.stats().await.unwrap().dead == Some(1) {
             moved = true;
             break;

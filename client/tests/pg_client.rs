@@ -17,11 +17,7 @@ fn config() -> tokio_postgres::Config {
 
 /// The queue registered by its table's owner (the test role owns every table
 /// it makes), then a client of it.
-async fn connect(
-    cfg: tokio_postgres::Config,
-    pool: usize,
-    q: Queue,
-) -> settle::Result<Client> {
+async fn connect(cfg: tokio_postgres::Config, pool: usize, q: Queue) -> settle::Result<Client> {
     settle::Admin::postgres(cfg.clone(), 1)
         .await?
         .register(&q)
@@ -403,9 +399,7 @@ async fn error_kinds() {
 async fn batch_settle() {
     let db = admin().await;
     let t = table(&db, "many", 4).await;
-    let c = connect(config(), 2, Queue::new(&t, &t))
-        .await
-        .unwrap();
+    let c = connect(config(), 2, Queue::new(&t, &t)).await.unwrap();
     let ds = c.claim(4).await.unwrap();
     db.batch_execute(&format!(
         "UPDATE {t} SET locked_until = now() + interval '1 hour' WHERE id = 2"
@@ -968,9 +962,7 @@ async fn payload_row_and_text_payloads() {
     }
     let db = admin().await;
     let t = table(&db, "payloads", 1).await;
-    let c = connect(config(), 2, Queue::new(&t, &t))
-        .await
-        .unwrap();
+    let c = connect(config(), 2, Queue::new(&t, &t)).await.unwrap();
     let d = c.claim(1).await.unwrap().pop().unwrap();
     assert_eq!(d.payload::<Job>().unwrap(), Job { n: 1 });
     assert!(matches!(d.payload::<Vec<i64>>(), Err(Error::Payload(_))));

@@ -284,7 +284,11 @@ async fn client_through_transaction_pooling() {
                attempt int NOT NULL DEFAULT 0, retry_after timestamptz, locked_until timestamptz);
              INSERT INTO {t} (id) SELECT generate_series(1, {JOBS});
              SELECT queue_register('{t}', '{t}', '{}');",
-            if form == Form::RowLock { "row_lock" } else { "lease" }
+            if form == Form::RowLock {
+                "row_lock"
+            } else {
+                "lease"
+            }
         ))
         .await
         .unwrap();
@@ -295,7 +299,10 @@ async fn client_through_transaction_pooling() {
         )
         .await
         .unwrap_or_else(|e| panic!("{form:?} through the pooler: {e}"));
-        assert!(!c.capabilities().listen, "no LISTEN behind a transaction pooler");
+        assert!(
+            !c.capabilities().listen,
+            "no LISTEN behind a transaction pooler"
+        );
         let seen: Arc<Mutex<Vec<String>>> = Arc::default();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let worker = tokio::spawn({

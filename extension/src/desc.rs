@@ -489,9 +489,7 @@ impl Queue {
                 unreachable!("a settle statement: see settle_plan")
             }
             PlanKey::Extend => (s.extend(), vec![TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID]),
-            PlanKey::Stats if s.stats_binds_held_keys() => {
-                (s.stats(), vec![pg_sys::INT8ARRAYOID])
-            }
+            PlanKey::Stats if s.stats_binds_held_keys() => (s.stats(), vec![pg_sys::INT8ARRAYOID]),
             PlanKey::Stats => (s.stats(), vec![]),
             PlanKey::DeadCount => (s.dead_count().expect("queue has a dead letter"), vec![]),
             PlanKey::Requeue => (

@@ -223,7 +223,11 @@ fn reraise(payload: Box<dyn std::any::Any + Send>, noted: c_int) -> ! {
             CaughtError::PostgresError(r) | CaughtError::ErrorReport(r) => {
                 let known = r.sql_error_code() as c_int;
                 // pgrx says XX000 for a code it does not know: the noted one
-                let code = if known == internal && noted != 0 { noted } else { known };
+                let code = if known == internal && noted != 0 {
+                    noted
+                } else {
+                    known
+                };
                 (
                     code,
                     r.message().to_owned(),
@@ -252,7 +256,12 @@ fn reraise(payload: Box<dyn std::any::Any + Send>, noted: c_int) -> ! {
                     .map(String::as_str)
                     .or_else(|| other.downcast_ref::<&str>().copied())
                     .unwrap_or("a panic without a message");
-                (internal, format!("settle: internal error: {message}"), None, None)
+                (
+                    internal,
+                    format!("settle: internal error: {message}"),
+                    None,
+                    None,
+                )
             }
         },
     };

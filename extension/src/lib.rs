@@ -34,7 +34,8 @@ pub extern "C-unwind" fn _PG_init() {
 /// pgrx's `#[pg_trigger]` would panic, with a backtrace, when the function is
 /// called outside a trigger; this one is written by hand to say so instead.
 #[no_mangle]
-pub extern "C" fn pg_finfo_settle_registry_changed_wrapper() -> &'static pgrx::pg_sys::Pg_finfo_record {
+pub extern "C" fn pg_finfo_settle_registry_changed_wrapper(
+) -> &'static pgrx::pg_sys::Pg_finfo_record {
     static V1: pgrx::pg_sys::Pg_finfo_record = pgrx::pg_sys::Pg_finfo_record { api_version: 1 };
     &V1
 }

@@ -397,7 +397,8 @@ pub type Difference = (String, Option<String>, Option<String>);
 /// max_attempts, the dead letter (its table, or its group value) and each
 /// column role.
 fn compare(client: &SpiClient<'_>, registered: &Descriptor, given: &Descriptor) -> Vec<Difference> {
-    let table = |o: pg_sys::Oid| qualified_name(client, o).or_else(|| Some(format!("oid {}", o.to_u32())));
+    let table =
+        |o: pg_sys::Oid| qualified_name(client, o).or_else(|| Some(format!("oid {}", o.to_u32())));
     let dead = |d: &Descriptor| match (d.dead_letter_table, &d.dead_letter) {
         (Some(t), _) => table(t).map(|n| format!("table {n}")),
         (None, Some(g)) => Some(format!("group {}", crate::sql::literal(g))),
@@ -410,7 +411,11 @@ fn compare(client: &SpiClient<'_>, registered: &Descriptor, given: &Descriptor) 
         }
     };
     field("tbl", table(registered.rel), table(given.rel));
-    field("form", Some(registered.form.clone()), Some(given.form.clone()));
+    field(
+        "form",
+        Some(registered.form.clone()),
+        Some(given.form.clone()),
+    );
     field(
         "max_attempts",
         registered.max_attempts.map(|n| n.to_string()),
@@ -418,7 +423,12 @@ fn compare(client: &SpiClient<'_>, registered: &Descriptor, given: &Descriptor) 
     );
     field("dead_letter", dead(registered), dead(given));
     for (role, _) in ROLES {
-        let col = |d: &Descriptor| d.columns.get(role).and_then(|v| v.as_str()).map(str::to_owned);
+        let col = |d: &Descriptor| {
+            d.columns
+                .get(role)
+                .and_then(|v| v.as_str())
+                .map(str::to_owned)
+        };
         field(&format!("columns.{role}"), col(registered), col(given));
     }
     out

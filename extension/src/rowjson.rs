@@ -270,11 +270,17 @@ impl RowEncoder {
                     }
                     Kind::Text => v = string(detoasted(d)),
                     Kind::DateTime(t) => {
-                        let p = pg_sys::JsonEncodeDateTime(std::ptr::null_mut(), d, t, std::ptr::null());
+                        let p = pg_sys::JsonEncodeDateTime(
+                            std::ptr::null_mut(),
+                            d,
+                            t,
+                            std::ptr::null(),
+                        );
                         v = string(std::ffi::CStr::from_ptr(p).to_bytes());
                     }
                     Kind::Uuid => {
-                        let p = pg_sys::OidOutputFunctionCall(pg_sys::Oid::from(pg_sys::F_UUID_OUT), d);
+                        let p =
+                            pg_sys::OidOutputFunctionCall(pg_sys::Oid::from(pg_sys::F_UUID_OUT), d);
                         v = string(std::ffi::CStr::from_ptr(p).to_bytes());
                     }
                     Kind::Jsonb => {

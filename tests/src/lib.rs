@@ -126,7 +126,10 @@ impl Backend {
 /// Register `queue` (or change its registration) through the extension at
 /// `conn`, as the owner of its table does before workers connect.
 pub async fn register(conn: &str, queue: &Queue) -> settle::Result<settle::Registered> {
-    settle::Admin::postgres(conn, 1).await?.register(queue).await
+    settle::Admin::postgres(conn, 1)
+        .await?
+        .register(queue)
+        .await
 }
 
 pub fn sqlite_url() -> String {

@@ -332,7 +332,9 @@ async fn forms_through_a_worker_node() {
     }
     let advisory = queue(&groups[0], &t, Form::Advisory);
     let err = match register(&worker, &advisory).await {
-        Ok(_) => Client::connect(worker.as_str(), 2, advisory).await.map(|_| ()),
+        Ok(_) => Client::connect(worker.as_str(), 2, advisory)
+            .await
+            .map(|_| ()),
         Err(e) => Err(e),
     };
     let err = match err {

@@ -527,7 +527,10 @@ async fn crash_loop(b: Backend, form: Form) {
             other => panic!("{other:?}"),
         })
         .sum::<u64>();
-    assert_eq!(dead_lettered, 1, "{b:?} {form:?}: the claim's move is counted");
+    assert_eq!(
+        dead_lettered, 1,
+        "{b:?} {form:?}: the claim's move is counted"
+    );
 }
 
 /// A recorder for the metrics of every client made after the first call
@@ -538,7 +541,8 @@ fn recorder() -> &'static metrics_util::debugging::Snapshotter {
     SNAP.get_or_init(|| {
         let rec = metrics_util::debugging::DebuggingRecorder::new();
         let snap = rec.snapshotter();
-        rec.install().expect("the only recorder of this test binary");
+        rec.install()
+            .expect("the only recorder of this test binary");
         snap
     })
 }

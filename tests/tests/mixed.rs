@@ -101,7 +101,10 @@ async fn extension_and_portable_workers_exclude_each_other() {
         let s = seen.lock().unwrap();
         let twice: Vec<_> = s.handled.iter().filter(|(_, n)| **n != 1).collect();
         assert_eq!(s.overlaps, 0, "{form:?}: rows held by two handlers at once");
-        assert!(twice.is_empty(), "{form:?}: handled more than once: {twice:?}");
+        assert!(
+            twice.is_empty(),
+            "{form:?}: handled more than once: {twice:?}"
+        );
         assert_eq!((left, s.handled.len()), (0, JOBS), "{form:?}");
         // both kinds of worker took part, or the test proves nothing
         assert!(

@@ -75,7 +75,11 @@ async fn work(b: Backend, c: &Client, form: Form) {
         }
     }
     let s = c.stats().await.unwrap();
-    assert_eq!((s.ready, s.in_flight.unwrap_or(0)), (0, 0), "{b:?} {form:?}: {s:?}");
+    assert_eq!(
+        (s.ready, s.in_flight.unwrap_or(0)),
+        (0, 0),
+        "{b:?} {form:?}: {s:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -163,7 +163,11 @@ async fn setup(c: &tokio_postgres::Client) {
 }
 
 /// What is wrong with the answer to `sql`, if anything.
-async fn check(c: &tokio_postgres::Client, sql: &str, args: &[Option<String>]) -> Result<(), String> {
+async fn check(
+    c: &tokio_postgres::Client,
+    sql: &str,
+    args: &[Option<String>],
+) -> Result<(), String> {
     let params: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a as &(dyn ToSql + Sync)).collect();
     // each call alone, so one that fails leaves nothing behind for the next
     c.batch_execute("BEGIN").await.map_err(|e| e.to_string())?;

@@ -4,8 +4,8 @@
 //! `error.rs`); arguments are all `Option` so that a NULL gets a clear SQ004
 //! rather than a generic failure.
 
-use crate::desc;
 use crate::create;
+use crate::desc;
 use crate::error::{entry, Result, SettleError};
 use crate::ops::{self, Action, Outcome};
 use crate::register::{self, Registration};

@@ -119,7 +119,10 @@ fn id_list(ids: Option<Vec<Option<String>>>) -> Result<Option<Vec<String>>> {
 fn with_dead(client: &pgrx::spi::SpiClient<'_>, queue: &str) -> Result<std::rc::Rc<desc::Queue>> {
     let q = desc::queue(client, queue)?;
     if q.shape.dead.is_none() {
-        bail!(InvalidArgument, "queue \"{queue}\" has no dead letter (register it with max_attempts and dead_letter)");
+        bail!(
+            InvalidArgument,
+            "queue \"{queue}\" has no dead letter (register it with max_attempts and dead_letter)"
+        );
     }
     Ok(q)
 }
@@ -137,7 +140,11 @@ pub fn requeue_dead(queue: &str, ids: Option<Vec<Option<String>>>) -> Result<i64
 /// A dead row: its id, attempt and the whole row.
 pub type DeadRow = (String, Option<i32>, pgrx::JsonB);
 
-pub fn dead_rows(queue: &str, limit: i64, ids: Option<Vec<Option<String>>>) -> Result<Vec<DeadRow>> {
+pub fn dead_rows(
+    queue: &str,
+    limit: i64,
+    ids: Option<Vec<Option<String>>>,
+) -> Result<Vec<DeadRow>> {
     if limit < 0 {
         bail!(InvalidArgument, "lim must not be negative, got {limit}");
     }
@@ -164,7 +171,10 @@ pub fn purge_dead(
 ) -> Result<i64> {
     let ids = id_list(ids)?;
     if older_than.is_none() && ids.is_none() {
-        bail!(InvalidArgument, "give older_than or ids (older_than => '0' purges every dead row)");
+        bail!(
+            InvalidArgument,
+            "give older_than or ids (older_than => '0' purges every dead row)"
+        );
     }
     Spi::connect_mut(|client| {
         let q = with_dead(client, queue)?;

@@ -145,7 +145,9 @@ impl Shape {
     pub fn purge_dead(&self) -> Option<String> {
         let (t, dead) = self.dead_rows_from()?;
         let age = match &self.created_at {
-            Some(c) => format!("($1 IS NULL OR _s_t.{c} {LT} ({NOW} {MINUS} $1::pg_catalog.interval))"),
+            Some(c) => {
+                format!("($1 IS NULL OR _s_t.{c} {LT} ({NOW} {MINUS} $1::pg_catalog.interval))")
+            }
             None => "$1 IS NULL".into(),
         };
         Some(format!(
