@@ -1,7 +1,6 @@
 //! The client: one queue over one backend, claims, batch settles, stats.
 
-use crate::backend::ext::{connect::Statements, Ext};
-use crate::backend::{portable::Engine, Backend, Capabilities};
+use crate::backend::{Backend, Capabilities, Dialect};
 use crate::conninfo::IntoConnInfo;
 use crate::delivery::Delivery;
 use crate::error::{Error, Result};
@@ -59,9 +58,8 @@ impl Client {
         pool: PoolOptions,
         queue: Queue,
     ) -> Result<Client> {
-        let ext = Ext::connect(conn.into_conn_info()?, pool, queue).await?;
         Ok(Client {
-            backend: Backend::Ext(ext),
+            backend: Backend::extension(conn.into_conn_info()?, pool, queue).await?,
         })
     }
 
@@ -73,10 +71,8 @@ impl Client {
     /// never returns a connection that carries locks, and Clean is not needed
     /// for that.
     pub async fn from_pool(pool: Pool, queue: Queue) -> Result<Client> {
-        let meters = crate::meters::Meters::new(&queue.name);
-        let ext = Ext::attach(pool, queue, None, Statements::Prepared, meters).await?;
         Ok(Client {
-            backend: Backend::Ext(ext),
+            backend: Backend::extension_on(pool, queue).await?,
         })
     }
 
@@ -90,9 +86,8 @@ impl Client {
 
     /// [`Client::portable`] with explicit pool settings.
     pub async fn portable_with(url: &str, pool: PoolOptions, queue: Queue) -> Result<Client> {
-        let engine = Engine::connect(url, &pool, queue).await?;
         Ok(Client {
-            backend: Backend::Portable(engine),
+            backend: Backend::portable(url, &pool, queue).await?,
         })
     }
 
@@ -107,7 +102,7 @@ impl Client {
     }
 
     /// The portable dialect, or None on the extension backend.
-    pub fn dialect(&self) -> Option<crate::backend::portable::Dialect> {
+    pub fn dialect(&self) -> Option<Dialect> {
         self.backend.dialect()
     }
 

@@ -1,6 +1,6 @@
 //! A delivery: one claimed row, held until it is settled (SPEC §3).
 
-use crate::backend::{Claimed, Hold};
+use crate::backend::{Claimed, Held};
 use crate::error::{Error, Result};
 use crate::outcome::{Outcome, Settled};
 use crate::payload::Payload;
@@ -19,7 +19,7 @@ pub struct Delivery {
     payload: Payload,
     /// what holds the row, with the backend that settles it; taken when the
     /// delivery is settled or given back
-    hold: Option<Hold>,
+    hold: Option<Held>,
     /// the worker's count of deliveries dropped unsettled
     unsettled: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
@@ -57,7 +57,7 @@ impl Delivery {
     }
 
     /// The id and the hold, for a batch settle; the delivery counts as settled.
-    pub(crate) fn into_parts(mut self) -> (String, Hold) {
+    pub(crate) fn into_parts(mut self) -> (String, Held) {
         let hold = self
             .hold
             .take()
@@ -65,7 +65,7 @@ impl Delivery {
         (std::mem::take(&mut self.id), hold)
     }
 
-    fn hold(&mut self) -> Result<&mut Hold> {
+    fn hold(&mut self) -> Result<&mut Held> {
         self.hold
             .as_mut()
             .ok_or_else(|| Error::invalid("the delivery is settled"))
@@ -89,7 +89,7 @@ impl Delivery {
 
     /// The lease token (the deadline), in the lease form.
     pub fn token(&self) -> Option<SystemTime> {
-        self.hold.as_ref().and_then(Hold::token)
+        self.hold.as_ref().and_then(Held::token)
     }
 
     /// The payload deserialised into `T`: the queue's payload column (by

@@ -42,8 +42,8 @@
 #![warn(missing_docs)]
 
 // Dependencies point one way: admin, worker → client → delivery → backend →
-// backend::{ext, portable} → backend::{combine, pinned} → the leaves (outcome,
-// queue, pool, stats, conninfo → tls, error).
+// backend::{ext, portable} → backend::{hold, combine} → the leaves (outcome,
+// queue, pool, stats, conninfo → tls, error). docs/architecture.md has the map.
 mod admin;
 mod backend;
 mod client;
@@ -60,10 +60,7 @@ mod tls;
 mod worker;
 
 pub use admin::Admin;
-pub use backend::ext::descriptor::{Difference, Registered};
-pub use backend::ext::EXTENSION_VERSION;
-pub use backend::portable::Dialect;
-pub use backend::Capabilities;
+pub use backend::{Capabilities, Dialect, Difference, Registered, EXTENSION_VERSION};
 pub use client::Client;
 pub use conninfo::{ConnInfo, IntoConnInfo};
 pub use delivery::Delivery;

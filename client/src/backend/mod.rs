@@ -2,23 +2,32 @@
 //! once, when the client connects: the extension ([`ext`]) or the portable SQL
 //! path ([`portable`]). Everything that differs between the two lives behind
 //! it; `Client`, `Delivery` and the worker call it and never ask which it is.
-//! A claimed row's [`Hold`] carries the backend that settles it, so a delivery
-//! and its backend cannot be mismatched. Backends hand over plain data
+//! A claimed row's [`Held`] carries the backend that settles it, so a
+//! delivery and its backend cannot be mismatched; the hold protocol itself is
+//! written once, in [`hold`]. [`Registry`] is the same seam for the operator's
+//! view of a whole database (`Admin`). Backends hand over plain data
 //! (`Claimed`, `Stats`, `Settled`) and never see a `Delivery`, a `Client` or
 //! this module: dependencies point one way, client → here → backends →
-//! [`combine`], [`pinned`] and the crate's leaf modules.
+//! [`hold`], [`combine`] and the crate's leaf modules. This is the only module
+//! that names both backends.
 
-pub(crate) mod combine;
-pub(crate) mod ext;
-mod pinned;
-pub(crate) mod portable;
+mod combine;
+mod ext;
+mod hold;
+mod portable;
 
+pub use ext::descriptor::{Difference, Registered};
+pub use ext::EXTENSION_VERSION;
+pub use portable::Dialect;
+
+use crate::conninfo::ConnInfo;
 use crate::error::{Error, Result};
 use crate::meters::Meters;
 use crate::outcome::{Outcome, Settled};
 use crate::payload;
+use crate::pool::PoolOptions;
 use crate::queue::Queue;
-use crate::stats::{DeadRow, Stats};
+use crate::stats::{DeadRow, QueueInfo, Stats};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::Notify;
@@ -30,8 +39,9 @@ use tokio::sync::Notify;
 pub struct Capabilities {
     /// The worker wakes on `NOTIFY` when rows are inserted (otherwise it polls).
     pub listen: bool,
-    /// [`crate::Client::requeue_dead`] moves dead-lettered rows back (every
-    /// backend does now; kept for callers that ask).
+    /// [`crate::Client::requeue_dead`] moves dead-lettered rows back: always
+    /// true.
+    #[deprecated(since = "0.6.1", note = "every backend requeues dead rows")]
     pub requeue_dead: bool,
     /// The handler can write in the row_lock claim transaction through
     /// [`crate::Delivery::transaction`] (tokio-postgres).
@@ -49,15 +59,43 @@ pub(crate) enum Backend {
 }
 
 /// A claimed row with what holds it.
-pub(crate) type Claimed = payload::Claimed<Hold>;
+pub(crate) type Claimed = payload::Claimed<Held>;
 
 /// What holds a delivery's row, with the backend that settles it.
-pub(crate) enum Hold {
+pub(crate) enum Held {
     Ext(Arc<ext::Ext>, ext::Hold),
     Portable(Arc<portable::Engine>, portable::Hold),
 }
 
 impl Backend {
+    /// PostgreSQL with the extension, over a pool of its own.
+    pub(crate) async fn extension(
+        info: ConnInfo,
+        pool: PoolOptions,
+        queue: Queue,
+    ) -> Result<Backend> {
+        Ok(Backend::Ext(ext::Ext::connect(info, pool, queue).await?))
+    }
+
+    /// PostgreSQL with the extension, over the caller's pool.
+    pub(crate) async fn extension_on(
+        pool: deadpool_postgres::Pool,
+        queue: Queue,
+    ) -> Result<Backend> {
+        let meters = Meters::new(&queue.name);
+        let st = ext::connect::Statements::Prepared;
+        Ok(Backend::Ext(
+            ext::Ext::attach(pool, queue, None, st, meters).await?,
+        ))
+    }
+
+    /// The portable path.
+    pub(crate) async fn portable(url: &str, pool: &PoolOptions, queue: Queue) -> Result<Backend> {
+        Ok(Backend::Portable(
+            portable::Engine::connect(url, pool, queue).await?,
+        ))
+    }
+
     pub(crate) fn queue(&self) -> &Queue {
         match self {
             Backend::Ext(e) => &e.queue,
@@ -74,12 +112,14 @@ impl Backend {
 
     pub(crate) fn capabilities(&self) -> Capabilities {
         match self {
+            #[allow(deprecated)]
             Backend::Ext(e) => Capabilities {
                 listen: e.listens(),
                 requeue_dead: true,
                 transaction: true,
                 any_transaction: false,
             },
+            #[allow(deprecated)]
             Backend::Portable(_) => Capabilities {
                 listen: false,
                 requeue_dead: true,
@@ -96,13 +136,13 @@ impl Backend {
                 .claim(n)
                 .await?
                 .into_iter()
-                .map(|c| c.map(|h| Hold::Ext(e.clone(), h)))
+                .map(|c| c.map(|h| Held::Ext(e.clone(), h)))
                 .collect(),
             Backend::Portable(p) => p
                 .claim(n)
                 .await?
                 .into_iter()
-                .map(|c| c.map(|h| Hold::Portable(p.clone(), h)))
+                .map(|c| c.map(|h| Held::Portable(p.clone(), h)))
                 .collect(),
         })
     }
@@ -111,7 +151,7 @@ impl Backend {
     /// held by another client's backend are settled by it, one by one.
     pub(crate) async fn settle_many(
         &self,
-        items: Vec<(String, Hold)>,
+        items: Vec<(String, Held)>,
         outcome: Outcome,
     ) -> Vec<Result<Settled>> {
         let len = items.len();
@@ -119,21 +159,21 @@ impl Backend {
         let (done, theirs) = match self {
             Backend::Ext(b) => {
                 let (mine, theirs) = split(items, |h| match h {
-                    Hold::Ext(e, h) if Arc::ptr_eq(b, &e) => Ok(h),
+                    Held::Ext(e, h) if Arc::ptr_eq(b, &e) => Ok(h),
                     h => Err(h),
                 });
                 (
-                    in_place(len, mine, |m| b.settle_many(m, outcome.clone())).await,
+                    in_place(len, mine, |m| hold::settle_many(b, m, outcome.clone())).await,
                     theirs,
                 )
             }
             Backend::Portable(b) => {
                 let (mine, theirs) = split(items, |h| match h {
-                    Hold::Portable(p, h) if Arc::ptr_eq(b, &p) => Ok(h),
+                    Held::Portable(p, h) if Arc::ptr_eq(b, &p) => Ok(h),
                     h => Err(h),
                 });
                 (
-                    in_place(len, mine, |m| b.settle_many(m, outcome.clone())).await,
+                    in_place(len, mine, |m| hold::settle_many(b, m, outcome.clone())).await,
                     theirs,
                 )
             }
@@ -231,9 +271,9 @@ impl Backend {
 /// its place in the input.
 #[allow(clippy::type_complexity)]
 fn split<H>(
-    items: Vec<(String, Hold)>,
-    pick: impl Fn(Hold) -> std::result::Result<H, Hold>,
-) -> (Vec<(usize, String, H)>, Vec<(usize, String, Hold)>) {
+    items: Vec<(String, Held)>,
+    pick: impl Fn(Held) -> std::result::Result<H, Held>,
+) -> (Vec<(usize, String, H)>, Vec<(usize, String, Held)>) {
     let (mut mine, mut theirs) = (Vec::new(), Vec::new());
     for (i, (id, hold)) in items.into_iter().enumerate() {
         match pick(hold) {
@@ -265,67 +305,77 @@ where
     out
 }
 
-impl Hold {
+impl Held {
     pub(crate) fn queue(&self) -> &Queue {
         match self {
-            Hold::Ext(e, _) => &e.queue,
-            Hold::Portable(p, _) => p.queue(),
+            Held::Ext(e, _) => &e.queue,
+            Held::Portable(p, _) => p.queue(),
         }
     }
 
     /// The lease token (the deadline), in the lease form.
     pub(crate) fn token(&self) -> Option<SystemTime> {
+        use hold::HoldBackend;
         match self {
-            Hold::Ext(_, ext::Hold::Lease(t)) => Some(*t),
-            Hold::Portable(_, portable::Hold::Lease(us)) => Some(portable::token_time(*us)),
-            _ => None,
+            Held::Ext(_, h) => h.lease_token().map(ext::Ext::token_time),
+            Held::Portable(_, h) => h.lease_token().map(portable::Engine::token_time),
+        }
+    }
+
+    fn backend(&self) -> Backend {
+        match self {
+            Held::Ext(e, _) => Backend::Ext(e.clone()),
+            Held::Portable(p, _) => Backend::Portable(p.clone()),
         }
     }
 
     /// Settle, and count it in the queue's metrics.
     pub(crate) async fn settle(self, id: String, outcome: Outcome) -> Result<Settled> {
         let start = Instant::now();
-        let (r, m) = match self {
-            Hold::Ext(e, h) => (e.settle(id, h, outcome).await, Backend::Ext(e)),
-            Hold::Portable(p, h) => (p.settle(id, h, outcome).await, Backend::Portable(p)),
+        let b = self.backend();
+        let r = match self {
+            Held::Ext(e, h) => hold::settle(&e, id, h, outcome).await,
+            Held::Portable(p, h) => hold::settle(&p, id, h, outcome).await,
         };
-        m.meters().settle_took(start.elapsed());
-        m.meters().settled(&r);
+        b.meters().settle_took(start.elapsed());
+        b.meters().settled(&r);
         r
     }
 
     /// Give back without an outcome, counted as `released`.
     pub(crate) async fn release(self, id: &str) -> Result<Settled> {
         let start = Instant::now();
-        let (r, m) = match self {
-            Hold::Ext(e, h) => (e.release(id, h).await, Backend::Ext(e)),
-            Hold::Portable(p, h) => (p.release(id, h).await, Backend::Portable(p)),
+        let b = self.backend();
+        let r = match self {
+            Held::Ext(e, h) => hold::release(&*e, id, h).await,
+            Held::Portable(p, h) => hold::release(&*p, id, h).await,
         };
         let r = r.map(|()| Settled::Released);
-        m.meters().settle_took(start.elapsed());
-        m.meters().settled(&r);
+        b.meters().settle_took(start.elapsed());
+        b.meters().settled(&r);
         r
     }
 
     /// A delivery dropped unsettled: give it back as well as can be.
     pub(crate) fn give_back(self, id: String) {
         match self {
-            Hold::Ext(e, h) => e.give_back(id, h),
-            Hold::Portable(p, h) => p.give_back(id, h),
+            Held::Ext(e, h) => hold::give_back(e, id, h),
+            Held::Portable(p, h) => hold::give_back(p, id, h),
         }
     }
 
     pub(crate) async fn extend(&mut self, id: &str, ttl: Duration) -> Result<()> {
         match self {
-            Hold::Ext(e, h) => e.extend(id, h, ttl).await,
-            Hold::Portable(p, h) => p.extend(id, h, ttl).await,
+            Held::Ext(e, h) => hold::extend(&**e, id, h, ttl).await,
+            Held::Portable(p, h) => hold::extend(&**p, id, h, ttl).await,
         }
     }
 
     pub(crate) async fn transaction(&mut self) -> Result<&tokio_postgres::Client> {
         match self {
-            Hold::Ext(e, h) => e.transaction(h).await,
-            Hold::Portable(..) => Err(Error::unsupported(
+            Held::Ext(_, hold::Hold::Session(s, lent)) => s.lend(lent).await,
+            Held::Ext(..) => Err(Error::invalid("transaction() is for the row_lock form")),
+            Held::Portable(..) => Err(Error::unsupported(
                 "transaction() is the extension backend's; on the portable path use any_transaction()",
             )),
         }
@@ -333,10 +383,173 @@ impl Hold {
 
     pub(crate) async fn any_transaction(&mut self) -> Result<&mut sqlx::AnyConnection> {
         match self {
-            Hold::Portable(p, h) => p.any_transaction(h).await,
-            Hold::Ext(..) => Err(Error::unsupported(
+            Held::Portable(_, hold::Hold::Session(s, lent)) => s.lend(lent).await,
+            Held::Portable(..) => Err(Error::invalid(
+                "any_transaction() is for the row_lock form on the portable path",
+            )),
+            Held::Ext(..) => Err(Error::unsupported(
                 "any_transaction() is the portable path's; on the extension backend use transaction()",
             )),
+        }
+    }
+}
+
+/// The operator's view of one database (what `Admin` serves): the
+/// extension's registry, or the queues described to it on the portable path.
+#[derive(Clone)]
+pub(crate) enum Registry {
+    /// PostgreSQL with the extension: its version and a pool
+    Ext {
+        pool: deadpool_postgres::Pool,
+        version: String,
+    },
+    /// the portable path: a backend per described queue
+    Described {
+        dialect: Dialect,
+        queues: Vec<Backend>,
+    },
+}
+
+impl Registry {
+    /// PostgreSQL with the extension (every call sent unnamed, so it works
+    /// through any pooler); [`Error::Extension`] without it or with an older one.
+    pub(crate) async fn postgres(info: ConnInfo, pool_size: usize) -> Result<Registry> {
+        use ext::connect::{Connector, Notices, Statements};
+        let opts = PoolOptions::new(pool_size);
+        let pool = Connector::new(&info, &opts)?.pool(&opts, Notices::default())?;
+        let c = pool.get().await?;
+        let version = ext::check_version(&c, Statements::Unnamed).await?;
+        drop(c);
+        Ok(Registry::Ext { pool, version })
+    }
+
+    /// The portable path over `url`, serving the `described` queues.
+    pub(crate) async fn described(
+        url: &str,
+        dialect: Dialect,
+        pool_size: usize,
+        described: Vec<Queue>,
+    ) -> Result<Registry> {
+        let opts = PoolOptions::new(pool_size.max(1));
+        let mut queues = Vec::with_capacity(described.len());
+        for q in described {
+            queues.push(Backend::portable(url, &opts, q).await?);
+        }
+        Ok(Registry::Described { dialect, queues })
+    }
+
+    /// What serves the queues, for people.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Registry::Ext { version, .. } => {
+                format!("PostgreSQL with the settle extension {version}")
+            }
+            Registry::Described { dialect, .. } => format!("{} (portable path)", dialect.name()),
+        }
+    }
+
+    pub(crate) fn uses_extension(&self) -> bool {
+        matches!(self, Registry::Ext { .. })
+    }
+
+    /// Register `queue` (the extension's registry only).
+    pub(crate) async fn register(&self, queue: &Queue) -> Result<Registered> {
+        match self {
+            Registry::Ext { pool, .. } => {
+                let c = pool.get().await?;
+                ext::descriptor::register(&c, ext::connect::Statements::Unnamed, queue).await
+            }
+            Registry::Described { dialect, .. } => Err(Error::unsupported(format!(
+                "{} has no queue registry without the settle extension: a queue is described \
+                 to each client instead",
+                dialect.name()
+            ))),
+        }
+    }
+
+    /// Every queue with its counts, in name order.
+    pub(crate) async fn queues(&self) -> Result<Vec<QueueInfo>> {
+        match self {
+            Registry::Ext { pool, .. } => ext::admin::queues(pool).await,
+            Registry::Described { queues, .. } => {
+                let mut out = Vec::with_capacity(queues.len());
+                for b in queues {
+                    out.push(QueueInfo {
+                        name: b.queue().name.clone(),
+                        form: b.queue().form.sql_name().to_owned(),
+                        stats: b.stats().await?,
+                    });
+                }
+                out.sort_by(|a, b| a.name.cmp(&b.name));
+                Ok(out)
+            }
+        }
+    }
+
+    /// The described queue's backend.
+    fn described_queue<'a>(queues: &'a [Backend], queue: &str) -> Result<&'a Backend> {
+        queues
+            .iter()
+            .find(|b| b.queue().name == queue)
+            .ok_or_else(|| {
+                Error::unknown_queue(format!(
+                    "queue \"{queue}\" is not among the described queues"
+                ))
+            })
+    }
+
+    pub(crate) async fn dead_rows(
+        &self,
+        queue: &str,
+        limit: i64,
+        ids: Option<&[String]>,
+    ) -> Result<Vec<DeadRow>> {
+        match self {
+            Registry::Ext { pool, .. } => ext::admin::dead_rows(pool, queue, limit, ids).await,
+            Registry::Described { queues, .. } => {
+                let limit = ids.map_or(limit, |ids| i64::try_from(ids.len()).unwrap_or(i64::MAX));
+                Self::described_queue(queues, queue)?
+                    .dead_rows(limit, ids)
+                    .await
+            }
+        }
+    }
+
+    pub(crate) async fn requeue_dead(&self, queue: &str, ids: Option<&[String]>) -> Result<i64> {
+        match self {
+            Registry::Ext { pool, .. } => ext::admin::requeue_dead(pool, queue, ids).await,
+            Registry::Described { queues, .. } => {
+                Self::described_queue(queues, queue)?
+                    .requeue_dead(ids)
+                    .await
+            }
+        }
+    }
+
+    pub(crate) async fn purge_dead(
+        &self,
+        queue: &str,
+        older_than: Option<Duration>,
+        ids: Option<&[String]>,
+    ) -> Result<i64> {
+        match self {
+            Registry::Ext { pool, .. } => {
+                ext::admin::purge_dead(pool, queue, older_than, ids).await
+            }
+            Registry::Described { queues, .. } => {
+                Self::described_queue(queues, queue)?
+                    .purge_dead(older_than, ids)
+                    .await
+            }
+        }
+    }
+
+    pub(crate) async fn statements(&self, queue: &str) -> Result<Vec<(String, String)>> {
+        match self {
+            Registry::Ext { pool, .. } => ext::admin::statements(pool, queue).await,
+            Registry::Described { queues, .. } => {
+                Self::described_queue(queues, queue)?.statements().await
+            }
         }
     }
 }

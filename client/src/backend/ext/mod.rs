@@ -9,7 +9,8 @@ pub(crate) mod descriptor;
 mod session;
 mod sql;
 
-use super::combine::{self, Combiner, LeaseSettler};
+use super::combine::{Combiner, LeaseSettler};
+use super::hold::{self, HoldBackend};
 use crate::conninfo::ConnInfo;
 use crate::error::{Error, Result};
 use crate::meters::Meters;
@@ -20,7 +21,7 @@ use crate::queue::{Form, Queue};
 use crate::stats::Stats;
 use connect::{Connector, Notices, Statements};
 use deadpool_postgres::Pool;
-use session::{Lent, Session};
+pub(crate) use session::Session;
 use sql::*;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -41,13 +42,7 @@ pub(crate) struct Ext {
 }
 
 /// What holds a delivery on the extension backend.
-pub(crate) enum Hold {
-    /// a lease: its token, the deadline
-    Lease(SystemTime),
-    /// the connection of a row_lock / advisory claim, and the claim transaction
-    /// when it is lent to the handler
-    Session(Arc<Session>, Option<Lent>),
-}
+pub(crate) type Hold = hold::Hold<SystemTime, Session>;
 
 /// A json/jsonb column's JSON text as sent (jsonb: after its version byte),
 /// copied without parsing.
@@ -166,14 +161,6 @@ impl Ext {
         self.listen.is_some()
     }
 
-    /// A table without retry_after takes retry_after(d) as retry() and says so
-    /// (SPEC §3).
-    fn warn_if_no_retry_after(&self, outcome: &Outcome) {
-        if matches!(outcome, Outcome::RetryAfter(_)) && !self.has_retry_after {
-            tracing::warn!(queue = %self.queue.name, "queue has no retry_after column: retry_after is settled as retry");
-        }
-    }
-
     /// What the extension's result word says was written (a move to the dead
     /// letter is logged).
     fn settled(&self, id: &str, word: &str) -> Result<Settled> {
@@ -251,144 +238,6 @@ impl Ext {
             .collect()
     }
 
-    /// Settle one delivery.
-    pub(crate) async fn settle(
-        self: &Arc<Self>,
-        id: String,
-        hold: Hold,
-        outcome: Outcome,
-    ) -> Result<Settled> {
-        self.warn_if_no_retry_after(&outcome);
-        match hold {
-            // combined with the client's concurrent settles (a custom outcome runs alone)
-            Hold::Lease(t) if !matches!(outcome, Outcome::Custom(_)) => {
-                combine::settle(self, id, t, outcome).await
-            }
-            Hold::Lease(t) => self.one(&id, t, &outcome).await,
-            Hold::Session(s, lent) => {
-                s.settle(&self.queue.name, lent, &id, &outcome, |id, w| {
-                    self.settled(id, w)
-                })
-                .await
-            }
-        }
-    }
-
-    /// Settle deliveries with one outcome: leases in one `queue_complete_many`,
-    /// the deliveries of one row_lock or advisory claim in one on its connection,
-    /// anything else one by one.
-    pub(crate) async fn settle_many(
-        self: &Arc<Self>,
-        items: Vec<(String, Hold)>,
-        outcome: Outcome,
-    ) -> Vec<Result<Settled>> {
-        if items.len() > 1 {
-            let ids: Vec<String> = items.iter().map(|(id, _)| id.clone()).collect();
-            let tokens: Option<Vec<SystemTime>> = items
-                .iter()
-                .map(|(_, h)| match h {
-                    Hold::Lease(t) => Some(*t),
-                    Hold::Session(..) => None,
-                })
-                .collect();
-            if let Some(tokens) = tokens {
-                self.warn_if_no_retry_after(&outcome);
-                return combine::many_or_each(&**self, &ids, &tokens, &outcome).await;
-            }
-            // one claim's deliveries, none lent to its handler
-            let one_session = match &items[0].1 {
-                Hold::Session(s, None) => items
-                    .iter()
-                    .all(|(_, h)| matches!(h, Hold::Session(x, None) if Arc::ptr_eq(x, s))),
-                _ => false,
-            };
-            if one_session {
-                let Hold::Session(s, _) = &items[0].1 else {
-                    unreachable!("checked above")
-                };
-                let s = s.clone();
-                self.warn_if_no_retry_after(&outcome);
-                let settled = |id: &str, w: &str| self.settled(id, w);
-                if let Some(out) = s
-                    .settle_many(&self.queue.name, &ids, &outcome, settled)
-                    .await
-                {
-                    return out;
-                }
-            }
-        }
-        let mut out = Vec::with_capacity(items.len());
-        for (id, hold) in items {
-            out.push(self.settle(id, hold, outcome.clone()).await);
-        }
-        out
-    }
-
-    /// Give a delivery back without an outcome.
-    pub(crate) async fn release(&self, id: &str, hold: Hold) -> Result<()> {
-        match hold {
-            Hold::Lease(t) => self.release_lease(id, t).await,
-            Hold::Session(s, lent) => s.release(&self.queue.name, lent, id).await,
-        }
-    }
-
-    async fn release_lease(&self, id: &str, token: SystemTime) -> Result<()> {
-        let c = self.pool.get().await?;
-        self.statements
-            .query_one(&c, &RELEASE, &[&self.queue.name, &id, &Some(token)])
-            .await?;
-        Ok(())
-    }
-
-    /// A delivery dropped unsettled: given back in a task of its own, or (no
-    /// runtime) its connection closed when the claim's last reference goes.
-    pub(crate) fn give_back(self: Arc<Self>, id: String, hold: Hold) {
-        match tokio::runtime::Handle::try_current() {
-            Ok(h) => {
-                h.spawn(async move {
-                    if let Err(e) = self.release(&id, hold).await {
-                        tracing::warn!(queue = %self.queue.name, id = %id, error = %e, "giving back a dropped delivery failed");
-                    }
-                });
-            }
-            Err(_) => {
-                // a lease expires on its own
-                if let Hold::Session(s, lent) = hold {
-                    s.abandon(lent);
-                }
-            }
-        }
-    }
-
-    /// Lease heartbeat: a new deadline and token.
-    pub(crate) async fn extend(&self, id: &str, hold: &mut Hold, ttl: Duration) -> Result<()> {
-        let Hold::Lease(token) = hold else {
-            return Err(Error::invalid("extend() is for the lease form"));
-        };
-        let c = self.pool.get().await?;
-        let r = self
-            .statements
-            .query_one(
-                &c,
-                &EXTEND,
-                &[&self.queue.name, &id, &Some(*token), &micros(ttl)],
-            )
-            .await?;
-        *token = r.get(0);
-        Ok(())
-    }
-
-    /// row_lock: the claim transaction, lent to the handler.
-    pub(crate) async fn transaction<'a>(
-        &self,
-        hold: &'a mut Hold,
-    ) -> Result<&'a tokio_postgres::Client> {
-        match hold {
-            Hold::Session(s, lent) => s.lend(lent).await,
-            Hold::Lease(_) => Err(Error::invalid("transaction() is for the row_lock form")),
-        }
-    }
-
     pub(crate) async fn stats(&self) -> Result<Stats> {
         let c = self.pool.get().await?;
         let r = self
@@ -436,6 +285,52 @@ impl Ext {
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         }))
+    }
+}
+
+impl HoldBackend for Ext {
+    type Session = Session;
+
+    fn queue_name(&self) -> &str {
+        &self.queue.name
+    }
+
+    fn token_time(token: SystemTime) -> SystemTime {
+        token
+    }
+
+    /// `queue_complete_many` takes every outcome, a custom one too.
+    fn settles_together(&self, _outcome: &Outcome) -> bool {
+        true
+    }
+
+    /// A table without retry_after takes retry_after(d) as retry() and says
+    /// so (docs/semantics.md).
+    fn before_settle(&self, outcome: &Outcome) {
+        if matches!(outcome, Outcome::RetryAfter(_)) && !self.has_retry_after {
+            tracing::warn!(queue = %self.queue.name, "queue has no retry_after column: retry_after is settled as retry");
+        }
+    }
+
+    async fn release_lease(&self, id: &str, token: SystemTime) -> Result<()> {
+        let c = self.pool.get().await?;
+        self.statements
+            .query_one(&c, &RELEASE, &[&self.queue.name, &id, &Some(token)])
+            .await?;
+        Ok(())
+    }
+
+    async fn extend_lease(&self, id: &str, token: SystemTime, ttl: Duration) -> Result<SystemTime> {
+        let c = self.pool.get().await?;
+        let r = self
+            .statements
+            .query_one(
+                &c,
+                &EXTEND,
+                &[&self.queue.name, &id, &Some(token), &micros(ttl)],
+            )
+            .await?;
+        Ok(r.get(0))
     }
 }
 

@@ -3,7 +3,8 @@
 
 use super::connect::Statements;
 use super::sql::{COMPLETE, COMPLETE_MANY, RELEASE};
-use crate::backend::pinned;
+use super::Ext;
+use crate::backend::hold::{self, ClaimSession};
 use crate::error::{Error, Result};
 use crate::outcome::{Outcome, Settled};
 use crate::queue::Form;
@@ -13,28 +14,28 @@ use std::sync::Arc;
 use std::time::SystemTime;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
-/// A connection pinned to the deliveries of one claim: it holds the row_lock
+/// The connection kept for the deliveries of one claim: it holds the row_lock
 /// transaction or the advisory keys, so it never goes back to the pool while one
 /// of them lives. When the last is settled or dropped, the transaction commits
 /// (row_lock) and the connection returns to the pool; if anything leaves it in an
 /// unknown state, it is detached from the pool and closed, and the server rolls
 /// back and drops the locks.
 pub(crate) struct Session {
-    conn: Arc<Mutex<Pinned>>,
+    conn: Arc<Mutex<ClaimConn>>,
     form: Form,
     open: AtomicUsize,
     dirty: AtomicBool,
     statements: Statements,
 }
 
-pub(crate) struct Pinned {
+pub(crate) struct ClaimConn {
     obj: Option<Object>,
     /// the handler's savepoint is open (row_lock transactional mode)
     handler_savepoint: bool,
 }
 
 /// The claim transaction lent to the handler (row_lock transactional mode).
-pub(crate) type Lent = OwnedMutexGuard<Pinned>;
+pub(crate) type Lent = OwnedMutexGuard<ClaimConn>;
 
 const HANDLER_SP: &str = "settle_handler";
 const OUTCOME_SP: &str = "settle_outcome";
@@ -42,7 +43,7 @@ const OUTCOME_SP: &str = "settle_outcome";
 impl Session {
     pub(crate) fn new(obj: Object, form: Form, n: usize, statements: Statements) -> Arc<Session> {
         Arc::new(Session {
-            conn: Arc::new(Mutex::new(Pinned {
+            conn: Arc::new(Mutex::new(ClaimConn {
                 obj: Some(obj),
                 handler_savepoint: false,
             })),
@@ -59,9 +60,9 @@ impl Session {
     }
 
     /// Whether an outcome for `n` of this claim's deliveries runs in a savepoint
-    /// of its own ([`pinned::fence`]; row_lock only).
+    /// of its own ([`hold::fence`]; row_lock only).
     fn fence(&self, outcome: &Outcome, n: usize) -> bool {
-        self.form == Form::RowLock && pinned::fence(outcome, n, self.open.load(Ordering::Acquire))
+        self.form == Form::RowLock && hold::fence(outcome, n, self.open.load(Ordering::Acquire))
     }
 
     /// The error of a settle on a claim whose transaction was rolled back.
@@ -73,44 +74,6 @@ impl Session {
                  its rows go back to the queue"
             ),
         )
-    }
-
-    /// One delivery of this session is done; the last one closes the session.
-    async fn finish_one(&self) -> Result<()> {
-        if self.open.fetch_sub(1, Ordering::AcqRel) != 1 {
-            return Ok(());
-        }
-        let mut g = self.conn.lock().await;
-        let Some(obj) = g.obj.take() else {
-            return Ok(());
-        };
-        let res = match self.form {
-            Form::RowLock if self.dirty.load(Ordering::Acquire) => {
-                // an outcome failed outside a savepoint: PostgreSQL would answer
-                // COMMIT with a silent ROLLBACK
-                return match obj.batch_execute("ROLLBACK").await {
-                    Ok(()) => Err(Session::rolled_back(
-                        "the outcomes settled in it were not kept",
-                    )),
-                    Err(e) => {
-                        Session::discard(obj);
-                        Err(e.into())
-                    }
-                };
-            }
-            Form::RowLock => obj.batch_execute("COMMIT").await,
-            _ if self.dirty.load(Ordering::Acquire) => {
-                obj.batch_execute("SELECT pg_advisory_unlock_all()").await
-            }
-            _ => Ok(()),
-        };
-        match res {
-            Ok(()) => Ok(()), // obj dropped here: back to the pool, clean
-            Err(e) => {
-                Session::discard(obj);
-                Err(e.into())
-            }
-        }
     }
 
     /// row_lock transactional mode: lend the claim transaction to the handler,
@@ -137,43 +100,10 @@ impl Session {
         Ok(g.obj.as_ref().expect("checked above"))
     }
 
-    /// The pinned connection: the one lent to the handler, or taken now.
-    async fn pinned(self: &Arc<Self>, lent: Option<Lent>) -> Lent {
-        match lent {
-            Some(g) => g,
-            None => self.conn.clone().lock_owned().await,
-        }
-    }
-
-    /// Settle one delivery of `queue` of this claim on its connection, then
-    /// count it done; `settled` reads the extension's result word.
-    pub(crate) async fn settle(
-        self: &Arc<Self>,
-        queue: &str,
-        lent: Option<Lent>,
-        id: &str,
-        outcome: &Outcome,
-        settled: impl Fn(&str, &str) -> Result<Settled>,
-    ) -> Result<Settled> {
-        let mut g = self.pinned(lent).await;
-        let r = self.write(&mut g, queue, id, outcome).await;
-        if r.is_err() && self.form == Form::Advisory {
-            // clean the connection before it goes back to the pool
-            self.dirty.store(true, Ordering::Release);
-        }
-        drop(g);
-        let closed = self.finish_one().await;
-        let word = match (r, closed) {
-            (Ok(v), Ok(())) => v,
-            (Err(e), _) | (Ok(_), Err(e)) => return Err(e),
-        };
-        settled(id, &word)
-    }
-
-    /// Run an outcome on the pinned connection: `queue_complete`'s result word.
+    /// Run an outcome on the claim's connection: `queue_complete`'s result word.
     async fn write(
         &self,
-        g: &mut Pinned,
+        g: &mut ClaimConn,
         queue: &str,
         id: &str,
         outcome: &Outcome,
@@ -226,20 +156,50 @@ impl Session {
             .map(|r| r.get(0))
             .ok_or_else(|| Error::database(None, "queue_complete returned no row"))
     }
+}
 
-    /// Settle many deliveries of this claim with one `queue_complete_many` on its
+impl ClaimSession for Session {
+    type Backend = Ext;
+    type Lent = Lent;
+
+    /// Write one delivery's outcome with `queue_complete` on the claim's
+    /// connection.
+    async fn write_one(
+        &self,
+        b: &Ext,
+        g: &mut Lent,
+        id: &str,
+        outcome: &Outcome,
+    ) -> Result<Settled> {
+        let r = self.write(g, &b.queue.name, id, outcome).await;
+        if r.is_err() && self.form == Form::Advisory {
+            // clean the connection before it goes back to the pool
+            self.dirty.store(true, Ordering::Release);
+        }
+        b.settled(id, &r?)
+    }
+
+    /// The claim's connection: the one lent to the handler, or taken now.
+    async fn claim_conn(&self, lent: Option<Lent>) -> Lent {
+        match lent {
+            Some(g) => g,
+            None => self.conn.clone().lock_owned().await,
+        }
+    }
+
+    /// Many deliveries of this claim with one `queue_complete_many` on its
     /// connection, instead of a statement (and, for row_lock, a savepoint around
     /// it) per delivery. `None` when it does not apply (the handler holds the
     /// transaction, the claim was rolled back) or the fenced statement wrote
     /// nothing: the caller settles them one at a time, each with its own result.
-    pub(crate) async fn settle_many(
-        self: &Arc<Self>,
-        q: &str,
+    async fn write_many(
+        &self,
+        b: &Ext,
+        g: &mut Lent,
         ids: &[String],
         outcome: &Outcome,
-        settled: impl Fn(&str, &str) -> Result<Settled>,
     ) -> Option<Vec<Result<Settled>>> {
-        let g = self.conn.clone().lock_owned().await;
+        let q = b.queue.name.as_str();
         // (a rolled-back row_lock claim: one by one, each told why)
         let broken = self.form == Form::RowLock && self.dirty.load(Ordering::Acquire);
         let obj = g.obj.as_ref().filter(|_| !g.handler_savepoint && !broken)?;
@@ -265,48 +225,28 @@ impl Session {
                 // connection is cleaned before it goes back
                 self.dirty.store(true, Ordering::Release);
                 let msg = e.to_string();
-                drop(g);
-                let mut out = Vec::with_capacity(ids.len());
-                for _ in ids {
-                    out.push(Err(Error::invalid(format!("batch settle failed: {msg}"))));
-                    let _ = self.finish_one().await;
-                }
-                return Some(out);
+                let failed = || Err(Error::invalid(format!("batch settle failed: {msg}")));
+                return Some(ids.iter().map(|_| failed()).collect());
             }
             Ok(rows) => rows,
         };
-        drop(g);
         let by_id: std::collections::HashMap<String, String> = rows
             .iter()
             .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
             .collect();
-        let mut out: Vec<Result<Settled>> = ids
-            .iter()
-            .map(|id| match by_id.get(id).map(String::as_str) {
-                Some("not_held") | None => Err(Error::not_held(q, id)),
-                Some(r) => settled(id, r),
-            })
-            .collect();
-        // the last delivery of the claim commits (row_lock) or cleans up; if that
-        // fails, nothing of this batch was kept
-        let mut closed: Result<()> = Ok(());
-        for _ in ids {
-            if let Err(e) = self.finish_one().await {
-                closed = Err(e);
-            }
-        }
-        pinned::uncommitted(&mut out, closed);
-        Some(out)
+        Some(
+            ids.iter()
+                .map(|id| match by_id.get(id).map(String::as_str) {
+                    Some("not_held") | None => Err(Error::not_held(q, id)),
+                    Some(r) => b.settled(id, r),
+                })
+                .collect(),
+        )
     }
 
     /// Give a delivery of this claim back (release(), or an unsettled drop).
-    pub(crate) async fn release(
-        self: &Arc<Self>,
-        queue: &str,
-        lent: Option<Lent>,
-        id: &str,
-    ) -> Result<()> {
-        let mut g = self.pinned(lent).await;
+    async fn give_back_one(&self, b: &Ext, g: &mut Lent, id: &str) -> Result<()> {
+        let queue = b.queue.name.as_str();
         let r: Result<()> = async {
             let Some(obj) = g.obj.as_ref() else {
                 return Ok(());
@@ -338,14 +278,50 @@ impl Session {
                 }
             }
         }
-        drop(g);
-        let closed = self.finish_one().await;
-        r.and(closed)
+        r
+    }
+
+    /// One delivery of this session is done; the last one closes the session.
+    async fn finish_one(&self, _: &Ext) -> Result<()> {
+        if self.open.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return Ok(());
+        }
+        let mut g = self.conn.lock().await;
+        let Some(obj) = g.obj.take() else {
+            return Ok(());
+        };
+        let res = match self.form {
+            Form::RowLock if self.dirty.load(Ordering::Acquire) => {
+                // an outcome failed outside a savepoint: PostgreSQL would answer
+                // COMMIT with a silent ROLLBACK
+                return match obj.batch_execute("ROLLBACK").await {
+                    Ok(()) => Err(Session::rolled_back(
+                        "the outcomes settled in it were not kept",
+                    )),
+                    Err(e) => {
+                        Session::discard(obj);
+                        Err(e.into())
+                    }
+                };
+            }
+            Form::RowLock => obj.batch_execute("COMMIT").await,
+            _ if self.dirty.load(Ordering::Acquire) => {
+                obj.batch_execute("SELECT pg_advisory_unlock_all()").await
+            }
+            _ => Ok(()),
+        };
+        match res {
+            Ok(()) => Ok(()), // obj dropped here: back to the pool, clean
+            Err(e) => {
+                Session::discard(obj);
+                Err(e.into())
+            }
+        }
     }
 
     /// A delivery dropped where no runtime can give it back: the connection is
     /// closed when the session's last reference goes.
-    pub(crate) fn abandon(&self, lent: Option<Lent>) {
+    fn abandon(&self, lent: Option<Lent>) {
         self.dirty.store(true, Ordering::Release);
         if let Some(mut g) = lent {
             if let Some(obj) = g.obj.take() {

@@ -3,7 +3,7 @@
 
 use super::dialect::PayloadText;
 use super::engine::{again_if_deadlock, exec_with_id, opt_text, text, Engine};
-use super::session::{PSession, Pinned};
+use super::session::{ClaimConn, Session};
 use crate::error::Result;
 use crate::outcome::micros;
 use crate::payload::Payload;
@@ -21,16 +21,16 @@ pub(super) struct ClaimedRow {
 }
 
 impl Engine {
-    /// Claim up to `n` rows. row_lock and advisory return the pinned session.
+    /// Claim up to `n` rows. row_lock and advisory return the claim's session.
     ///
     /// A claim the database picks as a deadlock victim (InnoDB, SQLSTATE 40001)
     /// has had its transaction rolled back whole — it wrote and holds nothing —
     /// so it is run again, a few times, before the error reaches the caller.
-    pub(super) async fn claim_rows(&self, n: usize) -> Result<(Vec<ClaimedRow>, Option<PSession>)> {
+    pub(super) async fn claim_rows(&self, n: usize) -> Result<(Vec<ClaimedRow>, Option<Session>)> {
         again_if_deadlock(|| self.claim_once(n)).await
     }
 
-    async fn claim_once(&self, n: usize) -> Result<(Vec<ClaimedRow>, Option<PSession>)> {
+    async fn claim_once(&self, n: usize) -> Result<(Vec<ClaimedRow>, Option<Session>)> {
         let s = &self.s;
         let d = s.d;
         match s.form {
@@ -50,7 +50,7 @@ impl Engine {
                     .map(|r| claimed(r, 1, s.payload_arrives_as()))
                     .collect::<Result<_>>()?;
                 let held = out.iter().map(|c| c.id.clone()).collect();
-                Ok((out, Some(PSession::new(Pinned::Tx(tx), held))))
+                Ok((out, Some(Session::new(ClaimConn::Tx(tx), held))))
             }
             Form::Lease { .. } if d.has_writable_cte() => {
                 Ok((self.claim_lease_cte(n).await?, None))
@@ -182,7 +182,7 @@ impl Engine {
         Ok(())
     }
 
-    async fn claim_advisory(&self, n: usize) -> Result<(Vec<ClaimedRow>, Option<PSession>)> {
+    async fn claim_advisory(&self, n: usize) -> Result<(Vec<ClaimedRow>, Option<Session>)> {
         let s = &self.s;
         let mut conn = self.pool.acquire().await?;
         let cands: Vec<String> = sqlx::query(&s.advisory_candidates_sql())
@@ -248,7 +248,7 @@ impl Engine {
         if out.is_empty() {
             return Ok((out, None));
         }
-        Ok((out, Some(PSession::new(Pinned::Conn(conn), held))))
+        Ok((out, Some(Session::new(ClaimConn::Conn(conn), held))))
     }
 
     /// The advisory claim's take as one statement, once this connection holds

@@ -14,7 +14,8 @@ mod session;
 mod shape;
 mod write;
 
-use super::combine::{self, Combiner, LeaseSettler};
+use super::combine::{Combiner, LeaseSettler};
+use super::hold::{self, HoldBackend};
 use crate::error::{Error, Result};
 use crate::meters::Meters;
 use crate::outcome::{micros, Outcome, Settled};
@@ -23,20 +24,15 @@ use crate::pool::PoolOptions;
 use crate::queue::{Form, Queue};
 pub use dialect::Dialect;
 pub(crate) use engine::Engine;
-use session::{Lent, PSession};
+pub(crate) use session::Session;
 use sqlx::any::AnyPoolOptions;
 use sqlx::{AnyPool, Connection};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-/// What holds a delivery on the portable path.
-pub(crate) enum Hold {
-    /// a lease: its token, the deadline in epoch microseconds
-    Lease(i64),
-    /// the claim transaction (row_lock) or the connection holding the keys
-    /// (advisory), and the transaction when it is lent to the handler
-    Session(Arc<PSession>, Option<Lent>),
-}
+/// What holds a delivery on the portable path (a lease token is the
+/// deadline in epoch microseconds).
+pub(crate) type Hold = hold::Hold<i64, Session>;
 
 /// A lease token of the portable path as a time.
 pub(crate) fn token_time(micros: i64) -> SystemTime {
@@ -149,137 +145,6 @@ impl Engine {
             })
             .collect()
     }
-
-    /// Settle one delivery.
-    pub(crate) async fn settle(
-        self: &Arc<Self>,
-        id: String,
-        hold: Hold,
-        outcome: Outcome,
-    ) -> Result<Settled> {
-        match hold {
-            // combined with the client's concurrent settles (a custom outcome runs alone)
-            Hold::Lease(t) if !matches!(outcome, Outcome::Custom(_)) => {
-                combine::settle(self, id, t, outcome).await
-            }
-            Hold::Lease(t) => self.one(&id, t, &outcome).await,
-            Hold::Session(s, lent) => s.settle(self, lent, &id, &outcome).await,
-        }
-    }
-
-    /// Settle deliveries with one outcome: leases in one short transaction (or
-    /// statement), the deliveries of one row_lock or advisory claim in one
-    /// savepoint or transaction on its connection, anything else one by one.
-    pub(crate) async fn settle_many(
-        self: &Arc<Self>,
-        items: Vec<(String, Hold)>,
-        outcome: Outcome,
-    ) -> Vec<Result<Settled>> {
-        if items.len() > 1 && !matches!(outcome, Outcome::Custom(_)) {
-            let leases: Option<Vec<(String, Option<i64>)>> = items
-                .iter()
-                .map(|(id, h)| match h {
-                    Hold::Lease(t) => Some((id.clone(), Some(*t))),
-                    Hold::Session(..) => None,
-                })
-                .collect();
-            if let Some(leases) = leases {
-                return self.settle_many_leases(&leases, &outcome).await;
-            }
-            // one claim's deliveries, none lent to its handler
-            if let Hold::Session(s, None) = &items[0].1 {
-                let s = s.clone();
-                let one_session = items
-                    .iter()
-                    .all(|(_, h)| matches!(h, Hold::Session(x, None) if Arc::ptr_eq(x, &s)));
-                if one_session {
-                    let ids: Vec<String> = items.iter().map(|(id, _)| id.clone()).collect();
-                    if let Some(out) = s.settle_many(self, &ids, &outcome).await {
-                        return out;
-                    }
-                }
-            }
-        }
-        let mut out = Vec::with_capacity(items.len());
-        for (id, hold) in items {
-            out.push(self.settle(id, hold, outcome.clone()).await);
-        }
-        out
-    }
-
-    /// Lease deliveries settled together in one short transaction; if that
-    /// fails, nothing was written and the rows are given back now, not at
-    /// their deadline.
-    async fn settle_many_leases(
-        &self,
-        items: &[(String, Option<i64>)],
-        outcome: &Outcome,
-    ) -> Vec<Result<Settled>> {
-        match self.settle_many_lease(items, outcome).await {
-            Ok(v) => items
-                .iter()
-                .zip(v)
-                .map(|((id, _), r)| r.ok_or_else(|| Error::lease_lost(&self.s.queue, id)))
-                .collect(),
-            Err(err) => {
-                let (code, msg) = (err.code().map(str::to_owned), err.to_string());
-                let mut out = Vec::with_capacity(items.len());
-                for (id, tok) in items {
-                    if let Some(t) = tok {
-                        let _ = self.release_lease(id, *t).await;
-                    }
-                    out.push(Err(Error::database(
-                        code.as_deref(),
-                        format!("batch settle failed, nothing written: {msg}"),
-                    )));
-                }
-                out
-            }
-        }
-    }
-
-    /// Give a delivery back without an outcome.
-    pub(crate) async fn release(&self, id: &str, hold: Hold) -> Result<()> {
-        match hold {
-            Hold::Lease(t) => self.release_lease(id, t).await,
-            Hold::Session(s, lent) => s.release(self, lent, id).await,
-        }
-    }
-
-    /// A delivery dropped unsettled: given back in a task of its own; without
-    /// a runtime a lease expires on its own and a claim's connection is closed
-    /// when its last delivery goes.
-    pub(crate) fn give_back(self: Arc<Self>, id: String, hold: Hold) {
-        if let Ok(h) = tokio::runtime::Handle::try_current() {
-            h.spawn(async move {
-                if let Err(e) = self.release(&id, hold).await {
-                    tracing::warn!(queue = %self.s.queue, id = %id, error = %e, "giving back a dropped delivery failed");
-                }
-            });
-        }
-    }
-
-    /// Lease heartbeat: a new deadline and token.
-    pub(crate) async fn extend(&self, id: &str, hold: &mut Hold, ttl: Duration) -> Result<()> {
-        let Hold::Lease(token) = hold else {
-            return Err(Error::invalid("extend() is for the lease form"));
-        };
-        *token = self.extend_lease(id, *token, micros(ttl)).await?;
-        Ok(())
-    }
-
-    /// row_lock: the claim transaction, lent to the handler.
-    pub(crate) async fn any_transaction<'a>(
-        &self,
-        hold: &'a mut Hold,
-    ) -> Result<&'a mut sqlx::AnyConnection> {
-        match hold {
-            Hold::Session(s, lent) => s.lend(lent).await,
-            Hold::Lease(_) => Err(Error::invalid(
-                "any_transaction() is for the row_lock form on the portable path",
-            )),
-        }
-    }
 }
 
 /// One direct connection first: a refused or unknown server is reported as
@@ -323,6 +188,31 @@ async fn probe(url: String, timeout: Option<Duration>) -> Result<String> {
     }
 }
 
+impl HoldBackend for Engine {
+    type Session = Session;
+
+    fn queue_name(&self) -> &str {
+        &self.queue.name
+    }
+
+    fn token_time(token: i64) -> SystemTime {
+        token_time(token)
+    }
+
+    /// A custom outcome's SQL runs once per row.
+    fn settles_together(&self, outcome: &Outcome) -> bool {
+        !matches!(outcome, Outcome::Custom(_))
+    }
+
+    async fn release_lease(&self, id: &str, token: i64) -> Result<()> {
+        self.give_lease_back(id, token).await
+    }
+
+    async fn extend_lease(&self, id: &str, token: i64, ttl: Duration) -> Result<i64> {
+        self.renew_lease(id, token, micros(ttl)).await
+    }
+}
+
 impl LeaseSettler for Engine {
     type Token = i64;
 
@@ -336,7 +226,7 @@ impl LeaseSettler for Engine {
     async fn one(&self, id: &str, token: i64, outcome: &Outcome) -> Result<Settled> {
         let r = self.settle_lease(id, token, outcome).await;
         if matches!(&r, Err(err) if !matches!(err, Error::LeaseLost(_))) {
-            let _ = self.release_lease(id, token).await;
+            let _ = self.give_lease_back(id, token).await;
         }
         r
     }

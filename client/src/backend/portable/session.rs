@@ -3,6 +3,7 @@
 //! shared by the claim's deliveries, and the outcomes written on it.
 
 use super::engine::Engine;
+use crate::backend::hold::{self, ClaimSession};
 use crate::error::{Error, Result};
 use crate::outcome::{Outcome, Settled};
 use sqlx::any::Any;
@@ -13,15 +14,16 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
-/// The pinned state of a row_lock / advisory claim.
-pub(crate) enum Pinned {
+/// The connection of a row_lock / advisory claim: the claim transaction, or
+/// the connection holding the advisory keys.
+pub(crate) enum ClaimConn {
     Tx(Transaction<'static, Any>),
     Conn(PoolConnection<Any>),
 }
 
 /// Deliveries of one row_lock / advisory claim share this.
-pub(crate) struct PSession {
-    pinned: Arc<Mutex<Option<Pinned>>>,
+pub(crate) struct Session {
+    conn: Arc<Mutex<Option<ClaimConn>>>,
     /// row_lock transactional mode: the handler's savepoint is open
     handler_sp: AtomicBool,
     /// row_lock: the database rolled the claim transaction back under us
@@ -35,9 +37,9 @@ pub(crate) struct PSession {
 }
 
 /// The claim transaction lent to the handler (row_lock transactional mode).
-pub(crate) type Lent = OwnedMutexGuard<Option<Pinned>>;
+pub(crate) type Lent = OwnedMutexGuard<Option<ClaimConn>>;
 
-impl PSession {
+impl Session {
     /// The claim transaction is lost (see `broken`), because of `e`.
     fn break_with(&self, e: &Error) {
         tracing::warn!(error = %e, "settle: the claim transaction is rolled back; its rows go back to the queue");
@@ -52,15 +54,15 @@ impl PSession {
     }
 
     /// Whether a row_lock outcome for `n` of this claim's deliveries runs in a
-    /// savepoint of its own ([`crate::backend::pinned::fence`]).
+    /// savepoint of its own ([`hold::fence`]).
     fn fence(&self, outcome: &Outcome, n: usize) -> bool {
-        crate::backend::pinned::fence(outcome, n, self.open.load(Ordering::Acquire))
+        hold::fence(outcome, n, self.open.load(Ordering::Acquire))
     }
 
-    pub(super) fn new(p: Pinned, held: HashSet<String>) -> PSession {
-        PSession {
+    pub(super) fn new(p: ClaimConn, held: HashSet<String>) -> Session {
+        Session {
             open: AtomicUsize::new(held.len()),
-            pinned: Arc::new(Mutex::new(Some(p))),
+            conn: Arc::new(Mutex::new(Some(p))),
             handler_sp: AtomicBool::new(false),
             broken: StdMutex::new(None),
             held: StdMutex::new(held),
@@ -68,27 +70,27 @@ impl PSession {
     }
 }
 
-impl Drop for PSession {
+impl Drop for Session {
     fn drop(&mut self) {
         // not finished cleanly: close the connection rather than return it with a
         // transaction or locks (sqlx rolls a dropped transaction back; a detached
         // connection closes, and the server drops its locks)
-        if let Some(p) = self.pinned.try_lock().ok().and_then(|mut g| g.take()) {
+        if let Some(p) = self.conn.try_lock().ok().and_then(|mut g| g.take()) {
             match p {
-                Pinned::Tx(tx) => drop(tx),
-                Pinned::Conn(c) => drop(c.detach()),
+                ClaimConn::Tx(tx) => drop(tx),
+                ClaimConn::Conn(c) => drop(c.detach()),
             }
         }
     }
 }
 
 impl Engine {
-    /// Settle a delivery of a pinned session (row_lock: in the claim transaction,
+    /// Settle a delivery of a claim's session (row_lock: in the claim transaction,
     /// fenced by a savepoint; advisory: its own transaction, then unlock).
-    async fn settle_pinned(
+    async fn settle_held(
         &self,
-        p: &mut Pinned,
-        session: &PSession,
+        p: &mut ClaimConn,
+        session: &Session,
         id: &str,
         outcome: &Outcome,
     ) -> Result<Settled> {
@@ -100,7 +102,7 @@ impl Engine {
             return Err(Error::not_held(&self.s.queue, id));
         }
         match p {
-            Pinned::Tx(tx) => {
+            ClaimConn::Tx(tx) => {
                 if session.handler_sp.swap(false, Ordering::AcqRel) {
                     // transactional mode: ack keeps the handler's writes, anything else undoes them
                     let ack = matches!(outcome, Outcome::Ack);
@@ -125,7 +127,7 @@ impl Engine {
                     }
                 }
             }
-            Pinned::Conn(conn) => {
+            ClaimConn::Conn(conn) => {
                 let r = match conn.begin().await {
                     Ok(tx) => self.write_in(tx, id, None, outcome).await,
                     Err(e) => Err(e.into()),
@@ -141,16 +143,16 @@ impl Engine {
         }
     }
 
-    /// Settle many deliveries of one pinned session with one ack, drop, retry or
+    /// Settle many deliveries of one claim's session with one ack, drop, retry or
     /// retry_after: row_lock in the claim transaction, fenced by one savepoint;
     /// advisory in one transaction of its own, then every key let go in one
     /// statement. `Err` when the batch wrote nothing (undone to its savepoint,
     /// or its transaction rolled back): the ids are held again, so the caller
     /// can settle them one at a time and each gets its own result.
-    async fn settle_pinned_many(
+    async fn settle_held_many(
         &self,
-        p: &mut Pinned,
-        session: &PSession,
+        p: &mut ClaimConn,
+        session: &Session,
         ids: &[String],
         outcome: &Outcome,
     ) -> Result<Vec<Result<Settled>>> {
@@ -171,14 +173,14 @@ impl Engine {
             e
         };
         let written = match p {
-            Pinned::Tx(tx) => {
+            ClaimConn::Tx(tx) => {
                 if session.handler_sp.swap(false, Ordering::AcqRel) {
                     // transactional mode: ack keeps the handler's writes, anything else undoes them
                     let ack = matches!(outcome, Outcome::Ack);
                     end_handler_savepoint(tx, ack).await.map_err(give_back)?;
                 }
                 if !session.fence(outcome, items.len()) {
-                    // a failure aborts the claim transaction (see `PSession::fence`)
+                    // a failure aborts the claim transaction (see `Session::fence`)
                     self.write_many(tx, &items, outcome)
                         .await
                         .inspect_err(|e| session.break_with(e))?
@@ -196,7 +198,7 @@ impl Engine {
                     }
                 }
             }
-            Pinned::Conn(conn) => {
+            ClaimConn::Conn(conn) => {
                 let mut tx = conn.begin().await.map_err(|e| give_back(e.into()))?;
                 match self.write_many(&mut tx, &items, outcome).await {
                     Ok(v) => {
@@ -233,12 +235,17 @@ impl Engine {
             .collect())
     }
 
-    /// Give a delivery of a pinned session back without an outcome.
-    async fn release_pinned(&self, p: Option<&mut Pinned>, session: &PSession, id: &str) -> Result<()> {
+    /// Give a delivery of a claim's session back without an outcome.
+    async fn release_held(
+        &self,
+        p: Option<&mut ClaimConn>,
+        session: &Session,
+        id: &str,
+    ) -> Result<()> {
         session.held.lock().unwrap().remove(id);
         match p {
-            Some(Pinned::Conn(conn)) => self.unlock(conn, id).await,
-            Some(Pinned::Tx(tx)) => {
+            Some(ClaimConn::Conn(conn)) => self.unlock(conn, id).await,
+            Some(ClaimConn::Tx(tx)) => {
                 if session.handler_sp.swap(false, Ordering::AcqRel) {
                     end_handler_savepoint(tx, false).await?;
                 }
@@ -252,7 +259,7 @@ impl Engine {
     /// that is impossible, or the failure was a deadlock of a database whose
     /// victim loses its whole transaction, the claim is over: every row it held
     /// goes back to the queue, and the session refuses further writes.
-    async fn undo(&self, sp: Transaction<'_, Any>, session: &PSession, e: &Error) {
+    async fn undo(&self, sp: Transaction<'_, Any>, session: &Session, e: &Error) {
         let whole = self.s.d.deadlock_ends_transaction() && e.code() == Some("40001");
         if sp.rollback().await.is_err() || whole {
             session.break_with(e);
@@ -275,23 +282,23 @@ impl Engine {
         )
     }
 
-    /// One delivery of a pinned session is done; the last ends the session:
+    /// One delivery of a claim's session is done; the last ends the session:
     /// row_lock commits, advisory returns its clean connection to the pool.
-    async fn finish_one(&self, session: &PSession) -> Result<()> {
+    async fn finish_one(&self, session: &Session) -> Result<()> {
         if session.open.fetch_sub(1, Ordering::AcqRel) != 1 {
             return Ok(());
         }
-        let p = session.pinned.lock().await.take();
+        let p = session.conn.lock().await.take();
         match p {
-            Some(Pinned::Tx(tx)) if session.broken().is_some() => {
+            Some(ClaimConn::Tx(tx)) if session.broken().is_some() => {
                 // roll back now, not when the pool takes the connection back, so
                 // the rows are free when the error returns (if it fails, the pool
                 // deals with the connection, as it did with a dropped transaction)
                 let _ = tx.rollback().await;
                 Err(self.rolled_back(None, &session.broken().unwrap_or_default()))
             }
-            Some(Pinned::Tx(tx)) => Ok(tx.commit().await?),
-            Some(Pinned::Conn(mut conn)) => {
+            Some(ClaimConn::Tx(tx)) => Ok(tx.commit().await?),
+            Some(ClaimConn::Conn(mut conn)) => {
                 // keys of deliveries that were never settled nor released
                 let left: Vec<String> = session.held.lock().unwrap().drain().collect();
                 let left: Vec<&str> = left.iter().map(String::as_str).collect();
@@ -303,8 +310,6 @@ impl Engine {
             None => Ok(()),
         }
     }
-
-
 }
 
 const HANDLER_SP: &str = "settle_handler";
@@ -326,96 +331,22 @@ async fn end_handler_savepoint(tx: &mut Transaction<'static, Any>, keep: bool) -
     Ok(())
 }
 
-/// What the delivery calls on its claim's session.
-impl PSession {
-    /// The pinned connection: the one lent to the handler, or taken now.
-    async fn pinned(self: &Arc<Self>, lent: Option<Lent>) -> Lent {
-        match lent {
-            Some(g) => g,
-            None => self.pinned.clone().lock_owned().await,
-        }
-    }
-
-    /// Settle one delivery of this claim, then count it done (the last one
-    /// commits the claim, or hands the connection back).
-    pub(super) async fn settle(
-        self: &Arc<Self>,
-        e: &Engine,
-        lent: Option<Lent>,
-        id: &str,
-        outcome: &Outcome,
-    ) -> Result<Settled> {
-        let mut g = self.pinned(lent).await;
-        let r = match g.as_mut() {
-            Some(p) => e.settle_pinned(p, self, id, outcome).await,
-            None => Err(Error::invalid("the claim's connection is gone")),
-        };
-        drop(g);
-        let closed = e.finish_one(self).await;
-        r.and_then(|v| closed.map(|_| v))
-    }
-
-    /// Settle many deliveries of this claim at once: one savepoint (row_lock)
-    /// or transaction (advisory), the advisory keys let go in one statement.
-    /// `None` when the batch wrote nothing: the caller settles them one at a
-    /// time, each with its own result.
-    pub(super) async fn settle_many(
-        self: &Arc<Self>,
-        e: &Engine,
-        ids: &[String],
-        outcome: &Outcome,
-    ) -> Option<Vec<Result<Settled>>> {
-        let mut g = self.pinned.clone().lock_owned().await;
-        let mut out = e
-            .settle_pinned_many(g.as_mut()?, self, ids, outcome)
-            .await
-            .ok()?;
-        drop(g);
-        // the last delivery of the claim commits (row_lock) or hands the
-        // connection back; if the commit fails, nothing of this batch was kept
-        let mut closed: Result<()> = Ok(());
-        for _ in ids {
-            if let Err(err) = e.finish_one(self).await {
-                closed = Err(err);
-            }
-        }
-        crate::backend::pinned::uncommitted(&mut out, closed);
-        Some(out)
-    }
-
-    /// Give a delivery of this claim back, then count it done.
-    pub(super) async fn release(
-        self: &Arc<Self>,
-        e: &Engine,
-        lent: Option<Lent>,
-        id: &str,
-    ) -> Result<()> {
-        let mut g = self.pinned(lent).await;
-        let r = e.release_pinned(g.as_mut(), self, id).await;
-        drop(g);
-        let closed = e.finish_one(self).await;
-        r.and(closed)
-    }
-
+impl Session {
     /// row_lock transactional mode: lend the claim transaction to the handler,
     /// behind a savepoint (`lent` keeps it between calls).
-    pub(super) async fn lend<'a>(
+    pub(crate) async fn lend<'a>(
         self: &Arc<Self>,
         lent: &'a mut Option<Lent>,
     ) -> Result<&'a mut sqlx::AnyConnection> {
-        let wrong = || {
-            Error::invalid("any_transaction() is for the row_lock form on the portable path")
-        };
+        let wrong =
+            || Error::invalid("any_transaction() is for the row_lock form on the portable path");
         if lent.is_none() {
-            let mut g = self.pinned.clone().lock_owned().await;
+            let mut g = self.conn.clone().lock_owned().await;
             match g.as_mut() {
-                Some(Pinned::Tx(tx)) => {
+                Some(ClaimConn::Tx(tx)) => {
                     let conn: &mut sqlx::AnyConnection = tx;
-                    sqlx::Executor::execute(
-                        &mut *conn,
-                        format!("SAVEPOINT {HANDLER_SP}").as_str(),
-                    )
-                    .await?;
+                    sqlx::Executor::execute(&mut *conn, format!("SAVEPOINT {HANDLER_SP}").as_str())
+                        .await?;
                     self.handler_sp.store(true, Ordering::Release);
                 }
                 _ => return Err(wrong()),
@@ -423,8 +354,60 @@ impl PSession {
             *lent = Some(g);
         }
         match lent.as_mut().and_then(|g| g.as_mut()) {
-            Some(Pinned::Tx(tx)) => Ok(&mut **tx),
+            Some(ClaimConn::Tx(tx)) => Ok(&mut **tx),
             _ => Err(Error::invalid("the claim transaction has ended")),
         }
+    }
+}
+
+impl ClaimSession for Session {
+    type Backend = Engine;
+    type Lent = Lent;
+
+    async fn claim_conn(&self, lent: Option<Lent>) -> Lent {
+        match lent {
+            Some(g) => g,
+            None => self.conn.clone().lock_owned().await,
+        }
+    }
+
+    async fn write_one(
+        &self,
+        e: &Engine,
+        g: &mut Lent,
+        id: &str,
+        outcome: &Outcome,
+    ) -> Result<Settled> {
+        match g.as_mut() {
+            Some(p) => e.settle_held(p, self, id, outcome).await,
+            None => Err(Error::invalid("the claim's connection is gone")),
+        }
+    }
+
+    /// One savepoint (row_lock) or transaction (advisory), the advisory keys
+    /// let go in one statement.
+    async fn write_many(
+        &self,
+        e: &Engine,
+        g: &mut Lent,
+        ids: &[String],
+        outcome: &Outcome,
+    ) -> Option<Vec<Result<Settled>>> {
+        e.settle_held_many(g.as_mut()?, self, ids, outcome)
+            .await
+            .ok()
+    }
+
+    async fn give_back_one(&self, e: &Engine, g: &mut Lent, id: &str) -> Result<()> {
+        e.release_held(g.as_mut(), self, id).await
+    }
+
+    async fn finish_one(&self, e: &Engine) -> Result<()> {
+        e.finish_one(self).await
+    }
+
+    /// (the session's drop closes the connection)
+    fn abandon(&self, lent: Option<Lent>) {
+        drop(lent);
     }
 }

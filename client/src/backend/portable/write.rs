@@ -332,7 +332,7 @@ impl Engine {
     }
 
     /// Give a lease back: cleared at once, only while it holds the token.
-    pub(super) async fn release_lease(&self, id: &str, token: i64) -> Result<()> {
+    pub(super) async fn give_lease_back(&self, id: &str, token: i64) -> Result<()> {
         let n = sqlx::query(&self.s.release_lease_sql())
             .bind(id)
             .bind(token)
@@ -346,7 +346,7 @@ impl Engine {
     }
 
     /// Lease heartbeat: a new token, or LeaseLost.
-    pub(super) async fn extend_lease(&self, id: &str, token: i64, ttl_micros: i64) -> Result<i64> {
+    pub(super) async fn renew_lease(&self, id: &str, token: i64, ttl_micros: i64) -> Result<i64> {
         let s = &self.s;
         let mut tx = self.pool.begin_with(s.d.begin()).await?;
         let n = sqlx::query(&s.extend_sql())
