@@ -284,30 +284,13 @@ fn load(client: &SpiClient<'_>, name: &str) -> Result<(Queue, Vec<pg_sys::Oid>)>
         SettleError::InvalidDescriptor(format!("queue \"{name}\" has no id column"))
     })?;
     let q = |c: Option<&Column>| c.map(|c| ident(&c.name));
-    let dead = match (&row.dead_letter, row.dead_letter_table) {
-        (_, Some(dlt)) => Some(Dead::Table(qualified_name(client, dlt).ok_or_else(|| {
-            SettleError::InvalidDescriptor(format!(
-                "the dead-letter table of queue \"{name}\" no longer exists; register the queue again"
-            ))
-        })?)),
-        (Some(g), None) => Some(Dead::Group(literal(g))),
-        (None, None) => None,
-    };
+    let dead = dead_of(client, &row, name)?;
     let (attempt, retry_after, locked_until) = (
         q(role("attempt")?),
         q(role("retry_after")?),
         q(role("locked_until")?),
     );
-    let payload = role("payload")?
-        .map(|c| match PayloadKind::of(c.type_oid) {
-            Some(k) => Ok((ident(&c.name), k)),
-            None => Err(SettleError::InvalidDescriptor(format!(
-                "the payload column \"{}\" of queue \"{name}\" is now {}; register the queue again",
-                c.name,
-                type_name(c.type_oid)
-            ))),
-        })
-        .transpose()?;
+    let payload = payload_of(role("payload")?, name)?;
     let whole_row = payload.is_none();
     let (processed_at, group, created_at) = (
         q(role("processed_at")?),
@@ -315,30 +298,8 @@ fn load(client: &SpiClient<'_>, name: &str) -> Result<(Queue, Vec<pg_sys::Oid>)>
         q(role("created_at")?),
     );
     // a table distributed since registration is checked as registration would
-    let placement = citus::placement(client, row.tbl);
-    if placement.distributed() {
-        let group_name = role("group")?.map(|c| c.name.as_str());
-        let dlt_placement = row.dead_letter_table.map(|t| citus::placement(client, t));
-        let dead_at = match (&dead, dlt_placement) {
-            (Some(Dead::Table(n)), Some(p)) => citus::DeadAt::Table {
-                name: n,
-                placement: p,
-            },
-            (Some(_), _) => citus::DeadAt::Group,
-            (None, _) => citus::DeadAt::None,
-        };
-        if let Err(m) = citus::check_layout(&table, &placement, group_name, &dead_at) {
-            bail!(InvalidDescriptor, "queue \"{name}\": {m}");
-        }
-        // a session's advisory locks live on the node it runs on: only the
-        // coordinator sees every claimer's keys
-        if form == Form::Advisory && !citus::on_coordinator(client) {
-            bail!(
-                InvalidDescriptor,
-                "queue \"{name}\" uses the advisory form on a distributed table: its keys are locks of the node a session runs on, so claim and settle it through the coordinator (or use row_lock or lease, which work from any node)"
-            );
-        }
-    }
+    let group_name = role("group")?.map(|c| c.name.as_str());
+    let placement = checked_placement(client, &row, name, &table, form, group_name, &dead)?;
     let (id_name, id_type_oid) = (ident(&id.name), id.type_oid);
     let shape = Shape {
         queue: name.to_owned(),
@@ -393,6 +354,71 @@ fn load(client: &SpiClient<'_>, name: &str) -> Result<(Queue, Vec<pg_sys::Oid>)>
         },
         watch,
     ))
+}
+
+/// Where a registered queue's dead rows go; its dead-letter table must still exist.
+fn dead_of(client: &SpiClient<'_>, row: &Row, name: &str) -> Result<Option<Dead>> {
+    Ok(match (&row.dead_letter, row.dead_letter_table) {
+        (_, Some(dlt)) => Some(Dead::Table(qualified_name(client, dlt).ok_or_else(|| {
+            SettleError::InvalidDescriptor(format!(
+                "the dead-letter table of queue \"{name}\" no longer exists; register the queue again"
+            ))
+        })?)),
+        (Some(g), None) => Some(Dead::Group(literal(g))),
+        (None, None) => None,
+    })
+}
+
+/// The payload column and how it becomes jsonb; its type must still be one
+/// a payload can have.
+fn payload_of(c: Option<&Column>, name: &str) -> Result<Option<(String, PayloadKind)>> {
+    c.map(|c| match PayloadKind::of(c.type_oid) {
+        Some(k) => Ok((ident(&c.name), k)),
+        None => Err(SettleError::InvalidDescriptor(format!(
+            "the payload column \"{}\" of queue \"{name}\" is now {}; register the queue again",
+            c.name,
+            type_name(c.type_oid)
+        ))),
+    })
+    .transpose()
+}
+
+/// The queue table's placement (Citus); a distributed table's layout is
+/// checked as registration checks it.
+fn checked_placement(
+    client: &SpiClient<'_>,
+    row: &Row,
+    name: &str,
+    table: &str,
+    form: Form,
+    group_name: Option<&str>,
+    dead: &Option<Dead>,
+) -> Result<citus::Placement> {
+    let placement = citus::placement(client, row.tbl);
+    if !placement.distributed() {
+        return Ok(placement);
+    }
+    let dlt_placement = row.dead_letter_table.map(|t| citus::placement(client, t));
+    let dead_at = match (dead, dlt_placement) {
+        (Some(Dead::Table(n)), Some(p)) => citus::DeadAt::Table {
+            name: n,
+            placement: p,
+        },
+        (Some(_), _) => citus::DeadAt::Group,
+        (None, _) => citus::DeadAt::None,
+    };
+    if let Err(m) = citus::check_layout(table, &placement, group_name, &dead_at) {
+        bail!(InvalidDescriptor, "queue \"{name}\": {m}");
+    }
+    // a session's advisory locks live on the node it runs on: only the
+    // coordinator sees every claimer's keys
+    if form == Form::Advisory && !citus::on_coordinator(client) {
+        bail!(
+            InvalidDescriptor,
+            "queue \"{name}\" uses the advisory form on a distributed table: its keys are locks of the node a session runs on, so claim and settle it through the coordinator (or use row_lock or lease, which work from any node)"
+        );
+    }
+    Ok(placement)
 }
 
 impl Queue {

@@ -176,6 +176,37 @@ fn settle_given(
     delay: Option<Interval>,
     tokens: Option<Vec<Option<TimestampWithTimeZone>>>,
 ) -> Result<Vec<Option<&'static str>>> {
+    let at = positions(given)?;
+    check_delay(&action, delay.as_ref())?;
+    Spi::connect_mut(|client| {
+        let q = desc::queue(client, queue)?;
+        let form = q.shape.form;
+        let tokens = lease_tokens(queue, form, given.len(), tokens)?;
+        check_row_lock(queue, form, &action)?;
+        let write = write_of(&q, queue, &action)?;
+        let reached = Reached::of(queue, form, given, &tokens);
+        let mut results = Results {
+            at,
+            res: vec![None; given.len()],
+            stray: Vec::new(),
+        };
+        write_reached(client, &q, write, given, &reached, delay, &mut results);
+        // a text id that is not in canonical form ('007' for a bigint) comes back canonical
+        results.canonical(client, &q, given, &reached.run);
+        Ok(finish(
+            client,
+            &q,
+            queue,
+            given,
+            &reached.run,
+            &action,
+            results.res,
+        ))
+    })
+}
+
+/// Each given id's position; an id given twice is refused.
+fn positions(given: &[String]) -> Result<HashMap<&str, usize>> {
     let mut at: HashMap<&str, usize> = HashMap::default();
     at.reserve(given.len());
     for (i, id) in given.iter().enumerate() {
@@ -183,8 +214,13 @@ fn settle_given(
             bail!(InvalidArgument, "id {id} is given twice");
         }
     }
-    let retry_after = action == Action::Outcome(Outcome::RetryAfter);
-    match (&delay, retry_after) {
+    Ok(at)
+}
+
+/// A delay goes with retry_after, and retry_after needs one within range.
+fn check_delay(action: &Action, delay: Option<&Interval>) -> Result<()> {
+    let retry_after = *action == Action::Outcome(Outcome::RetryAfter);
+    match (delay, retry_after) {
         (None, true) => bail!(InvalidArgument, "retry_after needs a delay"),
         (Some(d), true) if d.as_micros() < 0 => {
             bail!(InvalidArgument, "delay must not be negative")
@@ -196,96 +232,119 @@ fn settle_given(
             InvalidArgument,
             "a delay applies to the retry_after outcome only"
         ),
-        _ => {}
+        _ => Ok(()),
     }
-    Spi::connect_mut(|client| {
-        let q = desc::queue(client, queue)?;
-        let s = &q.shape;
-        let form = s.form;
-        // token checks
-        let tokens: Vec<TimestampWithTimeZone> = match (form, tokens) {
-            (Form::Lease, None) => {
-                bail!(InvalidArgument, "the lease form needs the delivery's token")
-            }
-            (Form::Lease, Some(t)) => {
-                if t.len() != given.len() {
-                    bail!(
-                        InvalidArgument,
-                        "{} ids but {} tokens",
-                        given.len(),
-                        t.len()
-                    );
-                }
-                let mut v = Vec::with_capacity(t.len());
-                for tok in t {
-                    match tok {
-                        Some(tok) => v.push(tok),
-                        None => bail!(
-                            InvalidArgument,
-                            "the lease form needs the delivery's token (got NULL)"
-                        ),
-                    }
-                }
-                v
-            }
-            (_, Some(_)) => bail!(
-                InvalidArgument,
-                "a token applies to the lease form only; queue \"{queue}\" uses {}",
-                form.name()
-            ),
-            (_, None) => Vec::new(),
-        };
-        if form == Form::RowLock && !in_transaction_block() {
-            let what = if action == Action::Release {
-                "release"
-            } else {
-                "completion"
-            };
-            bail!(
-                NoTransaction,
-                "row_lock {what} on queue \"{queue}\" outside a transaction block: the claim's transaction has ended, so this session holds no row"
-            );
+}
+
+/// The lease form's tokens, one per id, none NULL; the other forms take none.
+fn lease_tokens(
+    queue: &str,
+    form: Form,
+    n: usize,
+    tokens: Option<Vec<Option<TimestampWithTimeZone>>>,
+) -> Result<Vec<TimestampWithTimeZone>> {
+    match (form, tokens) {
+        (Form::Lease, None) => {
+            bail!(InvalidArgument, "the lease form needs the delivery's token")
         }
-        if form == Form::RowLock && action == Action::Release {
-            bail!(
-                InvalidArgument,
-                "a row_lock delivery is given back by rolling back its transaction (ROLLBACK), not by queue_release"
-            );
-        }
-        let write = match &action {
-            Action::Release => Write::Release,
-            Action::Outcome(Outcome::Ack | Outcome::Drop) => Write::Ack,
-            Action::Outcome(Outcome::Retry) => Write::Retry,
-            Action::Outcome(Outcome::RetryAfter) => {
-                if s.retry_after.is_none() {
-                    pgrx::warning!(
-                        "settle: queue \"{queue}\" has no retry_after column: retry_after is settled as retry"
-                    );
-                    Write::Retry
-                } else {
-                    Write::RetryAfter
-                }
+        (Form::Lease, Some(t)) => {
+            if t.len() != n {
+                bail!(InvalidArgument, "{n} ids but {} tokens", t.len());
             }
-            Action::Outcome(Outcome::Custom(name)) => {
-                if !q.outcomes.contains_key(name) {
-                    bail!(
+            let mut v = Vec::with_capacity(n);
+            for tok in t {
+                match tok {
+                    Some(tok) => v.push(tok),
+                    None => bail!(
                         InvalidArgument,
-                        "queue \"{queue}\" has no custom outcome \"{name}\""
-                    );
+                        "the lease form needs the delivery's token (got NULL)"
+                    ),
                 }
-                Write::HeldOnly
             }
+            Ok(v)
+        }
+        (_, Some(_)) => bail!(
+            InvalidArgument,
+            "a token applies to the lease form only; queue \"{queue}\" uses {}",
+            form.name()
+        ),
+        (_, None) => Ok(Vec::new()),
+    }
+}
+
+/// A row_lock delivery is settled inside its claim's transaction, and given
+/// back by rolling it back.
+fn check_row_lock(queue: &str, form: Form, action: &Action) -> Result<()> {
+    if form != Form::RowLock {
+        return Ok(());
+    }
+    if !in_transaction_block() {
+        let what = if *action == Action::Release {
+            "release"
+        } else {
+            "completion"
         };
-        // positions of the ids that reach the statements: advisory only those
-        // whose key this session holds, row_lock only those it claimed
-        let mut run: Vec<usize> = Vec::with_capacity(given.len());
-        let mut run_tokens = Vec::with_capacity(tokens.len());
-        // row_lock: the ctid each claim locked, where recorded, beside `run`
-        let mut run_tids: Vec<Option<held::Tid>> = Vec::new();
+        bail!(
+            NoTransaction,
+            "row_lock {what} on queue \"{queue}\" outside a transaction block: the claim's transaction has ended, so this session holds no row"
+        );
+    }
+    if *action == Action::Release {
+        bail!(
+            InvalidArgument,
+            "a row_lock delivery is given back by rolling back its transaction (ROLLBACK), not by queue_release"
+        );
+    }
+    Ok(())
+}
+
+/// The table statement the action writes.
+fn write_of(q: &Queue, queue: &str, action: &Action) -> Result<Write> {
+    Ok(match action {
+        Action::Release => Write::Release,
+        Action::Outcome(Outcome::Ack | Outcome::Drop) => Write::Ack,
+        Action::Outcome(Outcome::Retry) => Write::Retry,
+        Action::Outcome(Outcome::RetryAfter) if q.shape.retry_after.is_none() => {
+            pgrx::warning!(
+                "settle: queue \"{queue}\" has no retry_after column: retry_after is settled as retry"
+            );
+            Write::Retry
+        }
+        Action::Outcome(Outcome::RetryAfter) => Write::RetryAfter,
+        Action::Outcome(Outcome::Custom(name)) => {
+            if !q.outcomes.contains_key(name) {
+                bail!(
+                    InvalidArgument,
+                    "queue \"{queue}\" has no custom outcome \"{name}\""
+                );
+            }
+            Write::HeldOnly
+        }
+    })
+}
+
+/// The given ids that reach the statements: advisory only those whose key
+/// this session holds, row_lock only those it claimed.
+struct Reached {
+    /// their positions among the given ids
+    run: Vec<usize>,
+    /// lease: their tokens, beside `run`
+    tokens: Vec<TimestampWithTimeZone>,
+    /// row_lock: the ctid each claim locked, where recorded, beside `run`
+    tids: Vec<Option<held::Tid>>,
+}
+
+impl Reached {
+    fn of(queue: &str, form: Form, given: &[String], tokens: &[TimestampWithTimeZone]) -> Reached {
+        let mut r = Reached {
+            run: Vec::with_capacity(given.len()),
+            tokens: Vec::with_capacity(tokens.len()),
+            tids: Vec::new(),
+        };
         for (i, id) in given.iter().enumerate() {
             if form == Form::RowLock {
                 match held::row_claim(queue, id) {
-                    Some(tid) => run_tids.push(tid),
+                    Some(tid) => r.tids.push(tid),
                     None => continue,
                 }
             }
@@ -298,102 +357,116 @@ fn settle_given(
                 // after any statement below fails and the transaction rolls back
                 held::unlock_at_end(key);
             }
-            run.push(i);
+            r.run.push(i);
             if form == Form::Lease {
-                run_tokens.push(tokens[i]);
+                r.tokens.push(tokens[i]);
             }
         }
-        let mut results = Results {
-            at,
-            res: vec![None; given.len()],
-            stray: Vec::new(),
-        };
-        if form == Form::RowLock && write == Write::Ack && s.by_ctid() && !run.is_empty() {
-            ack_by_tids(client, &q, &run, &run_tids, &mut results);
+        r
+    }
+}
+
+/// Write the outcome of the reached ids with the fewest statements: a
+/// row_lock ack by the ctids its claim locked, one plain statement for one
+/// ack, one index scan for acks claimed together, else one statement for all.
+fn write_reached(
+    client: &SpiClient<'_>,
+    q: &Queue,
+    write: Write,
+    given: &[String],
+    reached: &Reached,
+    delay: Option<Interval>,
+    results: &mut Results<'_>,
+) {
+    let form = q.shape.form;
+    if form == Form::RowLock && write == Write::Ack && q.shape.by_ctid() && !reached.run.is_empty()
+    {
+        ack_by_tids(client, q, &reached.run, &reached.tids, results);
+    }
+    // what the statements below still have to write
+    let rest: Vec<&str> = reached
+        .run
+        .iter()
+        .filter(|&&i| results.res[i].is_none())
+        .map(|&i| given[i].as_str())
+        .collect();
+    if rest.is_empty() {
+        return;
+    }
+    let tokens = || {
+        if form == Form::Lease {
+            reached.tokens.clone().into()
+        } else {
+            DatumWithOid::null::<Vec<TimestampWithTimeZone>>()
         }
-        // what the statements below still have to write
-        let rest: Vec<&str> = run
-            .iter()
-            .filter(|&&i| results.res[i].is_none())
-            .map(|&i| given[i].as_str())
-            .collect();
-        if rest.len() == 1 && write == Write::Ack {
-            // the hot path: one delivery acked or dropped, one plain statement
-            let plan = q.settle_plan(client, PlanKey::AckOne);
-            let token: Option<TimestampWithTimeZone> = run_tokens.first().copied();
-            plan.run(&[rest[0].into(), token.into()]);
-            results.read(None);
-        } else if write == Write::Ack
-            && form == Form::Lease
-            && !rest.is_empty()
-            && run_tokens.windows(2).all(|w| w[0] == w[1])
-        {
-            // claimed together: one token, one index scan over the ids
-            let plan = q.settle_plan(client, PlanKey::AckManyOneToken);
-            plan.run(&[rest.into(), run_tokens[0].into()]);
-            results.read(None);
-        } else if write == Write::Ack && !rest.is_empty() {
-            let plan = q.settle_plan(client, PlanKey::AckMany);
-            let tokens = if form == Form::Lease {
-                run_tokens.clone().into()
-            } else {
-                DatumWithOid::null::<Vec<TimestampWithTimeZone>>()
-            };
-            plan.run(&[rest.into(), tokens]);
-            results.read(None);
-        } else if !rest.is_empty() {
-            let plan = q.settle_plan(client, PlanKey::Settle(write));
-            let args: [DatumWithOid; 3] = [
-                rest.into(),
-                if form == Form::Lease {
-                    run_tokens.into()
-                } else {
-                    DatumWithOid::null::<Vec<TimestampWithTimeZone>>()
-                },
-                delay.map(clock_plus).into(),
-            ];
-            plan.run(&args);
-            results.read(None);
+    };
+    let one_token = reached.tokens.windows(2).all(|w| w[0] == w[1]);
+    if rest.len() == 1 && write == Write::Ack {
+        // the hot path: one delivery acked or dropped, one plain statement
+        let plan = q.settle_plan(client, PlanKey::AckOne);
+        let token: Option<TimestampWithTimeZone> = reached.tokens.first().copied();
+        plan.run(&[rest[0].into(), token.into()]);
+    } else if write == Write::Ack && form == Form::Lease && one_token {
+        // claimed together: one token, one index scan over the ids
+        let plan = q.settle_plan(client, PlanKey::AckManyOneToken);
+        plan.run(&[rest.into(), reached.tokens[0].into()]);
+    } else if write == Write::Ack {
+        let plan = q.settle_plan(client, PlanKey::AckMany);
+        plan.run(&[rest.into(), tokens()]);
+    } else {
+        let plan = q.settle_plan(client, PlanKey::Settle(write));
+        plan.run(&[rest.into(), tokens(), delay.map(clock_plus).into()]);
+    }
+    results.read(None);
+}
+
+/// After the write: rows flagged for the dead letter moved there apart (a
+/// distributed table), each move logged, a custom outcome's own SQL run per
+/// row, row_lock's claims marked settled. The result of each given id.
+fn finish(
+    client: &mut SpiClient<'_>,
+    q: &Queue,
+    queue: &str,
+    given: &[String],
+    run: &[usize],
+    action: &Action,
+    mut res: Vec<Option<&'static str>>,
+) -> Vec<Option<&'static str>> {
+    let to_dead: Vec<usize> = run
+        .iter()
+        .copied()
+        .filter(|&i| res[i] == Some("to_dead"))
+        .collect();
+    if !to_dead.is_empty() {
+        let ids: Vec<&str> = to_dead.iter().map(|&i| given[i].as_str()).collect();
+        move_dead_apart(client, q, &ids, false);
+        for i in to_dead {
+            res[i] = Some("dead_lettered");
         }
-        // a text id that is not in canonical form ('007' for a bigint) comes back canonical
-        results.canonical(client, &q, given, &run);
-        let to_dead: Vec<usize> = run
-            .iter()
-            .copied()
-            .filter(|&i| results.res[i] == Some("to_dead"))
-            .collect();
-        if !to_dead.is_empty() {
-            let ids: Vec<&str> = to_dead.iter().map(|&i| given[i].as_str()).collect();
-            move_dead_apart(client, &q, &ids, false);
-            for i in to_dead {
-                results.res[i] = Some("dead_lettered");
+    }
+    for &i in run {
+        if res[i] == Some("dead_lettered") {
+            warn_dead(q, &given[i]);
+        }
+    }
+    if let Action::Outcome(Outcome::Custom(name)) = action {
+        let plan = q.plan(client, PlanKey::Custom(name.clone()));
+        for &i in run {
+            if res[i].is_some() {
+                let arg = typed_id(q.id_type_oid, &given[i]);
+                spi(client.update(&*plan, None, &[arg]));
+                res[i] = Some("custom");
             }
         }
-        let mut res = results.res;
-        for &i in &run {
-            if res[i] == Some("dead_lettered") {
-                warn_dead(&q, &given[i]);
+    }
+    if q.shape.form == Form::RowLock {
+        for &i in run {
+            if res[i].is_some() {
+                held::row_settled(queue, &given[i]);
             }
         }
-        if let Action::Outcome(Outcome::Custom(name)) = &action {
-            let plan = q.plan(client, PlanKey::Custom(name.clone()));
-            for &i in &run {
-                if res[i].is_some() {
-                    let arg = typed_id(q.id_type_oid, &given[i]);
-                    spi(client.update(&*plan, None, &[arg]));
-                    res[i] = Some("custom");
-                }
-            }
-        }
-        if form == Form::RowLock {
-            for &i in &run {
-                if res[i].is_some() {
-                    held::row_settled(queue, &given[i]);
-                }
-            }
-        }
-        Ok(res)
-    })
+    }
+    res
 }
 
 /// row_lock ack / drop of the held rows at positions `run` by the ctids their

@@ -1,0 +1,224 @@
+//! The claim statements of the three forms: row_lock's locking select, the
+//! lease and advisory take, and the crash-loop move of a taken row.
+
+use super::*;
+
+impl Shape {
+    /// row_lock claim. Params: $1 int8 batch (unless `n` writes it, see [`limit`]);
+    /// with `except`, $2 text[]: ids this transaction already holds (SKIP LOCKED
+    /// does not skip a transaction's own row locks, so a second claim would
+    /// deliver them again).
+    /// Columns: dead bool, id text, attempt int4, token timestamptz, then the
+    /// payload: the row's columns or its jsonb (see [`row_out`](Self::row_out)),
+    /// then with `by_ctid` the locked row version's ctid.
+    pub fn claim_row_lock(&self, except: bool, n: Option<u32>) -> String {
+        let att = match &self.attempt {
+            Some(c) => format!(
+                "(COALESCE({}, 0) {PLUS} 1)::pg_catalog.int4",
+                self.col("_s_t", c)
+            ),
+            None => "NULL::pg_catalog.int4".into(),
+        };
+        format!(
+            "SELECT false, ({id})::pg_catalog.text, {att}, NULL::pg_catalog.timestamptz, {row}{ctid} \
+             FROM {t} _s_t WHERE {ready}{except} ORDER BY {id} {limit} FOR UPDATE OF _s_t SKIP LOCKED",
+            id = self.id_of("_s_t"),
+            ctid = if self.by_ctid() { ", _s_t.ctid" } else { "" },
+            limit = limit(n),
+            row = self.row_out("_s_t"),
+            // NOT IN over a subquery, which PostgreSQL hashes: `NOT (id = ANY($2))`
+            // compared each candidate with every held id, and the candidates
+            // include the held rows themselves (locked by this transaction), so
+            // claiming batch after batch in one transaction grew quadratically
+            except = if except {
+                format!(
+                    " AND {} NOT IN (SELECT _s_h FROM pg_catalog.unnest(($2::pg_catalog.text[])::{}[]) _s_h)",
+                    self.id_of("_s_t"),
+                    self.id_type
+                )
+            } else {
+                String::new()
+            },
+            t = self.table,
+            ready = self.ready("_s_t"),
+        )
+    }
+
+    /// The statement that takes rows for a lease or advisory delivery: counts the
+    /// attempt and writes the lease token, in one `UPDATE`.
+    ///
+    /// With a dead letter, a taken row whose attempt is now past max_attempts
+    /// (it was at max_attempts: its last delivery died unsettled) is flagged
+    /// dead in the first column, and [`move_taken_dead`](Self::move_taken_dead)
+    /// moves it in the same claim. Such rows are rare (a crash loop); flagging
+    /// them instead of splitting the candidates first keeps the take one
+    /// `UPDATE` for every queue (a split would lock each candidate, then write
+    /// it, on every claim, for rows that are rare).
+    ///
+    /// lease: params $1 int8 batch (unless `n` writes it, see [`limit`]),
+    /// $2 timestamptz lease token (the lease's end, see `ops::lease_token`);
+    /// candidates are the first ready rows, SKIP LOCKED.
+    /// advisory: params $1 text[] ids whose keys this session just locked;
+    /// candidates are those still ready (fresh snapshot: re-checked after locking).
+    pub fn take(&self, n: Option<u32>) -> String {
+        let t = &self.table;
+        let id = &self.id_of("_s_t");
+        match self.form {
+            Form::Lease => {
+                let mut sets = vec![format!("{} = $2", self.locked_until.as_ref().unwrap())];
+                sets.extend(self.attempt_plus_one("_s_t"));
+                let update = format!(
+                    "UPDATE {t} _s_t SET {sets} WHERE {grp}{key} {EQ} ANY (ARRAY(SELECT {cid} FROM {t} _s_c WHERE {ready} ORDER BY {oid} {limit} FOR UPDATE OF _s_c SKIP LOCKED))",
+                    sets = sets.join(", "),
+                    grp = self.in_group("_s_t"),
+                    limit = limit(n),
+                    key = self.locator("_s_t"),
+                    cid = self.locator("_s_c"),
+                    oid = self.id_of("_s_c"),
+                    ready = self.ready("_s_c"),
+                );
+                self.taken_oldest_first(&update, self.locked_until.as_deref())
+            }
+            Form::Advisory => match self.attempt_plus_one("_s_t") {
+                // count the attempt in one UPDATE of the rows whose keys this
+                // session now holds. Its snapshot is taken after the keys were,
+                // and a row another session writes meanwhile is re-checked by
+                // the UPDATE itself (EvalPlanQual), as a FOR UPDATE would
+                Some(sets) => {
+                    let update = format!(
+                        "UPDATE {t} _s_t SET {sets} WHERE {id} {EQ} ANY (($1::pg_catalog.text[])::{ty}[]) AND {ready}",
+                        ty = self.id_type,
+                        ready = self.ready("_s_t"),
+                    );
+                    self.taken_oldest_first(&update, None)
+                }
+                // nothing to count (and so no dead letter): lock the rows still ready
+                None => format!(
+                    "SELECT false, ({id})::pg_catalog.text, NULL::pg_catalog.int4, NULL::pg_catalog.timestamptz, {row} \
+                     FROM {t} _s_t WHERE {id} {EQ} ANY (($1::pg_catalog.text[])::{ty}[]) AND {ready} ORDER BY {id} FOR UPDATE OF _s_t",
+                    row = self.row_out("_s_t"),
+                    ty = self.id_type,
+                    ready = self.ready("_s_t"),
+                ),
+            },
+            Form::RowLock => unreachable!("row_lock claims with claim_row_lock"),
+        }
+    }
+
+    /// Whether a row the take just counted (alias `a`) is past max_attempts:
+    /// `false` without a dead letter.
+    fn taken_dead(&self, a: &str) -> String {
+        match (self.max_attempts, &self.dead, &self.attempt) {
+            (Some(max), Some(_), Some(c)) => format!("({} {GT} {max})", self.col(a, c)),
+            _ => "false".into(),
+        }
+    }
+
+    /// Moves the rows a take flagged dead (see [`take`](Self::take)) into the
+    /// dead letter, their attempt counter as it was before the take (the count
+    /// of deliveries they had). The claim holds them (row locks of its take,
+    /// and for advisory their keys). Params: $1 text[] ids. Rows: the ids moved.
+    /// `None` without a dead letter.
+    pub fn move_taken_dead(&self) -> Option<String> {
+        if self.dead.is_none() || self.form == Form::RowLock || self.moves_dead_apart() {
+            return None;
+        }
+        let mut ctes = vec![format!(
+            "_s_m AS (SELECT _s_id, true AS _s_dead FROM pg_catalog.unnest(($1::pg_catalog.text[])::{}[]) AS _s_id)",
+            self.id_type
+        )];
+        ctes.extend(self.dead_ctes_counted("_s_m", Count::Undo));
+        Some(format!(
+            "WITH {} SELECT (_s_d._s_id)::pg_catalog.text FROM _s_d",
+            ctes.join(",\n ")
+        ))
+    }
+
+    /// A claim's columns (dead, id, attempt, token, payload) from `update`, an
+    /// UPDATE of the rows taken aliased `_s_t`, oldest first. RETURNING gives
+    /// the rows in the order the write met them (a TID scan or a heap-order plan:
+    /// physical order): an integer id is sorted by `ops` after the statement
+    /// (cheaper than a CTE), any other by the statement. `token`: the column
+    /// holding the lease token, if the form has one.
+    fn taken_oldest_first(&self, update: &str, token: Option<&str>) -> String {
+        let tok = |a: &str| match token {
+            Some(c) => format!("{a}.{c}"),
+            None => "NULL::pg_catalog.timestamptz".into(),
+        };
+        if self.int_id {
+            return format!(
+                "{update} RETURNING {dead}, ({id})::pg_catalog.text, {att}, {tok}, {row}",
+                dead = self.taken_dead("_s_t"),
+                id = self.id_of("_s_t"),
+                att = self.attempt_out("_s_t"),
+                tok = tok("_s_t"),
+                row = self.row_out("_s_t"),
+            );
+        }
+        format!(
+            "WITH _s_took AS ({update} RETURNING _s_t.*) \
+             SELECT {dead}, (_s_took.{idc})::pg_catalog.text, {att}, {tok}, {row} FROM _s_took ORDER BY _s_took.{idc}",
+            dead = self.taken_dead("_s_took"),
+            idc = self.id,
+            att = self.attempt_out("_s_took"),
+            tok = tok("_s_took"),
+            row = self.row_out("_s_took"),
+        )
+    }
+
+    /// advisory candidates: ready rows in id order with their keys.
+    /// Params: $1 int8 limit (unless `n` writes it, see [`limit`]); `after`: $2
+    /// text (the last id of the previous page).
+    pub fn advisory_candidates(&self, after: bool, n: Option<u32>) -> String {
+        let id = self.id_of("_s_t");
+        let mut ready = self.ready("_s_t");
+        if after {
+            ready = format!("{ready} AND {id} {GT} {}", self.cast_id("$2"));
+        }
+        format!(
+            "SELECT ({id})::pg_catalog.text, {key} FROM {t} _s_t WHERE {ready} ORDER BY {id} {limit}",
+            limit = limit(n),
+            key = self.advisory_key(&format!("({id})::pg_catalog.text")),
+            t = self.table
+        )
+    }
+
+    /// The held rows of a settle call, locked: CTE `_s_h(_s_id, _s_att)`.
+    /// Params: $1 text[] ids, $2 timestamptz[] tokens (lease).
+    pub(super) fn held_cte(&self) -> String {
+        let t = &self.table;
+        let id = self.id_of("_s_t");
+        let mut cond = self.mine("_s_t");
+        let att = self.att_sel("_s_t");
+        match self.form {
+            Form::Lease => {
+                let lu = self.col("_s_t", self.locked_until.as_ref().unwrap());
+                cond.push(format!("{id} {EQ} {}", self.cast_id("_s_in._s_id")));
+                cond.push(format!("{lu} {EQ} _s_in._s_tok"));
+                format!(
+                    "_s_h AS (SELECT {id} AS _s_id, {att} AS _s_att FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.timestamptz[])) AS _s_in(_s_id, _s_tok) \
+                     JOIN {t} _s_t ON {cond} FOR UPDATE OF _s_t)",
+                    cond = join_and(cond)
+                )
+            }
+            // row_lock: our own transaction already holds the lock, so SKIP LOCKED only
+            // drops rows another transaction holds (SQ006). advisory: we hold the key;
+            // wait for a row lock (an enqueuer's UPDATE, say) rather than fail.
+            Form::RowLock | Form::Advisory => {
+                cond.push(format!(
+                    "{id} {EQ} ANY (($1::pg_catalog.text[])::{}[])",
+                    self.id_type
+                ));
+                let skip = if self.form == Form::RowLock {
+                    " SKIP LOCKED"
+                } else {
+                    ""
+                };
+                format!(
+                    "_s_h AS (SELECT {id} AS _s_id, {att} AS _s_att FROM {t} _s_t WHERE {cond} FOR UPDATE OF _s_t{skip})",
+                    cond = join_and(cond)
+                )
+            }
+        }
+    }
+}
