@@ -294,30 +294,68 @@ where
             .into_iter()
             .map(|d| d.count_unsettled_in(unsettled.clone()))
             .collect();
-        if clients[from].queue().form == Form::RowLock {
-            // one transaction: one task, handlers in order
-            let (h, r, c) = (handler.clone(), report.clone(), clients[from].clone());
-            tasks.spawn(async move {
-                for d in deliveries {
-                    run_one(&*h, d, &r, &c).await;
-                }
-                drop(permits);
-            });
-        } else {
-            for (d, p) in deliveries.into_iter().zip(permits) {
-                let (h, r, c) = (handler.clone(), report.clone(), clients[from].clone());
-                tasks.spawn(async move {
-                    run_one(&*h, d, &r, &c).await;
-                    drop(p);
-                });
-            }
-        }
+        let run = Run {
+            handler: handler.clone(),
+            report: report.clone(),
+            from: clients[from].clone(),
+        };
+        run.spawn(&mut tasks, deliveries, permits);
     }
     // graceful stop: no more claims; finish or give back what is running
     for l in listeners {
         l.abort();
     }
-    let drain = async {
+    drain(tasks, &report, opts.drain_timeout).await;
+    let mut r = report.lock().unwrap().clone();
+    r.unsettled = unsettled.load(std::sync::atomic::Ordering::Relaxed);
+    Ok(r)
+}
+
+/// What runs the handlers of one claim's deliveries.
+struct Run<H> {
+    handler: Arc<H>,
+    report: Arc<Mutex<WorkerReport>>,
+    from: Client,
+}
+
+impl<H, Fut> Run<H>
+where
+    H: Fn(Delivery) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = HandlerResult> + Send + 'static,
+{
+    /// One task per delivery, each freeing its permit when done; a row_lock
+    /// claim's deliveries share one transaction, so one task runs their
+    /// handlers in order.
+    fn spawn(
+        self,
+        tasks: &mut JoinSet<()>,
+        deliveries: Vec<Delivery>,
+        permits: Vec<tokio::sync::OwnedSemaphorePermit>,
+    ) {
+        if self.from.queue().form == Form::RowLock {
+            tasks.spawn(async move {
+                for d in deliveries {
+                    run_one(&*self.handler, d, &self.report, &self.from).await;
+                }
+                drop(permits);
+            });
+            return;
+        }
+        for (d, p) in deliveries.into_iter().zip(permits) {
+            let (h, r, c) = (self.handler.clone(), self.report.clone(), self.from.clone());
+            tasks.spawn(async move {
+                run_one(&*h, d, &r, &c).await;
+                drop(p);
+            });
+        }
+    }
+}
+
+/// Wait for the running handlers (a panic counted), at most `timeout`; then
+/// abort the rest, which drops their deliveries and so gives them back (each
+/// counted unsettled).
+async fn drain(mut tasks: JoinSet<()>, report: &Mutex<WorkerReport>, timeout: Option<Duration>) {
+    let finish = async {
         while let Some(r) = tasks.join_next().await {
             if let Err(e) = r {
                 if e.is_panic() {
@@ -326,22 +364,15 @@ where
             }
         }
     };
-    match opts.drain_timeout {
-        None => drain.await,
-        Some(t) => {
-            if tokio::time::timeout(t, drain).await.is_err() {
-                // aborting drops the handlers' futures and so their deliveries,
-                // which gives them back (and counts them unsettled)
-                tasks.abort_all();
-                while tasks.join_next().await.is_some() {}
-                // give the spawned give-backs a moment to run
-                tokio::task::yield_now().await;
-            }
-        }
+    let Some(t) = timeout else {
+        return finish.await;
+    };
+    if tokio::time::timeout(t, finish).await.is_err() {
+        tasks.abort_all();
+        while tasks.join_next().await.is_some() {}
+        // give the spawned give-backs a moment to run
+        tokio::task::yield_now().await;
     }
-    let mut r = report.lock().unwrap().clone();
-    r.unsettled = unsettled.load(std::sync::atomic::Ordering::Relaxed);
-    Ok(r)
 }
 
 async fn run_one<H, Fut>(handler: &H, d: Delivery, report: &Mutex<WorkerReport>, from: &Client)

@@ -90,6 +90,9 @@ async fn table_columns(
         .collect())
 }
 
+/// The columns of each role: (name, lower-case type name).
+type Resolved = HashMap<Role, (String, String)>;
+
 /// Read the table's columns and check the descriptor: InvalidDescriptor names the problem.
 pub(super) async fn introspect(pool: &AnyPool, d: Dialect, q: &Queue) -> Result<Shape> {
     let (schema, name) = split_table(d, &q.table)?;
@@ -102,64 +105,14 @@ pub(super) async fn introspect(pool: &AnyPool, d: Dialect, q: &Queue) -> Result<
             q.table
         )));
     }
-    let has = |c: &str| cols.iter().find(|(n, _)| n == c).map(|(_, t)| t.clone());
-    let defaults = [
-        (Role::Id, "id"),
-        (Role::Attempt, "attempt"),
-        (Role::RetryAfter, "retry_after"),
-        (Role::LockedUntil, "locked_until"),
-        (Role::ProcessedAt, "processed_at"),
-        (Role::Group, "queue"),
-        (Role::CreatedAt, "created_at"),
-        (Role::Payload, "payload"),
-    ];
-    let mut resolved: HashMap<Role, (String, String)> = HashMap::new();
-    for (role, default) in defaults {
-        let name = match q.columns.get(&role) {
-            Some(Some(n)) => Some(n.clone()),
-            Some(None) => None,
-            None => has(default).map(|_| default.to_owned()),
-        };
-        if let Some(n) = name {
-            match has(&n) {
-                Some(t) => {
-                    resolved.insert(role, (n, t));
-                }
-                None => {
-                    return Err(Error::descriptor(format!(
-                        "column \"{n}\" ({role:?}) does not exist in {}",
-                        q.table
-                    )))
-                }
-            }
-        }
-    }
+    let resolved = resolve_roles(q, &cols)?;
     let (id, id_type) = resolved.get(&Role::Id).cloned().ok_or_else(|| {
         Error::descriptor(format!(
             "{} has no id column: name it with Queue::column(Role::Id, ..)",
             q.table
         ))
     })?;
-    let is_int = |t: &str| t.contains("int");
-    for role in [Role::RetryAfter, Role::LockedUntil, Role::ProcessedAt] {
-        if let Some((n, t)) = resolved.get(&role) {
-            if !d.is_timestamp_type(t) {
-                return Err(Error::descriptor(format!(
-                    "column \"{n}\" ({role:?}) of {} is {t}, it must be {}",
-                    q.table,
-                    d.timestamp_hint()
-                )));
-            }
-        }
-    }
-    if let Some((n, t)) = resolved.get(&Role::Attempt) {
-        if !is_int(t) {
-            return Err(Error::descriptor(format!(
-                "column \"{n}\" (attempt) of {} is {t}, it must be an integer type",
-                q.table
-            )));
-        }
-    }
+    check_types(d, q, &resolved)?;
     let id_kind = if is_int(&id_type) {
         IdKind::Integer
     } else if id_type.as_str() == "uuid" {
@@ -167,106 +120,14 @@ pub(super) async fn introspect(pool: &AnyPool, d: Dialect, q: &Queue) -> Result<
     } else {
         IdKind::Text
     };
-    // the id needs a unique index of its own
-    let (sql, args) = d.unique_id_sql();
-    let mut uq = sqlx::query(sql);
-    for a in args {
-        uq = match a {
-            UniqueArg::Table => uq.bind(q.table.as_str()),
-            UniqueArg::Schema => uq.bind(schema),
-            UniqueArg::Name => uq.bind(name),
-            UniqueArg::Column => uq.bind(id.as_str()),
-        };
-    }
-    let unique: i64 = uq.fetch_one(pool).await?.get(0);
-    if unique == 0 {
-        // a key on (group, id) alone is the extension's: its statements find rows by both
-        let hint = if resolved.contains_key(&Role::Group) {
-            " (a key on the group and the id together needs the settle extension)"
-        } else {
-            ""
-        };
-        return Err(Error::descriptor(format!(
-            "the id column \"{id}\" of {} needs a primary key or unique index of its own{hint}",
-            q.table
-        )));
-    }
-    let payload = match resolved.get(&Role::Payload) {
-        None => None,
-        Some((n, t)) => match d.payload_arrives_as(t) {
-            Some(arrives) => Some((n.clone(), arrives)),
-            None => {
-                return Err(Error::descriptor(format!(
-                    "column \"{n}\" (payload) of {} is {t}; a payload column must be a JSON or text type (name another with Queue::column(Role::Payload, ..), or hand handlers the whole row with Queue::without(Role::Payload))",
-                    q.table
-                )))
-            }
-        },
-    };
-    if matches!(q.form, Form::Lease { .. }) && !resolved.contains_key(&Role::LockedUntil) {
-        return Err(Error::descriptor(format!(
-            "the lease form needs a locked_until column in {}",
-            q.table
-        )));
-    }
-    if let Form::Lease { ttl } = q.form {
-        if ttl.as_micros() < 1000 {
-            return Err(Error::invalid("a lease must be at least 1 millisecond"));
-        }
-    }
+    check_unique_id(pool, d, q, (schema, name), &id, &resolved).await?;
+    let payload = payload_of(d, q, &resolved)?;
+    check_lease(q, &resolved)?;
     let table = match schema {
         Some(s) => format!("{}.{}", d.ident(s), d.ident(name)),
         None => d.ident(name),
     };
-    let dead = match &q.dead {
-        None => None,
-        Some((0, _)) => return Err(Error::descriptor("max_attempts must be at least 1")),
-        Some(_) if !resolved.contains_key(&Role::Attempt) => {
-            return Err(Error::descriptor(format!(
-                "max_attempts needs an attempt column in {}",
-                q.table
-            )))
-        }
-        Some(_) if q.dead_table && resolved.contains_key(&Role::Group) => {
-            return Err(Error::unsupported(
-                "a dead-letter table for a queue with a group column needs the settle extension; the portable path moves a grouped queue's dead rows to a group",
-            ))
-        }
-        Some((_, target)) if resolved.contains_key(&Role::Group) => {
-            if target == &q.name {
-                return Err(Error::descriptor(
-                    "the dead-letter group must differ from the queue's own group",
-                ));
-            }
-            Some(Dead::Group(target.clone()))
-        }
-        Some((_, target)) => {
-            let (ts, tn) = split_table(d, target)?;
-            let (ts, tn) = (ts.as_deref(), tn.as_str());
-            let dcols: Vec<String> = table_columns(pool, d, ts, tn)
-                .await?
-                .into_iter()
-                .map(|(c, _)| c)
-                .collect();
-            if dcols.is_empty() {
-                return Err(Error::descriptor(format!(
-                    "dead-letter table {target} does not exist ({} has no group column, so the dead letter is a table)",
-                    q.table
-                )));
-            }
-            if let Some((c, _)) = cols.iter().find(|(c, _)| !dcols.contains(c)) {
-                return Err(Error::descriptor(format!(
-                    "dead-letter table {target} lacks column \"{c}\" of {}",
-                    q.table
-                )));
-            }
-            let dt = match ts {
-                Some(s) => format!("{}.{}", d.ident(s), d.ident(tn)),
-                None => d.ident(tn),
-            };
-            Some(Dead::Table(dt))
-        }
-    };
+    let dead = dead_of(pool, d, q, &cols, &resolved).await?;
     let get = |r: Role| resolved.get(&r).map(|(n, _)| n.clone());
     Ok(Shape {
         d,
@@ -290,5 +151,207 @@ pub(super) async fn introspect(pool: &AnyPool, d: Dialect, q: &Queue) -> Result<
         max: q.dead.as_ref().map(|(n, _)| i64::from(*n)),
         dead,
         custom: q.outcomes.iter().cloned().collect(),
+    })
+}
+
+fn is_int(t: &str) -> bool {
+    t.contains("int")
+}
+
+/// Each role's column: the one the queue names, or the default name when the
+/// table has it (unless the queue goes without the role).
+fn resolve_roles(q: &Queue, cols: &[(String, String)]) -> Result<Resolved> {
+    let has = |c: &str| cols.iter().find(|(n, _)| n == c).map(|(_, t)| t.clone());
+    let defaults = [
+        (Role::Id, "id"),
+        (Role::Attempt, "attempt"),
+        (Role::RetryAfter, "retry_after"),
+        (Role::LockedUntil, "locked_until"),
+        (Role::ProcessedAt, "processed_at"),
+        (Role::Group, "queue"),
+        (Role::CreatedAt, "created_at"),
+        (Role::Payload, "payload"),
+    ];
+    let mut resolved = Resolved::new();
+    for (role, default) in defaults {
+        let name = match q.columns.get(&role) {
+            Some(Some(n)) => Some(n.clone()),
+            Some(None) => None,
+            None => has(default).map(|_| default.to_owned()),
+        };
+        if let Some(n) = name {
+            let Some(t) = has(&n) else {
+                return Err(Error::descriptor(format!(
+                    "column \"{n}\" ({role:?}) does not exist in {}",
+                    q.table
+                )));
+            };
+            resolved.insert(role, (n, t));
+        }
+    }
+    Ok(resolved)
+}
+
+/// Times are timestamps, the attempt counter an integer.
+fn check_types(d: Dialect, q: &Queue, resolved: &Resolved) -> Result<()> {
+    for role in [Role::RetryAfter, Role::LockedUntil, Role::ProcessedAt] {
+        if let Some((n, t)) = resolved.get(&role) {
+            if !d.is_timestamp_type(t) {
+                return Err(Error::descriptor(format!(
+                    "column \"{n}\" ({role:?}) of {} is {t}, it must be {}",
+                    q.table,
+                    d.timestamp_hint()
+                )));
+            }
+        }
+    }
+    if let Some((n, t)) = resolved.get(&Role::Attempt) {
+        if !is_int(t) {
+            return Err(Error::descriptor(format!(
+                "column \"{n}\" (attempt) of {} is {t}, it must be an integer type",
+                q.table
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The id needs a unique index of its own.
+async fn check_unique_id(
+    pool: &AnyPool,
+    d: Dialect,
+    q: &Queue,
+    (schema, name): (Option<&str>, &str),
+    id: &str,
+    resolved: &Resolved,
+) -> Result<()> {
+    let (sql, args) = d.unique_id_sql();
+    let mut uq = sqlx::query(sql);
+    for a in args {
+        uq = match a {
+            UniqueArg::Table => uq.bind(q.table.as_str()),
+            UniqueArg::Schema => uq.bind(schema),
+            UniqueArg::Name => uq.bind(name),
+            UniqueArg::Column => uq.bind(id),
+        };
+    }
+    let unique: i64 = uq.fetch_one(pool).await?.get(0);
+    if unique != 0 {
+        return Ok(());
+    }
+    // a key on (group, id) alone is the extension's: its statements find rows by both
+    let hint = if resolved.contains_key(&Role::Group) {
+        " (a key on the group and the id together needs the settle extension)"
+    } else {
+        ""
+    };
+    Err(Error::descriptor(format!(
+        "the id column \"{id}\" of {} needs a primary key or unique index of its own{hint}",
+        q.table
+    )))
+}
+
+/// The payload column and how its value arrives.
+fn payload_of(
+    d: Dialect,
+    q: &Queue,
+    resolved: &Resolved,
+) -> Result<Option<(String, super::dialect::PayloadText)>> {
+    let Some((n, t)) = resolved.get(&Role::Payload) else {
+        return Ok(None);
+    };
+    match d.payload_arrives_as(t) {
+        Some(arrives) => Ok(Some((n.clone(), arrives))),
+        None => Err(Error::descriptor(format!(
+            "column \"{n}\" (payload) of {} is {t}; a payload column must be a JSON or text type (name another with Queue::column(Role::Payload, ..), or hand handlers the whole row with Queue::without(Role::Payload))",
+            q.table
+        ))),
+    }
+}
+
+/// The lease form needs a locked_until column and a lease of at least 1 ms.
+fn check_lease(q: &Queue, resolved: &Resolved) -> Result<()> {
+    let Form::Lease { ttl } = q.form else {
+        return Ok(());
+    };
+    if !resolved.contains_key(&Role::LockedUntil) {
+        return Err(Error::descriptor(format!(
+            "the lease form needs a locked_until column in {}",
+            q.table
+        )));
+    }
+    if ttl.as_micros() < 1000 {
+        return Err(Error::invalid("a lease must be at least 1 millisecond"));
+    }
+    Ok(())
+}
+
+/// Where dead rows go: a group of the same table (a table with a group
+/// column), or a dead-letter table that has every column of the queue's.
+async fn dead_of(
+    pool: &AnyPool,
+    d: Dialect,
+    q: &Queue,
+    cols: &[(String, String)],
+    resolved: &Resolved,
+) -> Result<Option<Dead>> {
+    let grouped = resolved.contains_key(&Role::Group);
+    Ok(match &q.dead {
+        None => None,
+        Some((0, _)) => return Err(Error::descriptor("max_attempts must be at least 1")),
+        Some(_) if !resolved.contains_key(&Role::Attempt) => {
+            return Err(Error::descriptor(format!(
+                "max_attempts needs an attempt column in {}",
+                q.table
+            )))
+        }
+        Some(_) if q.dead_table && grouped => {
+            return Err(Error::unsupported(
+                "a dead-letter table for a queue with a group column needs the settle extension; the portable path moves a grouped queue's dead rows to a group",
+            ))
+        }
+        Some((_, target)) if grouped => {
+            if target == &q.name {
+                return Err(Error::descriptor(
+                    "the dead-letter group must differ from the queue's own group",
+                ));
+            }
+            Some(Dead::Group(target.clone()))
+        }
+        Some((_, target)) => Some(Dead::Table(dead_table(pool, d, q, cols, target).await?)),
+    })
+}
+
+/// The dead-letter table's quoted name; it must exist and have every column
+/// of the queue's table.
+async fn dead_table(
+    pool: &AnyPool,
+    d: Dialect,
+    q: &Queue,
+    cols: &[(String, String)],
+    target: &str,
+) -> Result<String> {
+    let (ts, tn) = split_table(d, target)?;
+    let (ts, tn) = (ts.as_deref(), tn.as_str());
+    let dcols: Vec<String> = table_columns(pool, d, ts, tn)
+        .await?
+        .into_iter()
+        .map(|(c, _)| c)
+        .collect();
+    if dcols.is_empty() {
+        return Err(Error::descriptor(format!(
+            "dead-letter table {target} does not exist ({} has no group column, so the dead letter is a table)",
+            q.table
+        )));
+    }
+    if let Some((c, _)) = cols.iter().find(|(c, _)| !dcols.contains(c)) {
+        return Err(Error::descriptor(format!(
+            "dead-letter table {target} lacks column \"{c}\" of {}",
+            q.table
+        )));
+    }
+    Ok(match ts {
+        Some(s) => format!("{}.{}", d.ident(s), d.ident(tn)),
+        None => d.ident(tn),
     })
 }

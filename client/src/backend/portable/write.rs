@@ -122,21 +122,11 @@ impl Engine {
             }
         };
         let held = self.lock_held(conn, items).await?;
-        let mut dead = HashSet::new();
-        if retry && s.dead.is_some() {
-            if let Some(max) = s.max {
-                // row_lock counts this delivery here; the others counted it at the claim
-                let plus = i64::from(s.form == Form::RowLock);
-                for (id, _) in items {
-                    if held.get(id).is_some_and(|a| a + plus >= max) && dead.insert(id.as_str()) {
-                        for sql in s.dead_sql(s.form == Form::RowLock) {
-                            exec_with_id(conn, &sql, id).await?;
-                        }
-                        self.warn_dead(id);
-                    }
-                }
-            }
-        }
+        let dead = if retry {
+            self.move_dead(conn, items, &held).await?
+        } else {
+            HashSet::new()
+        };
         let mut go: Vec<&str> = Vec::with_capacity(held.len());
         for (id, _) in items {
             if held.contains_key(id) && !dead.contains(id.as_str()) && !go.contains(&id.as_str()) {
@@ -160,33 +150,9 @@ impl Engine {
             _ => None,
         };
         let (verb, settled) = s.outcome_verb(retry, delay, one_by_one);
-        match verb {
-            Some(verb) if !go.is_empty() && one_by_one => {
-                let idc = d.ident(&s.id);
-                let mut text = String::new();
-                for id in &go {
-                    let n: i64 = id
-                        .parse()
-                        .map_err(|_| Error::invalid(format!("row id {id:?} is not an integer")))?;
-                    text.push_str(&format!("{verb} WHERE {idc} = {n};"));
-                }
-                // no parameters: sent as one text query, the statements run in turn
-                sqlx::Executor::execute(&mut *conn, text.as_str()).await?;
-            }
-            Some(verb) if !go.is_empty() => {
-                let first = 1 + usize::from(delay.is_some());
-                let (key, tail) = s.by_ids(&d.ident(&s.id), first, go.len());
-                let sql = format!("{verb} WHERE {key}{tail}");
-                let mut q = sqlx::query(&sql);
-                if let Some(us) = delay {
-                    q = q.bind(us);
-                }
-                for id in &go {
-                    q = q.bind(*id);
-                }
-                q.execute(&mut *conn).await?;
-            }
-            _ => {}
+        if let Some(verb) = verb.filter(|_| !go.is_empty()) {
+            self.write_listed(conn, &verb, &go, delay, one_by_one)
+                .await?;
         }
         Ok(items
             .iter()
@@ -198,6 +164,71 @@ impl Engine {
                 }
             })
             .collect())
+    }
+
+    /// A retry of a row whose delivery reached max_attempts moves it to the
+    /// dead letter instead: those moved, among the `held` items.
+    async fn move_dead<'a>(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        items: &'a [(String, Option<i64>)],
+        held: &HashMap<String, i64>,
+    ) -> Result<HashSet<&'a str>> {
+        let s = &self.s;
+        let mut dead = HashSet::new();
+        let (Some(max), Some(_)) = (s.max, &s.dead) else {
+            return Ok(dead);
+        };
+        // row_lock counts this delivery here; the others counted it at the claim
+        let plus = i64::from(s.form == Form::RowLock);
+        for (id, _) in items {
+            if held.get(id).is_some_and(|a| a + plus >= max) && dead.insert(id.as_str()) {
+                for sql in s.dead_sql(s.form == Form::RowLock) {
+                    exec_with_id(conn, &sql, id).await?;
+                }
+                self.warn_dead(id);
+            }
+        }
+        Ok(dead)
+    }
+
+    /// Run an outcome's statement (`verb`, without its WHERE) on the rows
+    /// `go`: one statement over the list, or with `one_by_one` one statement
+    /// per integer id, sent together as one text query.
+    async fn write_listed(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        verb: &str,
+        go: &[&str],
+        delay: Option<i64>,
+        one_by_one: bool,
+    ) -> Result<()> {
+        let (s, d) = (&self.s, self.s.d);
+        if one_by_one {
+            let idc = d.ident(&s.id);
+            let mut text = String::new();
+            for id in go {
+                let n: i64 = id
+                    .parse()
+                    .map_err(|_| Error::invalid(format!("row id {id:?} is not an integer")))?;
+                text.push_str(&format!("{verb} WHERE {idc} = {n};"));
+            }
+            // no parameters: sent as one text query, the statements run in turn
+            sqlx::Executor::execute(&mut *conn, text.as_str()).await?;
+            return Ok(());
+        }
+        let first = 1 + usize::from(delay.is_some());
+        let (key, tail) = s.by_ids(&d.ident(&s.id), first, go.len());
+        let sql = format!("{verb} WHERE {key}{tail}");
+        let mut q = sqlx::query(&sql);
+        if let Some(us) = delay {
+            q = q.bind(us);
+        }
+        for id in go {
+            q = q.bind(*id);
+        }
+        q.execute(&mut *conn).await?;
+        Ok(())
     }
 
     /// Ack (or drop) `items` in one statement with `RETURNING` the ids written,
