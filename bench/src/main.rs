@@ -600,7 +600,7 @@ async fn worker(
                 let locked: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
                 // re-check with a fresh snapshot now that the keys are ours (a row
                 // settled and unlocked by another worker since the read is gone),
-                // counting the delivery as settle does (SPEC: the attempt is
+                // counting the delivery as settle does (docs/semantics.md: the attempt is
                 // counted when a row is taken, so a crash counts toward max_attempts)
                 let rows = if locked.is_empty() {
                     rows

@@ -783,7 +783,7 @@ pub(crate) async fn grid(a: &Args, admin: &tokio_postgres::Client) {
     for b in backends(a) {
         for &form in &a.forms {
             if b.db == Server::Sqlite && form == Form::Advisory {
-                continue; // refused by design (SPEC §5)
+                continue; // refused by design (docs/portable.md)
             }
             for &w in &a.workers {
                 for &bs in &a.batches {

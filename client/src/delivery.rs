@@ -1,4 +1,4 @@
-//! A delivery: one claimed row, held until it is settled (SPEC §3).
+//! A delivery: one claimed row, held until it is settled (docs/semantics.md, "Outcomes").
 
 use crate::backend::{Claimed, Held};
 use crate::error::{Error, Result};

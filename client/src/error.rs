@@ -1,4 +1,4 @@
-//! One error type; its kinds mirror the extension's SQLSTATEs (SPEC §4).
+//! One error type; its kinds mirror the extension's SQLSTATEs (docs/sql-reference.md, "Errors").
 
 use std::fmt;
 

@@ -1,4 +1,4 @@
-//! What a handler settles a delivery with, and what settling wrote (SPEC §3).
+//! What a handler settles a delivery with, and what settling wrote (docs/semantics.md, "Outcomes").
 
 use crate::error::{Error, Result};
 use std::time::Duration;

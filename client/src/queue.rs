@@ -1,9 +1,9 @@
-//! The queue descriptor, built in Rust (SPEC §1).
+//! The queue descriptor, built in Rust (docs/semantics.md, "A queue and its rows").
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// What holds a row while its handler runs (SPEC §2).
+/// What holds a row while its handler runs (docs/semantics.md, "Claim forms").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Form {
     /// `SELECT … FOR UPDATE SKIP LOCKED` in a transaction that the delivery keeps;

@@ -213,7 +213,7 @@ async fn custom_outcome_in_every_form() {
 
 /// A delivery dropped without an outcome is given back: claimable again at once
 /// (row_lock: rollback; lease: released; advisory: key unlocked), with the
-/// attempt as the SPEC says.
+/// attempt as docs/semantics.md says.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropped_deliveries_come_back() {
     let db = admin().await;

@@ -1,4 +1,4 @@
-//! Product errors and their SQLSTATEs (SPEC §4).
+//! Product errors and their SQLSTATEs (docs/sql-reference.md, "Errors").
 //!
 //! pgrx re-raises every error that crosses its guard with a code from its closed
 //! `PgSqlErrorCode` list, and maps any code it does not know to XX000. Our

@@ -1,7 +1,7 @@
 //! Advisory-form bookkeeping of this backend: which deliveries it holds, and
 //! which keys it must unlock when the current transaction ends.
 //!
-//! SPEC §3: an advisory outcome statement commits on its own and the key is
+//! docs/semantics.md, "Outcomes": an advisory outcome statement commits on its own and the key is
 //! released *after* it — also when the statement failed. queue_complete
 //! therefore never unlocks directly: it queues the key, and the transaction
 //! callback below unlocks it at COMMIT or ABORT, when the outcome is final.

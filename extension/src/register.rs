@@ -11,7 +11,7 @@ use pgrx::spi::SpiClient;
 use pgrx::{pg_sys, PgOid};
 use std::collections::HashMap;
 
-/// Column roles a descriptor can name (SPEC §1), with their default names.
+/// Column roles a descriptor can name (docs/semantics.md, "A queue and its rows"), with their default names.
 pub const ROLES: [(&str, &str); 8] = [
     ("id", "id"),
     ("attempt", "attempt"),

@@ -1,6 +1,6 @@
 //! The claimed row as jsonb, written straight into jsonb's binary format.
 //!
-//! SPEC: without a payload column, a delivery's payload is the whole row as jsonb, what `to_jsonb(row)`
+//! docs/semantics.md: without a payload column, a delivery's payload is the whole row as jsonb, what `to_jsonb(row)`
 //! gives. `to_jsonb` goes through the general path for every row: integers
 //! printed as text and parsed back as numeric, the nested jsonb payload walked
 //! token by token and rebuilt, each value categorised by type, the object sorted.

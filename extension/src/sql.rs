@@ -18,7 +18,7 @@ mod claim;
 mod dead;
 mod settle;
 
-/// Claim form (SPEC §2).
+/// Claim form (docs/semantics.md, "Claim forms").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Form {
     RowLock,
@@ -210,7 +210,7 @@ impl Shape {
         format!("({e})::{}", self.id_type)
     }
 
-    /// Conditions every candidate row satisfies (SPEC §1 "ready").
+    /// Conditions every candidate row satisfies (docs/semantics.md, "A queue and its rows").
     pub fn ready(&self, a: &str) -> String {
         let mut p = self.mine(a);
         if let Some(c) = &self.retry_after {

@@ -1,5 +1,5 @@
 //! settle's conformance suite lives in `tests/conformance.rs`: one body of
-//! scenarios run against every backend × claim form of SPEC §5 (PostgreSQL with
+//! scenarios run against every backend × claim form it runs (docs/portable.md) (PostgreSQL with
 //! the extension, PostgreSQL portable, MariaDB, SQLite), skipping only by
 //! declared capability. `scripts/test.sh` starts the servers and sets:
 //!
@@ -80,7 +80,7 @@ impl Backend {
         }
     }
 
-    /// The forms this backend runs, and why it refuses the others (SPEC §5).
+    /// The forms this backend runs, and why it refuses the others (docs/portable.md).
     pub fn forms(self) -> Vec<(Form, Option<&'static str>)> {
         let lease = Form::Lease {
             ttl: Duration::from_secs(30),

@@ -1,5 +1,5 @@
 //! One body of scenarios, run unchanged against every backend × claim form that
-//! SPEC §5 lists, as one named test per backend × form × scenario:
+//! docs/portable.md lists, as one named test per backend × form × scenario:
 //! `cargo test -p settle-conformance sqlite_lease` runs one cell,
 //! `cargo test -p settle-conformance batch_ack` one scenario everywhere. A
 //! backend that cannot run a form says why (capability), and a cell left out
@@ -91,7 +91,7 @@ fn expected(form: Form) -> Observed {
 }
 
 /// The differential check: the same script ends in the same rows on every
-/// backend, and in the rows SPEC §3 says.
+/// backend, and in the rows docs/semantics.md says.
 async fn same_final_rows(b: Backend, form: Form) {
     let want = expected(form);
     let obs = scenario(b, form).await.unwrap_or_else(|e| panic!("{e}"));
@@ -107,7 +107,7 @@ async fn same_final_rows(b: Backend, form: Form) {
     }
 }
 
-/// A form the backend cannot run is refused at registration, clearly (SPEC §5).
+/// A form the backend cannot run is refused at registration, clearly (docs/portable.md).
 async fn refused(b: Backend, form: Form, why: &str) {
     let pool = admin(b).await;
     let t = table(b, &pool, "refuse", 1).await;
@@ -473,7 +473,7 @@ async fn failed_ack_gives_the_whole_claim_back(b: Backend) {
     }
 }
 
-/// Crash loops (SPEC §3): in the lease and advisory forms a row whose
+/// Crash loops (docs/semantics.md, "Outcomes"): in the lease and advisory forms a row whose
 /// deliveries keep ending unsettled is moved to the dead letter by the claim
 /// that finds its attempt at max_attempts, instead of being delivered again.
 /// The move is reported by the client (a WARN and the dead-lettered counter),

@@ -1,4 +1,4 @@
-//! Everything callable from SQL (SPEC §4). Each function is SECURITY INVOKER:
+//! Everything callable from SQL (docs/sql-reference.md, "Errors"). Each function is SECURITY INVOKER:
 //! it runs with the caller's privileges on the queue table. Product errors are
 //! raised here, at the top of each function, with their own SQLSTATE (see
 //! `error.rs`); arguments are all `Option` so that a NULL gets a clear SQ004

@@ -1,4 +1,4 @@
--- row_lock form: every cell of SPEC §3, attempts, dead letter, SQ005.
+-- row_lock form: every cell of docs/semantics.md's outcome table, attempts, dead letter, SQ005.
 CREATE TABLE rl (id bigint PRIMARY KEY, payload jsonb NOT NULL DEFAULT '{}', attempt int NOT NULL DEFAULT 0,
                  retry_after timestamptz);
 CREATE TABLE rl_dead (LIKE rl INCLUDING ALL);

@@ -1,4 +1,4 @@
--- lease form: every cell of SPEC §3, lost leases (SQ001), extend, release, crash loops.
+-- lease form: every cell of docs/semantics.md's outcome table, lost leases (SQ001), extend, release, crash loops.
 CREATE TABLE ls (id bigint PRIMARY KEY, payload jsonb NOT NULL DEFAULT '{}', attempt int NOT NULL DEFAULT 0,
                  retry_after timestamptz, locked_until timestamptz);
 CREATE TABLE ls_dead (LIKE ls INCLUDING ALL);

@@ -1,4 +1,4 @@
--- advisory form: every cell of SPEC §3, keys in pg_locks, SQ006, crash loops.
+-- advisory form: every cell of docs/semantics.md's outcome table, keys in pg_locks, SQ006, crash loops.
 CREATE TABLE ad (id bigint PRIMARY KEY, payload jsonb NOT NULL DEFAULT '{}', attempt int NOT NULL DEFAULT 0,
                  retry_after timestamptz);
 CREATE TABLE ad_dead (LIKE ad INCLUDING ALL);

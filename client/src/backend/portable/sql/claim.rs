@@ -1,0 +1,210 @@
+//! The claim statements of each form, by the claim plan that runs them.
+
+use super::*;
+
+impl Shape {
+    /// row_lock claim: the first `$1` ready rows, locked, as (id, attempt,
+    /// token, row json).
+    pub(super) fn claim_rows_sql(&self) -> String {
+        let d = self.d;
+        format!(
+            "{} LIMIT {}{}",
+            self.rows_sql(&self.ready("a")),
+            d.p(1),
+            d.skip_locked()
+        )
+    }
+
+    /// lease claim, step 1 (no writable CTE): the first `$1` ready rows,
+    /// locked, as (id, attempt).
+    pub(super) fn lease_candidates_sql(&self) -> String {
+        let d = self.d;
+        format!(
+            "SELECT {}, {} FROM {} a WHERE {} ORDER BY a.{} LIMIT {}{}",
+            d.id_text(&self.c("a", &self.id)),
+            self.attempt_sel("a"),
+            self.table,
+            self.ready("a"),
+            d.ident(&self.id),
+            d.p(1),
+            d.skip_locked()
+        )
+    }
+
+    /// lease / advisory claim, step 2: count the attempt (and lease: write the
+    /// token, the lease in µs bound first) of `n` ids bound next. `None` when
+    /// there is nothing to write.
+    pub(super) fn take_update_sql(&self, n: usize) -> Option<String> {
+        let d = self.d;
+        let mut sets = Vec::new();
+        let mut first = 1;
+        if let Form::Lease { .. } = self.form {
+            sets.push(format!(
+                "{} = {}",
+                d.ident(self.locked_until.as_ref().expect("lease: locked_until")),
+                d.now_plus(&d.p(first))
+            ));
+            first += 1;
+        }
+        if let Some(a) = &self.attempt {
+            sets.push(format!("{0} = COALESCE({0}, 0) + 1", d.ident(a)));
+        }
+        if sets.is_empty() {
+            return None;
+        }
+        let (key, tail) = self.by_ids(&d.ident(&self.id), first, n);
+        Some(format!(
+            "UPDATE {} SET {} WHERE {key}{tail}",
+            self.table,
+            sets.join(", ")
+        ))
+    }
+
+    /// lease / advisory claim, step 3: the rows of `n` ids bound, as (id,
+    /// attempt, token, row json).
+    pub(super) fn take_read_sql(&self, n: usize) -> String {
+        let d = self.d;
+        self.rows_sql(&format!(
+            "a.{} IN ({})",
+            d.ident(&self.id),
+            in_list(d, 1, n, self.id_kind)
+        ))
+    }
+
+    /// The lease claim as one autocommitted statement (writable CTE): lock the
+    /// first `$1` ready rows, count the attempt and write the token (`$2` µs),
+    /// return them; crash-looping candidates come back apart, marked 1 in the
+    /// fifth column (see [`Shape::crash_loops`]).
+    pub(super) fn claim_lease_cte_sql(&self) -> String {
+        let d = self.d;
+        let idc = d.ident(&self.id);
+        let mut sets = vec![format!(
+            "{} = {}",
+            d.ident(self.locked_until.as_ref().expect("lease: locked_until")),
+            d.now_plus("$2")
+        )];
+        if let Some(a) = &self.attempt {
+            sets.push(format!("{0} = COALESCE(a.{0}, 0) + 1", d.ident(a)));
+        }
+        let (live, poison) = self.crash_loops();
+        format!(
+            "WITH c AS (SELECT a.{idc} AS k, {att} AS att FROM {t} a WHERE {ready} ORDER BY a.{idc} LIMIT $1 FOR UPDATE SKIP LOCKED), \
+                  u AS (UPDATE {t} a SET {sets} FROM c WHERE a.{idc} = c.k{live} RETURNING a.*) \
+             SELECT {id}, {att}, {token}, {json}, 0, a.{idc} FROM u a{poison} ORDER BY 6",
+            att = self.attempt_sel("a"),
+            t = self.table,
+            ready = self.ready("a"),
+            sets = sets.join(", "),
+            id = d.id_text(&self.c("a", &self.id)),
+            token = self.token_sel("a"),
+            json = self.payload_sel("a"),
+        )
+    }
+
+    /// Is the row of the id bound still there, ready and at max_attempts (a
+    /// crash loop to move)? `None` without a retry limit.
+    pub(super) fn poison_check_sql(&self) -> Option<String> {
+        let d = self.d;
+        let (Some(max), Some(a), Some(_)) = (self.max, &self.attempt, &self.dead) else {
+            return None;
+        };
+        Some(format!(
+            "SELECT 1 FROM {} a WHERE {} = {} AND {} AND COALESCE({}, 0) >= {max}{}",
+            self.table,
+            self.c("a", &self.id),
+            d.id_param(&d.p(1), self.id_kind),
+            self.ready("a"),
+            self.c("a", a),
+            d.skip_locked()
+        ))
+    }
+
+    /// advisory claim, step 1: the ids of the first `$1` ready rows, unlocked.
+    pub(super) fn advisory_candidates_sql(&self) -> String {
+        let d = self.d;
+        format!(
+            "SELECT {} FROM {} a WHERE {} ORDER BY a.{} LIMIT {}",
+            d.id_text(&self.c("a", &self.id)),
+            self.table,
+            self.ready("a"),
+            d.ident(&self.id),
+            d.p(1)
+        )
+    }
+
+    /// advisory claim, once the keys of `n` ids (bound) are held, as one
+    /// statement (writable CTE): count the attempt of those still ready (its
+    /// snapshot is taken after the keys were) and return them in id order, in
+    /// the columns of [`Shape::claim_lease_cte_sql`]. Crash-looping rows
+    /// (attempt at max_attempts, with a dead letter) are left as they are and
+    /// not returned: [`Shape::crash_loops_among_sql`] finds them. One `UPDATE`
+    /// on the id list, as a hand-writer would: locking the rows first and
+    /// joining them cost the server three times as much.
+    pub(super) fn take_locked_sql(&self, n: usize) -> String {
+        let d = self.d;
+        let idc = d.ident(&self.id);
+        let (key, _) = self.by_ids(&self.c("a", &self.id), 1, n);
+        let ready = self.ready("a");
+        let out = |a: &str| {
+            format!(
+                "SELECT {id}, {att}, NULL, {payload}, 0, {a}.{idc} FROM",
+                id = d.id_text(&self.c(a, &self.id)),
+                att = self.attempt_sel(a),
+                payload = self.payload_sel(a),
+            )
+        };
+        match &self.attempt {
+            Some(att) => {
+                let live = match self.max.filter(|_| self.dead.is_some()) {
+                    Some(m) => format!(" AND COALESCE(a.{}, 0) < {m}", d.ident(att)),
+                    None => String::new(),
+                };
+                format!(
+                    "WITH u AS (UPDATE {t} a SET {0} = COALESCE(a.{0}, 0) + 1 WHERE {key} AND {ready}{live} RETURNING a.*) \
+                     {out} u a ORDER BY 6",
+                    d.ident(att),
+                    t = self.table,
+                    out = out("a"),
+                )
+            }
+            // nothing to count (and so no dead letter): the rows still ready, locked
+            None => format!(
+                "{out} {t} a WHERE {key} AND {ready} ORDER BY 6 FOR UPDATE",
+                t = self.table,
+                out = out("a"),
+            ),
+        }
+    }
+
+    /// Of `n` ids (bound) whose keys this session holds, those crash-looping:
+    /// ready with their attempt at max_attempts. `None` without a dead letter.
+    pub(super) fn crash_loops_among_sql(&self, n: usize) -> Option<String> {
+        let d = self.d;
+        let (Some(max), Some(a), Some(_)) = (self.max, &self.attempt, &self.dead) else {
+            return None;
+        };
+        let (key, _) = self.by_ids(&self.c("a", &self.id), 1, n);
+        Some(format!(
+            "SELECT {} FROM {} a WHERE {key} AND {} AND COALESCE({}, 0) >= {max}",
+            d.id_text(&self.c("a", &self.id)),
+            self.table,
+            self.ready("a"),
+            self.c("a", a),
+        ))
+    }
+
+    /// advisory claim, once the keys of `n` ids (bound) are held (no writable
+    /// CTE): those still ready, locked, as (id, attempt).
+    pub(super) fn recheck_locked_sql(&self, n: usize) -> String {
+        let d = self.d;
+        let (key, tail) = self.by_ids(&self.c("a", &self.id), 1, n);
+        format!(
+            "SELECT {}, {} FROM {} a WHERE {key} AND {}{tail}{}",
+            d.id_text(&self.c("a", &self.id)),
+            self.attempt_sel("a"),
+            self.table,
+            self.ready("a"),
+            d.for_update()
+        )
+    }
+}

@@ -1,0 +1,244 @@
+//! A portable queue's resolved descriptor and the SQL built from it. Every
+//! statement text of the portable path is made here, from the shape and the
+//! dialect's facts; the code that runs them (`claim`, `write`, `session`,
+//! `locks`) binds and executes. The snapshot tests below show each statement
+//! per dialect, so a change of one shows up in review.
+
+use super::dialect::{Dialect, IdKind, PayloadText};
+use crate::outcome::Settled;
+use crate::queue::Form;
+use std::collections::HashMap;
+
+/// Where a row goes at max_attempts.
+#[derive(Clone, Debug)]
+pub(crate) enum Dead {
+    /// a group value (raw)
+    Group(String),
+    /// a table (quoted) and its columns
+    Table(String),
+}
+
+/// The resolved descriptor of a portable queue.
+#[derive(Clone, Debug)]
+pub(crate) struct Shape {
+    pub(super) d: Dialect,
+    pub(super) queue: String,
+    pub(super) form: Form,
+    /// the table, quoted (and schema-qualified when given so)
+    pub(super) table: String,
+    pub(super) cols: Vec<String>,
+    pub(super) id: String,
+    pub(super) id_kind: IdKind,
+    pub(super) attempt: Option<String>,
+    pub(super) retry_after: Option<String>,
+    pub(super) locked_until: Option<String>,
+    pub(super) processed_at: Option<String>,
+    pub(super) group: Option<String>,
+    /// the payload column and how its text arrives; None: claims hand over
+    /// the whole row as JSON
+    pub(super) payload: Option<(String, PayloadText)>,
+    /// the enqueue time (a timestamp column), for ages
+    pub(super) created_at: Option<String>,
+    pub(super) max: Option<i64>,
+    pub(super) dead: Option<Dead>,
+    pub(super) custom: HashMap<String, String>,
+}
+
+/// `?`-style placeholders for an IN list, starting at `first` (PostgreSQL numbers them).
+pub(super) fn in_list(d: Dialect, first: usize, n: usize, kind: IdKind) -> String {
+    (0..n)
+        .map(|i| d.id_param(&d.p(first + i), kind))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Shape {
+    pub(super) fn c(&self, a: &str, col: &str) -> String {
+        format!("{a}.{}", self.d.ident(col))
+    }
+
+    /// `col IN (…)` for `n` ids bound from parameter `first`, and what must
+    /// follow the WHERE clause: `ORDER BY col LIMIT n` where a locking scan of
+    /// the list would pass the listed rows
+    /// ([`Dialect::locking_scans_pass_listed_ids`]): ordered by the id with a
+    /// limit, InnoDB reads the ids' index ranges instead of the whole table.
+    pub(super) fn by_ids(&self, col: &str, first: usize, n: usize) -> (String, String) {
+        let d = self.d;
+        let cond = format!("{col} IN ({})", in_list(d, first, n, self.id_kind));
+        let tail = if d.locking_scans_pass_listed_ids() {
+            format!(" ORDER BY {col} LIMIT {n}")
+        } else {
+            String::new()
+        };
+        (cond, tail)
+    }
+
+    /// Conditions of a row of this queue that is not settled.
+    pub(super) fn mine(&self, a: &str) -> Vec<String> {
+        let mut v = Vec::new();
+        if let Some(g) = &self.group {
+            v.push(format!(
+                "{} = {}",
+                self.c(a, g),
+                self.d.literal(&self.queue)
+            ));
+        }
+        if let Some(p) = &self.processed_at {
+            v.push(format!("{} IS NULL", self.c(a, p)));
+        }
+        v
+    }
+
+    pub(super) fn ready(&self, a: &str) -> String {
+        let now = self.d.now();
+        let mut v = self.mine(a);
+        if let Some(r) = &self.retry_after {
+            let r = self.c(a, r);
+            v.push(format!("({r} IS NULL OR {r} <= {now})"));
+        }
+        if matches!(self.form, Form::Lease { .. }) {
+            let l = self.c(a, self.locked_until.as_ref().unwrap());
+            v.push(format!("({l} IS NULL OR {l} < {now})"));
+        }
+        if v.is_empty() {
+            "1 = 1".into()
+        } else {
+            v.join(" AND ")
+        }
+    }
+
+    pub(super) fn attempt_sel(&self, a: &str) -> String {
+        match &self.attempt {
+            Some(c) => format!("COALESCE({}, 0)", self.d.int(&self.c(a, c))),
+            None => "0".into(),
+        }
+    }
+
+    pub(super) fn token_sel(&self, a: &str) -> String {
+        match (&self.locked_until, self.form) {
+            (Some(l), Form::Lease { .. }) => self.d.micros(&self.c(a, l)),
+            _ => "NULL".into(),
+        }
+    }
+
+    /// For a PostgreSQL claim statement over candidates `c(k, att)`: the
+    /// condition that leaves out crash-looping rows (attempt already at
+    /// max_attempts, with a dead letter), and the `UNION ALL` that returns
+    /// them apart, marked 1 in the fifth column (delivered rows carry 0).
+    pub(super) fn crash_loops(&self) -> (String, String) {
+        match self.max.filter(|_| self.dead.is_some()) {
+            Some(m) => (
+                format!(" AND c.att < {m}"),
+                format!(
+                    " UNION ALL SELECT CAST(c.k AS TEXT), c.att, NULL, NULL, 1, c.k FROM c WHERE c.att >= {m}"
+                ),
+            ),
+            None => (String::new(), String::new()),
+        }
+    }
+
+    /// A claim's payload: the payload column as text, or the whole row as JSON.
+    pub(super) fn payload_sel(&self, a: &str) -> String {
+        match &self.payload {
+            Some((c, _)) => self.d.payload_text(&self.c(a, c)),
+            None => self.d.json_row(a, &self.cols),
+        }
+    }
+
+    /// How a claim's payload text arrives.
+    pub(super) fn payload_arrives_as(&self) -> PayloadText {
+        self.payload.as_ref().map_or(PayloadText::Json, |(_, t)| *t)
+    }
+
+    /// id text, attempt, token, payload of rows `WHERE <cond>`
+    pub(super) fn rows_sql(&self, cond: &str) -> String {
+        format!(
+            "SELECT {}, {}, {}, {} FROM {} a WHERE {cond} ORDER BY a.{}",
+            self.d.id_text(&self.c("a", &self.id)),
+            self.attempt_sel("a"),
+            self.token_sel("a"),
+            self.payload_sel("a"),
+            self.table,
+            self.d.ident(&self.id)
+        )
+    }
+
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// The canonical table (`sql/<dialect>/queue.sql`) with a dead-letter table
+    /// and a retry limit, as `introspect` resolves it.
+    fn canonical(d: Dialect, form: Form) -> Shape {
+        let cols = [
+            "id",
+            "payload",
+            "attempt",
+            "retry_after",
+            "locked_until",
+            "created_at",
+        ];
+        Shape {
+            d,
+            queue: "jobs".into(),
+            form,
+            table: d.ident("jobs"),
+            cols: cols.iter().map(|c| c.to_string()).collect(),
+            id: "id".into(),
+            id_kind: IdKind::Integer,
+            attempt: Some("attempt".into()),
+            retry_after: Some("retry_after".into()),
+            locked_until: Some("locked_until".into()),
+            processed_at: None,
+            group: None,
+            payload: Some((
+                "payload".into(),
+                if d == Dialect::Postgres {
+                    PayloadText::Json
+                } else {
+                    PayloadText::Text
+                },
+            )),
+            created_at: Some("created_at".into()),
+            max: Some(3),
+            dead: Some(Dead::Table(d.ident("jobs_dead"))),
+            custom: HashMap::new(),
+        }
+    }
+
+    /// Every statement the portable path runs for a queue, one per line.
+    fn statements(s: &Shape) -> String {
+        s.statement_list()
+            .iter()
+            .map(|(n, sql)| format!("{n}:\n  {sql}\n"))
+            .collect::<Vec<_>>()
+            .join("")
+    }
+
+    /// The SQL of every dialect × form, as a snapshot to review when it changes
+    /// (`INSTA_UPDATE=always cargo test -p settle` writes the new one).
+    #[test]
+    fn statements_per_dialect_and_form() {
+        let lease = Form::Lease {
+            ttl: Duration::from_secs(30),
+        };
+        for d in [Dialect::Postgres, Dialect::MySql, Dialect::Sqlite] {
+            for (name, form) in [
+                ("row_lock", Form::RowLock),
+                ("lease", lease),
+                ("advisory", Form::Advisory),
+            ] {
+                if form == Form::Advisory && d.advisory().is_none() {
+                    continue;
+                }
+                insta::assert_snapshot!(
+                    format!("{}_{name}", d.name()),
+                    statements(&canonical(d, form))
+                );
+            }
+        }
+    }
+}

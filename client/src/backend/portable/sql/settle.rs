@@ -1,0 +1,253 @@
+//! The settle statements: the lock of the held rows, each outcome's write,
+//! the acks, the lease's release, heartbeat and token, and the moves into
+//! the dead letter.
+
+use super::*;
+
+impl Shape {
+    /// Statements moving one row (`id` = parameter 1) to the dead letter.
+    /// `count_delivery`: row_lock counts the failed delivery here.
+    pub(super) fn dead_sql(&self, count_delivery: bool) -> Vec<String> {
+        let d = self.d;
+        let idp = d.id_param(&d.p(1), self.id_kind);
+        let idc = d.ident(&self.id);
+        match self.dead.as_ref().expect("dead letter configured") {
+            Dead::Group(g) => {
+                let mut sets = vec![format!(
+                    "{} = {}",
+                    d.ident(self.group.as_ref().unwrap()),
+                    d.literal(g)
+                )];
+                if let (Some(l), Form::Lease { .. }) = (&self.locked_until, self.form) {
+                    sets.push(format!("{} = NULL", d.ident(l)));
+                }
+                if let (Some(a), true) = (&self.attempt, count_delivery) {
+                    sets.push(format!("{0} = COALESCE({0}, 0) + 1", d.ident(a)));
+                }
+                vec![format!(
+                    "UPDATE {} SET {} WHERE {idc} = {idp}",
+                    self.table,
+                    sets.join(", ")
+                )]
+            }
+            Dead::Table(dt) => {
+                let cols: Vec<String> = self.cols.iter().map(|c| d.ident(c)).collect();
+                let vals: Vec<String> = self
+                    .cols
+                    .iter()
+                    .map(|c| {
+                        let q = format!("m.{}", d.ident(c));
+                        if Some(c) == self.locked_until.as_ref()
+                            && matches!(self.form, Form::Lease { .. })
+                        {
+                            "NULL".into()
+                        } else if Some(c) == self.attempt.as_ref() && count_delivery {
+                            format!("COALESCE({q}, 0) + 1")
+                        } else {
+                            q
+                        }
+                    })
+                    .collect();
+                if d.has_writable_cte() {
+                    // one statement where the database can
+                    vec![format!(
+                        "WITH m AS (DELETE FROM {t} WHERE {idc} = {idp} RETURNING *) INSERT INTO {dt} ({cols}) SELECT {vals} FROM m",
+                        t = self.table,
+                        cols = cols.join(", "),
+                        vals = vals.join(", ")
+                    )]
+                } else {
+                    // copy, then delete, in the caller's transaction
+                    vec![
+                        format!(
+                            "INSERT INTO {dt} ({cols}) SELECT {vals} FROM {t} m WHERE m.{idc} = {idp}",
+                            t = self.table,
+                            cols = cols.join(", "),
+                            vals = vals.join(", ")
+                        ),
+                        format!("DELETE FROM {} WHERE {idc} = {idp}", self.table),
+                    ]
+                }
+            }
+        }
+    }
+
+    /// Lock the rows of `n` ids (bound) of this queue not settled yet (row_lock:
+    /// already locked by the claim), as (id, attempt, token).
+    pub(super) fn lock_held_sql(&self, n: usize) -> String {
+        let d = self.d;
+        let (key, tail) = self.by_ids(&self.c("a", &self.id), 1, n);
+        let mut cond = self.mine("a");
+        cond.push(key);
+        let lock = if self.form == Form::RowLock {
+            ""
+        } else {
+            d.for_update()
+        };
+        format!(
+            "SELECT {}, {}, {} FROM {} a WHERE {}{tail}{lock}",
+            d.id_text(&self.c("a", &self.id)),
+            self.attempt_sel("a"),
+            self.token_sel("a"),
+            self.table,
+            cond.join(" AND "),
+        )
+    }
+
+    /// The write of an outcome up to its WHERE (`None`: nothing to write), and
+    /// what it writes: ack/drop (`retry` false) or retry/retry_after. A delay
+    /// (µs) is bound first, or written in as a number with `inline_delay`.
+    pub(super) fn outcome_verb(
+        &self,
+        retry: bool,
+        delay: Option<i64>,
+        inline_delay: bool,
+    ) -> (Option<String>, Settled) {
+        let d = self.d;
+        if !retry {
+            return match &self.processed_at {
+                Some(p) => (
+                    Some(format!(
+                        "UPDATE {} SET {} = {}",
+                        self.table,
+                        d.ident(p),
+                        d.now()
+                    )),
+                    Settled::Marked,
+                ),
+                None => (
+                    Some(format!("DELETE FROM {}", self.table)),
+                    Settled::Deleted,
+                ),
+            };
+        }
+        let mut sets = Vec::new();
+        if let (Some(us), Some(r)) = (delay, &self.retry_after) {
+            let p = if inline_delay { us.to_string() } else { d.p(1) };
+            sets.push(format!("{} = {}", d.ident(r), d.now_plus(&p)));
+        }
+        if self.form == Form::RowLock {
+            if let Some(a) = &self.attempt {
+                sets.push(format!("{0} = COALESCE({0}, 0) + 1", d.ident(a)));
+            }
+        }
+        if let (Some(l), Form::Lease { .. }) = (&self.locked_until, self.form) {
+            sets.push(format!("{} = NULL", d.ident(l)));
+        }
+        let settled = if delay.is_some() && self.retry_after.is_some() {
+            Settled::Delayed
+        } else if sets.is_empty() && self.form == Form::RowLock {
+            Settled::Released
+        } else {
+            Settled::Retried
+        };
+        // row_lock without an attempt column, advisory retry: nothing to write
+        let verb =
+            (!sets.is_empty()).then(|| format!("UPDATE {} SET {}", self.table, sets.join(", ")));
+        (verb, settled)
+    }
+
+    /// The ack (or drop) of `n` rows of this queue not settled yet: ids bound as
+    /// parameters 1..=n, and with `token` the lease token as n + 1 (only the
+    /// rows that still hold it are written).
+    pub(super) fn ack_sql(&self, n: usize, token: bool) -> (String, Settled) {
+        self.ack_where(&self.held_cond(n, token))
+    }
+
+    /// The ack (or drop) of `n` distinct ids each still holding its own lease
+    /// token, `(id = ? AND token = ?) OR …`, each token bound after its id.
+    pub(super) fn ack_per_item_sql(&self, n: usize) -> (String, Settled) {
+        let d = self.d;
+        let t = &self.table;
+        let lu = d.micros(&self.c(t, self.locked_until.as_ref().expect("lease: locked_until")));
+        let pairs: Vec<String> = (0..n)
+            .map(|i| {
+                format!(
+                    "({} = {} AND {lu} = {})",
+                    self.c(t, &self.id),
+                    d.id_param(&d.p(2 * i + 1), self.id_kind),
+                    d.p(2 * i + 2)
+                )
+            })
+            .collect();
+        let mut cond = self.mine(t);
+        cond.push(format!("({})", pairs.join(" OR ")));
+        self.ack_where(&cond.join(" AND "))
+    }
+
+    /// What a write appends to report the ids it wrote.
+    pub(super) fn returning_id(&self) -> String {
+        format!(" RETURNING {}", self.d.id_text(&self.d.ident(&self.id)))
+    }
+
+    /// The ack (or drop) of the rows `WHERE cond`, and what it writes.
+    fn ack_where(&self, cond: &str) -> (String, Settled) {
+        let d = self.d;
+        let t = &self.table;
+        match &self.processed_at {
+            Some(p) => (
+                format!("UPDATE {t} SET {} = {} WHERE {cond}", d.ident(p), d.now()),
+                Settled::Marked,
+            ),
+            None => (format!("DELETE FROM {t} WHERE {cond}"), Settled::Deleted),
+        }
+    }
+
+    /// The WHERE of a write to `n` rows of this queue not settled yet, the ids
+    /// bound as parameters 1..=n; with `token`, only rows that still hold the
+    /// lease token bound as n + 1.
+    fn held_cond(&self, n: usize, token: bool) -> String {
+        let d = self.d;
+        let t = &self.table;
+        let mut cond = self.mine(t);
+        cond.push(format!(
+            "{} IN ({})",
+            self.c(t, &self.id),
+            in_list(d, 1, n, self.id_kind)
+        ));
+        if token {
+            let l = self.locked_until.as_ref().expect("lease: locked_until");
+            cond.push(format!("{} = {}", d.micros(&self.c(t, l)), d.p(n + 1)));
+        }
+        cond.join(" AND ")
+    }
+
+    /// Give a lease back: the id, then its token, bound.
+    pub(super) fn release_lease_sql(&self) -> String {
+        format!(
+            "UPDATE {} SET {} = NULL WHERE {}",
+            self.table,
+            self.d
+                .ident(self.locked_until.as_ref().expect("lease: locked_until")),
+            self.held_cond(1, true)
+        )
+    }
+
+    /// Lease heartbeat: the new lease (µs), the id, the old token bound.
+    pub(super) fn extend_sql(&self) -> String {
+        let d = self.d;
+        let lu = d.ident(self.locked_until.as_ref().expect("lease: locked_until"));
+        format!(
+            "UPDATE {} SET {lu} = {} WHERE {} = {} AND {} = {}",
+            self.table,
+            d.now_plus(&d.p(1)),
+            d.ident(&self.id),
+            d.id_param(&d.p(2), self.id_kind),
+            d.micros(&lu),
+            d.p(3)
+        )
+    }
+
+    /// The lease token of the id bound.
+    pub(super) fn token_sql(&self) -> String {
+        let d = self.d;
+        let lu = d.ident(self.locked_until.as_ref().expect("lease: locked_until"));
+        format!(
+            "SELECT {} FROM {} WHERE {} = {}",
+            d.micros(&lu),
+            self.table,
+            d.ident(&self.id),
+            d.id_param(&d.p(1), self.id_kind)
+        )
+    }
+}
