@@ -1,9 +1,10 @@
-//! Claims on the portable path, in each form (SPEC §2), with crash-looping
+//! Claims on the portable path, in each form (docs/semantics.md, "Claim forms"), with crash-looping
 //! rows moved to the dead letter on the way.
 
 use super::dialect::PayloadText;
 use super::engine::{again_if_deadlock, exec_with_id, opt_text, text, Engine};
 use super::session::{ClaimConn, Session};
+use super::sql::ClaimPlan;
 use crate::error::Result;
 use crate::outcome::micros;
 use crate::payload::Payload;
@@ -33,8 +34,8 @@ impl Engine {
     async fn claim_once(&self, n: usize) -> Result<(Vec<ClaimedRow>, Option<Session>)> {
         let s = &self.s;
         let d = s.d;
-        match s.form {
-            Form::RowLock => {
+        match s.plan {
+            ClaimPlan::RowLock => {
                 let mut tx = self.pool.begin_with(d.begin()).await?;
                 let rows = sqlx::query(&s.claim_rows_sql())
                     .bind(n as i64)
@@ -52,10 +53,8 @@ impl Engine {
                 let held = out.iter().map(|c| c.id.clone()).collect();
                 Ok((out, Some(Session::new(ClaimConn::Tx(tx), held))))
             }
-            Form::Lease { .. } if d.has_writable_cte() => {
-                Ok((self.claim_lease_cte(n).await?, None))
-            }
-            Form::Lease { .. } => {
+            ClaimPlan::LeaseStatement => Ok((self.claim_lease_cte(n).await?, None)),
+            ClaimPlan::LeaseSteps => {
                 let mut tx = self.pool.begin_with(d.begin()).await?;
                 let sql = s.lease_candidates_sql();
                 let out = self
@@ -64,7 +63,7 @@ impl Engine {
                 tx.commit().await?;
                 Ok((out, None))
             }
-            Form::Advisory => self.claim_advisory(n).await,
+            ClaimPlan::AdvisoryStatement | ClaimPlan::AdvisorySteps => self.claim_advisory(n).await,
         }
     }
 
@@ -212,7 +211,7 @@ impl Engine {
         }
         // re-check with a fresh read now that the keys are ours, count the attempt
         let ids: Vec<String> = locked.iter().cloned().collect();
-        let res: Result<Vec<ClaimedRow>> = if s.d.has_writable_cte() {
+        let res: Result<Vec<ClaimedRow>> = if s.plan == ClaimPlan::AdvisoryStatement {
             self.take_locked_cte(&mut conn, &ids).await
         } else {
             async {
@@ -252,7 +251,7 @@ impl Engine {
     }
 
     /// The advisory claim's take as one statement, once this connection holds
-    /// the keys of `ids` (see [`super::shape::Shape::take_locked_sql`]): where
+    /// the keys of `ids` (see [`super::sql::Shape::take_locked_sql`]): where
     /// the general path needs a transaction of four. When some id is not
     /// delivered, those of them that crash-loop are moved to the dead letter
     /// (this connection still holds their keys: no other claim takes them first).
@@ -296,7 +295,7 @@ impl Engine {
         Ok(out)
     }
 
-    /// The rows of a one-statement claim (see [`super::shape::Shape::crash_loops`]):
+    /// The rows of a one-statement claim (see [`super::sql::Shape::crash_loops`]):
     /// those to deliver, while each crash-looping one is moved to the dead
     /// letter (a move that fails leaves the row for a later claim).
     async fn deliver_or_move(&self, rows: &[sqlx::any::AnyRow]) -> Result<Vec<ClaimedRow>> {

@@ -1,7 +1,7 @@
 //! The portable path's state for one queue: its pool and resolved descriptor,
 //! and the helpers every part of the path shares.
 
-use super::shape::Shape;
+use super::sql::Shape;
 use crate::backend::combine::Combiner;
 use crate::error::{Error, Result};
 use crate::meters::Meters;

@@ -3,7 +3,7 @@
 //! problem; nothing is written.
 
 use super::dialect::{Dialect, IdKind, UniqueArg};
-use super::shape::{Dead, Shape};
+use super::sql::{ClaimPlan, Dead, Shape};
 use crate::error::{Error, Result};
 use crate::queue::{Form, Queue, Role};
 use sqlx::{AnyPool, Row};
@@ -133,6 +133,7 @@ pub(super) async fn introspect(pool: &AnyPool, d: Dialect, q: &Queue) -> Result<
         d,
         queue: q.name.clone(),
         form: q.form,
+        plan: ClaimPlan::of(q.form, d),
         table,
         cols: cols.into_iter().map(|(n, _)| n).collect(),
         id,

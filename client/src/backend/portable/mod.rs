@@ -1,6 +1,6 @@
-//! The portable path: the extension's semantics (SPEC §2–§3) as plain SQL run
+//! The portable path: the extension's semantics (docs/semantics.md) as plain SQL run
 //! by the client through sqlx, one body for PostgreSQL, MariaDB/MySQL and
-//! SQLite. The SQL text comes from [`shape`] and [`dialect`]; [`claim`],
+//! SQLite. The SQL text comes from [`sql`] and [`dialect`]; [`claim`],
 //! [`write`], [`session`] and [`locks`] run it; [`introspect`] checks the
 //! descriptor.
 
@@ -11,7 +11,7 @@ mod engine;
 mod introspect;
 mod locks;
 mod session;
-mod shape;
+mod sql;
 mod write;
 
 use super::combine::{Combiner, LeaseSettler};

@@ -1,4 +1,4 @@
-//! Outcomes written on the portable path (SPEC §3): lease settles in their own
+//! Outcomes written on the portable path (docs/semantics.md, "Outcomes"): lease settles in their own
 //! short transaction or one statement, and the shared writer the pinned
 //! sessions use; the lease heartbeat and the counts.
 
@@ -203,23 +203,20 @@ impl Engine {
         delay: Option<i64>,
         one_by_one: bool,
     ) -> Result<()> {
-        let (s, d) = (&self.s, self.s.d);
         if one_by_one {
-            let idc = d.ident(&s.id);
-            let mut text = String::new();
-            for id in go {
-                let n: i64 = id
-                    .parse()
-                    .map_err(|_| Error::invalid(format!("row id {id:?} is not an integer")))?;
-                text.push_str(&format!("{verb} WHERE {idc} = {n};"));
-            }
+            let ids = go
+                .iter()
+                .map(|id| {
+                    id.parse::<i64>()
+                        .map_err(|_| Error::invalid(format!("row id {id:?} is not an integer")))
+                })
+                .collect::<Result<Vec<i64>>>()?;
             // no parameters: sent as one text query, the statements run in turn
+            let text = self.s.verb_each_int_id(verb, &ids);
             sqlx::Executor::execute(&mut *conn, text.as_str()).await?;
             return Ok(());
         }
-        let first = 1 + usize::from(delay.is_some());
-        let (key, tail) = s.by_ids(&d.ident(&s.id), first, go.len());
-        let sql = format!("{verb} WHERE {key}{tail}");
+        let sql = self.s.verb_by_ids(verb, delay.is_some(), go.len());
         let mut q = sqlx::query(&sql);
         if let Some(us) = delay {
             q = q.bind(us);
@@ -253,7 +250,7 @@ impl Engine {
             Tokens::Shared(_) => s.ack_sql(items.len(), true),
             Tokens::PerItem => s.ack_per_item_sql(items.len()),
         };
-        let sql = format!("{sql}{}", s.returning_id());
+        let sql = sql + &s.returning_id();
         let mut q = sqlx::query(&sql);
         for (id, token) in items {
             q = q.bind(id.as_str());

@@ -2,46 +2,19 @@
 //! list of every statement a queue runs.
 
 use super::*;
-use crate::backend::portable::dialect::Advisory;
+
+/// Most ids one statement lists (an `IN (…)` of bound parameters).
+pub(crate) const CHUNK: usize = 500;
 
 impl Shape {
     /// Every statement the portable path runs for this queue, named (for
     /// reading, EXPLAIN and audits: `settle sql`).
-    pub(super) fn statement_list(&self) -> Vec<(String, String)> {
+    pub(crate) fn statement_list(&self) -> Vec<(String, String)> {
         let s = self;
         let mut out: Vec<(String, String)> = Vec::new();
         let mut add = |name: &str, sql: String| out.push((name.into(), sql));
-        match s.form {
-            Form::RowLock => add("claim", s.claim_rows_sql()),
-            Form::Lease { .. } if s.d.has_writable_cte() => add("claim", s.claim_lease_cte_sql()),
-            Form::Lease { .. } => add("claim candidates", s.lease_candidates_sql()),
-            Form::Advisory => add("claim candidates", s.advisory_candidates_sql()),
-        }
-        if s.form == Form::Advisory {
-            let a: Advisory = s.d.advisory().expect("an advisory dialect");
-            add("try locks", a.try_lock_sql(s.d, 2));
-            add("unlock", a.unlock_sql(s.d, 2));
-            if s.d.has_writable_cte() {
-                add("take locked", s.take_locked_sql(2));
-                if let Some(sql) = s.crash_loops_among_sql(2) {
-                    add("crash loops among", sql);
-                }
-            } else {
-                add("recheck locked", s.recheck_locked_sql(2));
-            }
-        }
-        if s.form != Form::RowLock && !s.d.has_writable_cte() {
-            // the claim's transaction: count, then read
-            if let Some(sql) = s.take_update_sql(2) {
-                add("take", sql);
-            }
-            add("take read", s.take_read_sql(2));
-        }
-        if s.form != Form::RowLock && s.d.has_writable_cte() {
-            // crash-looping rows the one-statement claim returned apart
-            if let Some(sql) = s.poison_check_sql() {
-                add("crash loop check", sql);
-            }
+        for (name, sql) in s.plan.statements(s) {
+            add(name, sql);
         }
         add("lock held", s.lock_held_sql(2));
         let (ack, _) = s.outcome_verb(false, None, false);
@@ -76,7 +49,7 @@ impl Shape {
 
     /// ready, delayed, in flight (lease; NULL otherwise) of this queue, and
     /// the oldest ready row's age in microseconds (NULL without created_at).
-    pub(super) fn stats_sql(&self) -> String {
+    pub(crate) fn stats_sql(&self) -> String {
         let d = self.d;
         let mine = {
             let m = self.mine("a");
@@ -123,7 +96,7 @@ impl Shape {
     }
 
     /// The count of dead-lettered rows; `None` without a dead letter.
-    pub(super) fn dead_count_sql(&self) -> Option<String> {
+    pub(crate) fn dead_count_sql(&self) -> Option<String> {
         let d = self.d;
         Some(match self.dead.as_ref()? {
             Dead::Group(g) => format!(
@@ -178,7 +151,7 @@ impl Shape {
     /// id, attempt, the whole row (JSON text) of dead rows in id order, among
     /// `n` ids bound from parameter 1 (or all), at most the next parameter of
     /// them (bound last: `?` parameters bind in the order they appear).
-    pub(super) fn dead_rows_sql(&self, n: Option<usize>) -> Option<String> {
+    pub(crate) fn dead_rows_sql(&self, n: Option<usize>) -> Option<String> {
         let d = self.d;
         let (t, cond) = self.dead_from()?;
         Some(format!(
@@ -194,7 +167,7 @@ impl Shape {
 
     /// Delete dead rows created before now − parameter 1 (microseconds) when
     /// `by_age`, among `n` ids bound next (or all).
-    pub(super) fn purge_dead_sql(&self, by_age: bool, n: Option<usize>) -> Option<String> {
+    pub(crate) fn purge_dead_sql(&self, by_age: bool, n: Option<usize>) -> Option<String> {
         let d = self.d;
         let (t, cond) = self.dead_from()?;
         let (age, first) = match (&self.created_at, by_age) {
@@ -220,7 +193,7 @@ impl Shape {
 
     /// The ids of dead rows to requeue, in id order, at most [`CHUNK`], among
     /// `n` ids bound from parameter 1 (or all), locked for the move.
-    pub(super) fn dead_ids_sql(&self, n: Option<usize>) -> Option<String> {
+    pub(crate) fn dead_ids_sql(&self, n: Option<usize>) -> Option<String> {
         let d = self.d;
         let (t, cond) = self.dead_from()?;
         Some(format!(
@@ -250,7 +223,7 @@ impl Shape {
     /// The statements moving `n` dead rows (ids bound from parameter 1) back
     /// into the queue, attempt reset, in one transaction: a group's one
     /// UPDATE, a dead-letter table's copy and delete.
-    pub(super) fn requeue_sql(&self, n: usize) -> Option<Vec<String>> {
+    pub(crate) fn requeue_sql(&self, n: usize) -> Option<Vec<String>> {
         let d = self.d;
         let ids = in_list(d, 1, n, self.id_kind);
         let idc = d.ident(&self.id);

@@ -2,10 +2,83 @@
 
 use super::*;
 
+/// How a claim runs on a queue, chosen once from its form and what the
+/// dialect can do. The claim runs it and [`Shape::statement_list`] lists its
+/// statements, so what is listed is what runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ClaimPlan {
+    /// row_lock: one locking select in the claim transaction, which the
+    /// deliveries keep
+    RowLock,
+    /// lease with writable CTEs: one autocommitted statement that locks,
+    /// counts, writes the token and returns the rows
+    LeaseStatement,
+    /// lease without: lock the candidates, count and take them, read them
+    /// back, in one transaction
+    LeaseSteps,
+    /// advisory with writable CTEs: the candidates, their keys tried, one
+    /// take statement
+    AdvisoryStatement,
+    /// advisory without: the candidates, their keys tried, then recheck,
+    /// take and read in one transaction
+    AdvisorySteps,
+}
+
+impl ClaimPlan {
+    pub(crate) fn of(form: Form, d: Dialect) -> ClaimPlan {
+        match (form, d.has_writable_cte()) {
+            (Form::RowLock, _) => ClaimPlan::RowLock,
+            (Form::Lease { .. }, true) => ClaimPlan::LeaseStatement,
+            (Form::Lease { .. }, false) => ClaimPlan::LeaseSteps,
+            (Form::Advisory, true) => ClaimPlan::AdvisoryStatement,
+            (Form::Advisory, false) => ClaimPlan::AdvisorySteps,
+        }
+    }
+
+    /// The statements this plan runs for `s`, named, in the order they run
+    /// (lists of ids shown with two).
+    pub(crate) fn statements(self, s: &Shape) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        match self {
+            ClaimPlan::RowLock => out.push(("claim", s.claim_rows_sql())),
+            ClaimPlan::LeaseStatement => out.push(("claim", s.claim_lease_cte_sql())),
+            ClaimPlan::LeaseSteps => out.push(("claim candidates", s.lease_candidates_sql())),
+            ClaimPlan::AdvisoryStatement | ClaimPlan::AdvisorySteps => {
+                out.push(("claim candidates", s.advisory_candidates_sql()));
+                let a = s.d.advisory().expect("an advisory dialect");
+                out.push(("try locks", a.try_lock_sql(s.d, 2)));
+                out.push(("unlock", a.unlock_sql(s.d, 2)));
+            }
+        }
+        match self {
+            ClaimPlan::RowLock => {}
+            ClaimPlan::AdvisoryStatement => {
+                out.push(("take locked", s.take_locked_sql(2)));
+                out.extend(s.crash_loops_among_sql(2).map(|q| ("crash loops among", q)));
+            }
+            ClaimPlan::AdvisorySteps => out.push(("recheck locked", s.recheck_locked_sql(2))),
+            ClaimPlan::LeaseStatement | ClaimPlan::LeaseSteps => {}
+        }
+        match self {
+            ClaimPlan::LeaseSteps | ClaimPlan::AdvisorySteps => {
+                // the claim's transaction: count, then read
+                out.extend(s.take_update_sql(2).map(|q| ("take", q)));
+                out.push(("take read", s.take_read_sql(2)));
+            }
+            ClaimPlan::LeaseStatement | ClaimPlan::AdvisoryStatement => {
+                // crash-looping rows the one-statement claim returned apart
+                out.extend(s.poison_check_sql().map(|q| ("crash loop check", q)));
+            }
+            ClaimPlan::RowLock => {}
+        }
+        out
+    }
+}
+
 impl Shape {
     /// row_lock claim: the first `$1` ready rows, locked, as (id, attempt,
     /// token, row json).
-    pub(super) fn claim_rows_sql(&self) -> String {
+    pub(crate) fn claim_rows_sql(&self) -> String {
         let d = self.d;
         format!(
             "{} LIMIT {}{}",
@@ -17,7 +90,7 @@ impl Shape {
 
     /// lease claim, step 1 (no writable CTE): the first `$1` ready rows,
     /// locked, as (id, attempt).
-    pub(super) fn lease_candidates_sql(&self) -> String {
+    pub(crate) fn lease_candidates_sql(&self) -> String {
         let d = self.d;
         format!(
             "SELECT {}, {} FROM {} a WHERE {} ORDER BY a.{} LIMIT {}{}",
@@ -34,7 +107,7 @@ impl Shape {
     /// lease / advisory claim, step 2: count the attempt (and lease: write the
     /// token, the lease in µs bound first) of `n` ids bound next. `None` when
     /// there is nothing to write.
-    pub(super) fn take_update_sql(&self, n: usize) -> Option<String> {
+    pub(crate) fn take_update_sql(&self, n: usize) -> Option<String> {
         let d = self.d;
         let mut sets = Vec::new();
         let mut first = 1;
@@ -62,7 +135,7 @@ impl Shape {
 
     /// lease / advisory claim, step 3: the rows of `n` ids bound, as (id,
     /// attempt, token, row json).
-    pub(super) fn take_read_sql(&self, n: usize) -> String {
+    pub(crate) fn take_read_sql(&self, n: usize) -> String {
         let d = self.d;
         self.rows_sql(&format!(
             "a.{} IN ({})",
@@ -75,7 +148,7 @@ impl Shape {
     /// first `$1` ready rows, count the attempt and write the token (`$2` µs),
     /// return them; crash-looping candidates come back apart, marked 1 in the
     /// fifth column (see [`Shape::crash_loops`]).
-    pub(super) fn claim_lease_cte_sql(&self) -> String {
+    pub(crate) fn claim_lease_cte_sql(&self) -> String {
         let d = self.d;
         let idc = d.ident(&self.id);
         let mut sets = vec![format!(
@@ -103,7 +176,7 @@ impl Shape {
 
     /// Is the row of the id bound still there, ready and at max_attempts (a
     /// crash loop to move)? `None` without a retry limit.
-    pub(super) fn poison_check_sql(&self) -> Option<String> {
+    pub(crate) fn poison_check_sql(&self) -> Option<String> {
         let d = self.d;
         let (Some(max), Some(a), Some(_)) = (self.max, &self.attempt, &self.dead) else {
             return None;
@@ -120,7 +193,7 @@ impl Shape {
     }
 
     /// advisory claim, step 1: the ids of the first `$1` ready rows, unlocked.
-    pub(super) fn advisory_candidates_sql(&self) -> String {
+    pub(crate) fn advisory_candidates_sql(&self) -> String {
         let d = self.d;
         format!(
             "SELECT {} FROM {} a WHERE {} ORDER BY a.{} LIMIT {}",
@@ -140,7 +213,7 @@ impl Shape {
     /// not returned: [`Shape::crash_loops_among_sql`] finds them. One `UPDATE`
     /// on the id list, as a hand-writer would: locking the rows first and
     /// joining them cost the server three times as much.
-    pub(super) fn take_locked_sql(&self, n: usize) -> String {
+    pub(crate) fn take_locked_sql(&self, n: usize) -> String {
         let d = self.d;
         let idc = d.ident(&self.id);
         let (key, _) = self.by_ids(&self.c("a", &self.id), 1, n);
@@ -178,7 +251,7 @@ impl Shape {
 
     /// Of `n` ids (bound) whose keys this session holds, those crash-looping:
     /// ready with their attempt at max_attempts. `None` without a dead letter.
-    pub(super) fn crash_loops_among_sql(&self, n: usize) -> Option<String> {
+    pub(crate) fn crash_loops_among_sql(&self, n: usize) -> Option<String> {
         let d = self.d;
         let (Some(max), Some(a), Some(_)) = (self.max, &self.attempt, &self.dead) else {
             return None;
@@ -195,7 +268,7 @@ impl Shape {
 
     /// advisory claim, once the keys of `n` ids (bound) are held (no writable
     /// CTE): those still ready, locked, as (id, attempt).
-    pub(super) fn recheck_locked_sql(&self, n: usize) -> String {
+    pub(crate) fn recheck_locked_sql(&self, n: usize) -> String {
         let d = self.d;
         let (key, tail) = self.by_ids(&self.c("a", &self.id), 1, n);
         format!(

@@ -1,8 +1,17 @@
-//! A portable queue's resolved descriptor and the SQL built from it. Every
-//! statement text of the portable path is made here, from the shape and the
-//! dialect's facts; the code that runs them (`claim`, `write`, `session`,
-//! `locks`) binds and executes. The snapshot tests below show each statement
-//! per dialect, so a change of one shows up in review.
+//! A portable queue's resolved descriptor ([`Shape`]) and the SQL built from
+//! it. Every statement text of the portable path is made in this module, from
+//! the shape and the dialect's facts, by family: [`claim`], [`settle`],
+//! [`admin`]; the code that runs them (`claim`, `write`, `session`, `locks`,
+//! `admin` one level up) binds and executes. Parameters are the dialect's
+//! (`$n` on PostgreSQL, `?` in order elsewhere); each builder says what it
+//! binds. The snapshot tests below show each statement per dialect, so a
+//! change of one shows up in review.
+
+mod admin;
+pub(crate) use admin::CHUNK;
+mod claim;
+pub(crate) use claim::ClaimPlan;
+mod settle;
 
 use super::dialect::{Dialect, IdKind, PayloadText};
 use crate::outcome::Settled;
@@ -21,31 +30,33 @@ pub(crate) enum Dead {
 /// The resolved descriptor of a portable queue.
 #[derive(Clone, Debug)]
 pub(crate) struct Shape {
-    pub(super) d: Dialect,
-    pub(super) queue: String,
-    pub(super) form: Form,
+    pub(crate) d: Dialect,
+    pub(crate) queue: String,
+    pub(crate) form: Form,
+    /// how a claim runs, chosen from the form and the dialect
+    pub(crate) plan: ClaimPlan,
     /// the table, quoted (and schema-qualified when given so)
-    pub(super) table: String,
-    pub(super) cols: Vec<String>,
-    pub(super) id: String,
-    pub(super) id_kind: IdKind,
-    pub(super) attempt: Option<String>,
-    pub(super) retry_after: Option<String>,
-    pub(super) locked_until: Option<String>,
-    pub(super) processed_at: Option<String>,
-    pub(super) group: Option<String>,
+    pub(crate) table: String,
+    pub(crate) cols: Vec<String>,
+    pub(crate) id: String,
+    pub(crate) id_kind: IdKind,
+    pub(crate) attempt: Option<String>,
+    pub(crate) retry_after: Option<String>,
+    pub(crate) locked_until: Option<String>,
+    pub(crate) processed_at: Option<String>,
+    pub(crate) group: Option<String>,
     /// the payload column and how its text arrives; None: claims hand over
     /// the whole row as JSON
-    pub(super) payload: Option<(String, PayloadText)>,
+    pub(crate) payload: Option<(String, PayloadText)>,
     /// the enqueue time (a timestamp column), for ages
-    pub(super) created_at: Option<String>,
-    pub(super) max: Option<i64>,
-    pub(super) dead: Option<Dead>,
-    pub(super) custom: HashMap<String, String>,
+    pub(crate) created_at: Option<String>,
+    pub(crate) max: Option<i64>,
+    pub(crate) dead: Option<Dead>,
+    pub(crate) custom: HashMap<String, String>,
 }
 
 /// `?`-style placeholders for an IN list, starting at `first` (PostgreSQL numbers them).
-pub(super) fn in_list(d: Dialect, first: usize, n: usize, kind: IdKind) -> String {
+pub(crate) fn in_list(d: Dialect, first: usize, n: usize, kind: IdKind) -> String {
     (0..n)
         .map(|i| d.id_param(&d.p(first + i), kind))
         .collect::<Vec<_>>()
@@ -53,7 +64,7 @@ pub(super) fn in_list(d: Dialect, first: usize, n: usize, kind: IdKind) -> Strin
 }
 
 impl Shape {
-    pub(super) fn c(&self, a: &str, col: &str) -> String {
+    pub(crate) fn c(&self, a: &str, col: &str) -> String {
         format!("{a}.{}", self.d.ident(col))
     }
 
@@ -62,7 +73,7 @@ impl Shape {
     /// the list would pass the listed rows
     /// ([`Dialect::locking_scans_pass_listed_ids`]): ordered by the id with a
     /// limit, InnoDB reads the ids' index ranges instead of the whole table.
-    pub(super) fn by_ids(&self, col: &str, first: usize, n: usize) -> (String, String) {
+    pub(crate) fn by_ids(&self, col: &str, first: usize, n: usize) -> (String, String) {
         let d = self.d;
         let cond = format!("{col} IN ({})", in_list(d, first, n, self.id_kind));
         let tail = if d.locking_scans_pass_listed_ids() {
@@ -74,7 +85,7 @@ impl Shape {
     }
 
     /// Conditions of a row of this queue that is not settled.
-    pub(super) fn mine(&self, a: &str) -> Vec<String> {
+    pub(crate) fn mine(&self, a: &str) -> Vec<String> {
         let mut v = Vec::new();
         if let Some(g) = &self.group {
             v.push(format!(
@@ -89,7 +100,7 @@ impl Shape {
         v
     }
 
-    pub(super) fn ready(&self, a: &str) -> String {
+    pub(crate) fn ready(&self, a: &str) -> String {
         let now = self.d.now();
         let mut v = self.mine(a);
         if let Some(r) = &self.retry_after {
@@ -107,14 +118,14 @@ impl Shape {
         }
     }
 
-    pub(super) fn attempt_sel(&self, a: &str) -> String {
+    pub(crate) fn attempt_sel(&self, a: &str) -> String {
         match &self.attempt {
             Some(c) => format!("COALESCE({}, 0)", self.d.int(&self.c(a, c))),
             None => "0".into(),
         }
     }
 
-    pub(super) fn token_sel(&self, a: &str) -> String {
+    pub(crate) fn token_sel(&self, a: &str) -> String {
         match (&self.locked_until, self.form) {
             (Some(l), Form::Lease { .. }) => self.d.micros(&self.c(a, l)),
             _ => "NULL".into(),
@@ -125,7 +136,7 @@ impl Shape {
     /// condition that leaves out crash-looping rows (attempt already at
     /// max_attempts, with a dead letter), and the `UNION ALL` that returns
     /// them apart, marked 1 in the fifth column (delivered rows carry 0).
-    pub(super) fn crash_loops(&self) -> (String, String) {
+    pub(crate) fn crash_loops(&self) -> (String, String) {
         match self.max.filter(|_| self.dead.is_some()) {
             Some(m) => (
                 format!(" AND c.att < {m}"),
@@ -138,7 +149,7 @@ impl Shape {
     }
 
     /// A claim's payload: the payload column as text, or the whole row as JSON.
-    pub(super) fn payload_sel(&self, a: &str) -> String {
+    pub(crate) fn payload_sel(&self, a: &str) -> String {
         match &self.payload {
             Some((c, _)) => self.d.payload_text(&self.c(a, c)),
             None => self.d.json_row(a, &self.cols),
@@ -146,12 +157,12 @@ impl Shape {
     }
 
     /// How a claim's payload text arrives.
-    pub(super) fn payload_arrives_as(&self) -> PayloadText {
+    pub(crate) fn payload_arrives_as(&self) -> PayloadText {
         self.payload.as_ref().map_or(PayloadText::Json, |(_, t)| *t)
     }
 
     /// id text, attempt, token, payload of rows `WHERE <cond>`
-    pub(super) fn rows_sql(&self, cond: &str) -> String {
+    pub(crate) fn rows_sql(&self, cond: &str) -> String {
         format!(
             "SELECT {}, {}, {}, {} FROM {} a WHERE {cond} ORDER BY a.{}",
             self.d.id_text(&self.c("a", &self.id)),
@@ -162,7 +173,6 @@ impl Shape {
             self.d.ident(&self.id)
         )
     }
-
 }
 
 #[cfg(test)]
@@ -185,6 +195,7 @@ mod tests {
             d,
             queue: "jobs".into(),
             form,
+            plan: ClaimPlan::of(form, d),
             table: d.ident("jobs"),
             cols: cols.iter().map(|c| c.to_string()).collect(),
             id: "id".into(),

@@ -7,7 +7,7 @@ use super::*;
 impl Shape {
     /// Statements moving one row (`id` = parameter 1) to the dead letter.
     /// `count_delivery`: row_lock counts the failed delivery here.
-    pub(super) fn dead_sql(&self, count_delivery: bool) -> Vec<String> {
+    pub(crate) fn dead_sql(&self, count_delivery: bool) -> Vec<String> {
         let d = self.d;
         let idp = d.id_param(&d.p(1), self.id_kind);
         let idc = d.ident(&self.id);
@@ -74,7 +74,7 @@ impl Shape {
 
     /// Lock the rows of `n` ids (bound) of this queue not settled yet (row_lock:
     /// already locked by the claim), as (id, attempt, token).
-    pub(super) fn lock_held_sql(&self, n: usize) -> String {
+    pub(crate) fn lock_held_sql(&self, n: usize) -> String {
         let d = self.d;
         let (key, tail) = self.by_ids(&self.c("a", &self.id), 1, n);
         let mut cond = self.mine("a");
@@ -94,10 +94,27 @@ impl Shape {
         )
     }
 
+    /// An outcome's write (`verb`, see [`Shape::outcome_verb`]) of the rows
+    /// listed as parameters, after the delay when `delayed`.
+    pub(crate) fn verb_by_ids(&self, verb: &str, delayed: bool, n: usize) -> String {
+        let first = 1 + usize::from(delayed);
+        let (key, tail) = self.by_ids(&self.d.ident(&self.id), first, n);
+        format!("{verb} WHERE {key}{tail}")
+    }
+
+    /// An outcome's write of each integer id in a statement of its own
+    /// (`id = n` touches only that row), as one text without parameters.
+    pub(crate) fn verb_each_int_id(&self, verb: &str, ids: &[i64]) -> String {
+        let idc = self.d.ident(&self.id);
+        ids.iter()
+            .map(|n| format!("{verb} WHERE {idc} = {n};"))
+            .collect()
+    }
+
     /// The write of an outcome up to its WHERE (`None`: nothing to write), and
     /// what it writes: ack/drop (`retry` false) or retry/retry_after. A delay
     /// (µs) is bound first, or written in as a number with `inline_delay`.
-    pub(super) fn outcome_verb(
+    pub(crate) fn outcome_verb(
         &self,
         retry: bool,
         delay: Option<i64>,
@@ -150,13 +167,13 @@ impl Shape {
     /// The ack (or drop) of `n` rows of this queue not settled yet: ids bound as
     /// parameters 1..=n, and with `token` the lease token as n + 1 (only the
     /// rows that still hold it are written).
-    pub(super) fn ack_sql(&self, n: usize, token: bool) -> (String, Settled) {
+    pub(crate) fn ack_sql(&self, n: usize, token: bool) -> (String, Settled) {
         self.ack_where(&self.held_cond(n, token))
     }
 
     /// The ack (or drop) of `n` distinct ids each still holding its own lease
     /// token, `(id = ? AND token = ?) OR …`, each token bound after its id.
-    pub(super) fn ack_per_item_sql(&self, n: usize) -> (String, Settled) {
+    pub(crate) fn ack_per_item_sql(&self, n: usize) -> (String, Settled) {
         let d = self.d;
         let t = &self.table;
         let lu = d.micros(&self.c(t, self.locked_until.as_ref().expect("lease: locked_until")));
@@ -176,7 +193,7 @@ impl Shape {
     }
 
     /// What a write appends to report the ids it wrote.
-    pub(super) fn returning_id(&self) -> String {
+    pub(crate) fn returning_id(&self) -> String {
         format!(" RETURNING {}", self.d.id_text(&self.d.ident(&self.id)))
     }
 
@@ -213,7 +230,7 @@ impl Shape {
     }
 
     /// Give a lease back: the id, then its token, bound.
-    pub(super) fn release_lease_sql(&self) -> String {
+    pub(crate) fn release_lease_sql(&self) -> String {
         format!(
             "UPDATE {} SET {} = NULL WHERE {}",
             self.table,
@@ -224,7 +241,7 @@ impl Shape {
     }
 
     /// Lease heartbeat: the new lease (µs), the id, the old token bound.
-    pub(super) fn extend_sql(&self) -> String {
+    pub(crate) fn extend_sql(&self) -> String {
         let d = self.d;
         let lu = d.ident(self.locked_until.as_ref().expect("lease: locked_until"));
         format!(
@@ -239,7 +256,7 @@ impl Shape {
     }
 
     /// The lease token of the id bound.
-    pub(super) fn token_sql(&self) -> String {
+    pub(crate) fn token_sql(&self) -> String {
         let d = self.d;
         let lu = d.ident(self.locked_until.as_ref().expect("lease: locked_until"));
         format!(
