@@ -283,3 +283,86 @@ pub async fn all_dead(
     }
     (t, c)
 }
+
+/// Who handled what across the workers of one test: how often each id, and
+/// how often a handler began on a row another handler still held.
+#[derive(Debug, Default)]
+pub struct Tally {
+    pub handled: std::collections::HashMap<String, u32>,
+    pub running: std::collections::HashSet<String>,
+    pub overlaps: u32,
+}
+
+impl Tally {
+    /// A handler begins on `id`.
+    pub fn begin(&mut self, id: &str) {
+        if !self.running.insert(id.to_owned()) {
+            self.overlaps += 1;
+        }
+        *self.handled.entry(id.to_owned()).or_default() += 1;
+    }
+
+    /// The ids handled other than once.
+    pub fn not_once(&self) -> Vec<(&String, &u32)> {
+        self.handled.iter().filter(|(_, n)| **n != 1).collect()
+    }
+}
+
+/// A worker (`Client::run`) in a task of its own, and the way to stop it.
+pub struct Worker {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<settle::Result<settle::WorkerReport>>,
+}
+
+impl Worker {
+    /// Run `handler` on `c`'s queue until [`Worker::stop`].
+    pub fn spawn<H, Fut>(c: Client, opts: settle::WorkerOptions, handler: H) -> Worker
+    where
+        H: Fn(settle::Delivery) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = settle::HandlerResult> + Send + 'static,
+    {
+        let (stop, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            c.run(
+                opts,
+                async {
+                    let _ = rx.await;
+                },
+                handler,
+            )
+            .await
+        });
+        Worker { stop, task }
+    }
+
+    /// A worker that acks every delivery, counted in `tally`, after holding
+    /// it for `hold` (long enough for another worker's claim to meet the row).
+    pub fn acking(
+        c: Client,
+        opts: settle::WorkerOptions,
+        tally: std::sync::Arc<std::sync::Mutex<Tally>>,
+        hold: Duration,
+    ) -> Worker {
+        Worker::spawn(c, opts, move |d| {
+            let tally = tally.clone();
+            async move {
+                let id = d.id().to_owned();
+                tally.lock().unwrap().begin(&id);
+                if !hold.is_zero() {
+                    tokio::time::sleep(hold).await;
+                }
+                tally.lock().unwrap().running.remove(&id);
+                d.ack().await
+            }
+        })
+    }
+
+    /// Stop claiming, let the handlers finish, and return the report.
+    pub async fn stop(self) -> settle::WorkerReport {
+        let _ = self.stop.send(());
+        self.task
+            .await
+            .expect("the worker task")
+            .expect("the worker's run")
+    }
+}

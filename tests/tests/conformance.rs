@@ -9,7 +9,6 @@
 use settle::{Client, Error, Form, PoolOptions, Queue, Settled, WorkerOptions};
 use settle_conformance::*;
 use sqlx::Row;
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -124,54 +123,33 @@ async fn concurrent_workers(b: Backend, form: Form) {
     const JOBS: usize = 120;
     let pool = admin(b).await;
     let t = table(b, &pool, "conc", JOBS).await;
-    let seen: Arc<Mutex<HashMap<String, u32>>> = Arc::default();
+    let tally: Arc<Mutex<Tally>> = Arc::default();
     let mut workers = Vec::new();
-    let mut stops = Vec::new();
     for _ in 0..3 {
         let c = b.client(Queue::new(&t, &t).form(form)).await.unwrap();
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        stops.push(tx);
-        let seen = seen.clone();
-        workers.push(tokio::spawn(async move {
-            c.run(
-                WorkerOptions {
-                    concurrency: 4,
-                    batch: 3,
-                    poll_interval: Duration::from_millis(20),
-                    ..Default::default()
-                },
-                async {
-                    let _ = rx.await;
-                },
-                move |d| {
-                    let seen = seen.clone();
-                    async move {
-                        *seen.lock().unwrap().entry(d.id().to_owned()).or_default() += 1;
-                        d.ack().await
-                    }
-                },
-            )
-            .await
-        }));
+        let opts = WorkerOptions {
+            concurrency: 4,
+            batch: 3,
+            poll_interval: Duration::from_millis(20),
+            ..Default::default()
+        };
+        workers.push(Worker::acking(c, opts, tally.clone(), Duration::ZERO));
     }
     let left = wait_until_empty(b, &pool, &t, 1500).await;
-    for s in stops {
-        let _ = s.send(());
-    }
     let mut acked = 0;
     for w in workers {
-        let r = w.await.unwrap().unwrap();
+        let r = w.stop().await;
         assert_eq!((r.errors, r.panicked), (0, 0), "{b:?} {form:?}: {r:?}");
         acked += r.count(Settled::Deleted);
     }
-    let seen = seen.lock().unwrap();
-    let twice: Vec<_> = seen.iter().filter(|(_, n)| **n != 1).collect();
+    let tally = tally.lock().unwrap();
+    let twice = tally.not_once();
     assert!(
         twice.is_empty(),
         "{b:?} {form:?}: handled more than once: {twice:?}"
     );
     assert_eq!(
-        (left, seen.len(), acked as usize),
+        (left, tally.handled.len(), acked as usize),
         (0, JOBS, JOBS),
         "{b:?} {form:?}"
     );
@@ -871,13 +849,8 @@ async fn capabilities(b: Backend) {
     let caps = c.capabilities();
     let ext = b == Backend::PgExtension;
     assert_eq!(
-        (
-            caps.listen,
-            caps.requeue_dead,
-            caps.transaction,
-            caps.any_transaction
-        ),
-        (ext, true, ext, !ext),
+        (caps.listen, caps.transaction, caps.any_transaction),
+        (ext, ext, !ext),
         "{b:?}: {caps:?}"
     );
     assert_eq!(c.pool().is_some(), ext, "{b:?}");
@@ -908,6 +881,50 @@ async fn unreachable_database() {
     );
 }
 
+/// A custom outcome runs the service's own SQL (here: it marks the row's
+/// attempt) instead of an outcome's statement, on every backend; an outcome
+/// the queue does not have is refused and writes nothing.
+async fn custom_outcome(b: Backend, form: Form) {
+    let pool = admin(b).await;
+    let t = table(b, &pool, "custom", 2).await;
+    let d = b.dialect();
+    let id = match d {
+        settle::Dialect::Postgres => format!("CAST({} AS bigint)", d.p(1)),
+        _ => d.p(1),
+    };
+    let mark = format!("UPDATE {} SET attempt = 77 WHERE id = {id}", d.ident(&t));
+    let c = b
+        .client(Queue::new(&t, &t).form(form).custom_outcome("mark", mark))
+        .await
+        .unwrap();
+    let one = c.claim(1).await.unwrap().pop().unwrap();
+    assert_eq!(
+        one.custom("mark").await.unwrap(),
+        Settled::Custom,
+        "{b:?} {form:?}"
+    );
+    let two = c.claim(1).await.unwrap().pop().unwrap();
+    let err = two.custom("nope").await.unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidArgument(_)),
+        "{b:?} {form:?}: {err:?}"
+    );
+    let marked: i64 = sqlx::query(&format!(
+        "SELECT count(*) FROM {} WHERE attempt >= 77",
+        d.ident(&t)
+    ))
+    .fetch_one(&pool)
+    .await
+    .unwrap()
+    .get(0);
+    let (rows, _) = final_rows(b, &pool, &t).await;
+    assert_eq!(
+        (marked, rows.len()),
+        (1, 2),
+        "{b:?} {form:?}: one row marked by the custom SQL, none deleted"
+    );
+}
+
 fn lease() -> Form {
     Form::Lease {
         ttl: Duration::from_secs(30),
@@ -916,6 +933,8 @@ fn lease() -> Form {
 
 /// One module per backend × form (or per backend, for scenarios that do not
 /// depend on the form), one test per scenario in it.
+/// One test per scenario, in a module per cell: the scenarios that take a
+/// form, and those that take the backend alone.
 macro_rules! cell {
     ($cell:ident: $b:expr, $form:expr => $($scenario:ident),+ $(,)?) => {
         mod $cell {
@@ -924,7 +943,7 @@ macro_rules! cell {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $scenario() {
                     if selected($b) {
-                        super::$scenario($b, $form).await;
+                        in_form($b, $form, super::$scenario).await;
                     }
                 }
             )+
@@ -945,47 +964,49 @@ macro_rules! cell {
     };
 }
 
-// every form: the script, several workers, batches, the pool exhausted
-// lease: a lost lease, combined settles; lease and advisory: crash loops
-// row_lock: a failed ack, transactional mode
-cell!(pg_extension_row_lock: Backend::PgExtension, Form::RowLock =>
-    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, payload_roles);
-cell!(pg_extension_lease: Backend::PgExtension, lease() =>
-    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop, payload_roles);
-cell!(pg_extension_advisory: Backend::PgExtension, Form::Advisory =>
-    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop, payload_roles);
-cell!(pg_extension: Backend::PgExtension =>
-    lease_lost, concurrent_lease_settles, failed_ack_gives_the_whole_claim_back, transactional_mode,
-    bad_descriptors_are_refused, payload_of_the_wrong_shape, capabilities);
-
-cell!(pg_portable_row_lock: Backend::PgPortable, Form::RowLock =>
-    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, payload_roles);
-cell!(pg_portable_lease: Backend::PgPortable, lease() =>
-    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop, payload_roles);
-cell!(pg_portable_advisory: Backend::PgPortable, Form::Advisory =>
-    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop, payload_roles);
-cell!(pg_portable: Backend::PgPortable =>
-    lease_lost, concurrent_lease_settles, failed_ack_gives_the_whole_claim_back, transactional_mode,
-    bad_descriptors_are_refused, payload_of_the_wrong_shape, capabilities);
-
-cell!(mariadb_row_lock: Backend::MariaDb, Form::RowLock =>
-    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, payload_roles);
-cell!(mariadb_lease: Backend::MariaDb, lease() =>
-    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop, payload_roles);
-cell!(mariadb_advisory: Backend::MariaDb, Form::Advisory =>
-    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop, payload_roles);
-cell!(mariadb: Backend::MariaDb =>
-    lease_lost, concurrent_lease_settles, failed_ack_gives_the_whole_claim_back, transactional_mode,
-    bad_descriptors_are_refused, payload_of_the_wrong_shape, capabilities);
-
-cell!(sqlite_row_lock: Backend::Sqlite, Form::RowLock =>
-    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, payload_roles);
-cell!(sqlite_lease: Backend::Sqlite, lease() =>
-    same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter, pool_exhausted, crash_loop, payload_roles);
-cell!(sqlite: Backend::Sqlite =>
-    lease_lost, concurrent_lease_settles, failed_ack_gives_the_whole_claim_back, transactional_mode,
-    bad_descriptors_are_refused, payload_of_the_wrong_shape, capabilities, advisory_is_refused);
-
-async fn advisory_is_refused(b: Backend) {
-    refused(b, Form::Advisory, "SQLite has no advisory locks").await
+/// Run a scenario in `form`, or, where the backend does not run that form,
+/// check that it refuses it clearly.
+async fn in_form<F, Fut>(b: Backend, form: Form, scenario: F)
+where
+    F: FnOnce(Backend, Form) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let why = b
+        .forms()
+        .into_iter()
+        .find(|(f, _)| std::mem::discriminant(f) == std::mem::discriminant(&form))
+        .and_then(|(_, why)| why);
+    match why {
+        Some(why) => refused(b, form, why).await,
+        None => scenario(b, form).await,
+    }
 }
+
+/// Every scenario, listed once, for one backend: each form's (a form the
+/// backend does not run is checked to be refused), then the backend's own.
+/// lease: crash loops too; lease and advisory count attempts at claim.
+macro_rules! backend {
+    ($name:ident: $b:expr) => {
+        mod $name {
+            use super::*;
+            cell!(row_lock: $b, Form::RowLock =>
+                same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter,
+                pool_exhausted, payload_roles, custom_outcome);
+            cell!(lease: $b, lease() =>
+                same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter,
+                pool_exhausted, payload_roles, custom_outcome, crash_loop);
+            cell!(advisory: $b, Form::Advisory =>
+                same_final_rows, concurrent_workers, batch_ack, batch_retry_and_dead_letter,
+                pool_exhausted, payload_roles, custom_outcome, crash_loop);
+            cell!(any_form: $b =>
+                lease_lost, concurrent_lease_settles, failed_ack_gives_the_whole_claim_back,
+                transactional_mode, bad_descriptors_are_refused, payload_of_the_wrong_shape,
+                capabilities);
+        }
+    };
+}
+
+backend!(pg_extension: Backend::PgExtension);
+backend!(pg_portable: Backend::PgPortable);
+backend!(mariadb: Backend::MariaDb);
+backend!(sqlite: Backend::Sqlite);

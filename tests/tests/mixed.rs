@@ -5,21 +5,11 @@
 
 use settle::{Client, Form, Queue, Settled, WorkerOptions};
 use settle_conformance::*;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const JOBS: usize = 600;
-
-#[derive(Default)]
-struct Seen {
-    /// ids whose handler is running now
-    running: HashSet<String>,
-    /// handlers started on a row another handler was still running
-    overlaps: usize,
-    /// handler runs per id
-    handled: HashMap<String, u32>,
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn extension_and_portable_workers_exclude_each_other() {
@@ -43,63 +33,30 @@ async fn extension_and_portable_workers_exclude_each_other() {
             .await
             .unwrap();
         assert!(ext.dialect().is_none() && portable.dialect().is_some());
-        let seen: Arc<Mutex<Seen>> = Arc::default();
+        let tally: Arc<Mutex<Tally>> = Arc::default();
         let mut workers = Vec::new();
-        let mut stops = Vec::new();
         for (name, c) in [("extension", ext), ("portable", portable)] {
             for _ in 0..2 {
-                let c = c.clone();
-                let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-                stops.push(tx);
-                let seen = seen.clone();
-                workers.push((
-                    name,
-                    tokio::spawn(async move {
-                        c.run(
-                            WorkerOptions {
-                                concurrency: 2,
-                                batch: 4,
-                                poll_interval: Duration::from_millis(10),
-                                ..Default::default()
-                            },
-                            async {
-                                let _ = rx.await;
-                            },
-                            move |d| {
-                                let seen = seen.clone();
-                                async move {
-                                    let id = d.id().to_owned();
-                                    {
-                                        let mut s = seen.lock().unwrap();
-                                        if !s.running.insert(id.clone()) {
-                                            s.overlaps += 1;
-                                        }
-                                        *s.handled.entry(id.clone()).or_default() += 1;
-                                    }
-                                    // long enough for another worker's claim to meet the row
-                                    tokio::time::sleep(Duration::from_millis(2)).await;
-                                    seen.lock().unwrap().running.remove(&id);
-                                    d.ack().await
-                                }
-                            },
-                        )
-                        .await
-                    }),
-                ));
+                let opts = WorkerOptions {
+                    concurrency: 2,
+                    batch: 4,
+                    poll_interval: Duration::from_millis(10),
+                    ..Default::default()
+                };
+                // long enough for another worker's claim to meet the row
+                let hold = Duration::from_millis(2);
+                workers.push((name, Worker::acking(c.clone(), opts, tally.clone(), hold)));
             }
         }
         let left = wait_until_empty(b, &pool, &t, 3000).await;
-        for s in stops {
-            let _ = s.send(());
-        }
         let mut acked: HashMap<&str, u64> = HashMap::new();
         for (name, w) in workers {
-            let r = w.await.unwrap().unwrap();
+            let r = w.stop().await;
             assert_eq!((r.errors, r.panicked), (0, 0), "{form:?} {name}: {r:?}");
             *acked.entry(name).or_default() += r.count(Settled::Deleted);
         }
-        let s = seen.lock().unwrap();
-        let twice: Vec<_> = s.handled.iter().filter(|(_, n)| **n != 1).collect();
+        let s = tally.lock().unwrap();
+        let twice = s.not_once();
         assert_eq!(s.overlaps, 0, "{form:?}: rows held by two handlers at once");
         assert!(
             twice.is_empty(),
