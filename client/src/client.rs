@@ -158,7 +158,8 @@ impl Client {
     /// a savepoint and they are settled one by one, so each gets its own result;
     /// an advisory statement that fails fails them all: it wrote nothing and its
     /// keys were let go with it). On the portable path a batch of lease
-    /// deliveries is one short transaction (or statement), one claim's
+    /// deliveries is one short transaction (or statement; if it fails as a
+    /// whole, they are settled one by one), one claim's
     /// deliveries one savepoint or transaction on its connection; a custom
     /// outcome is settled in turn. One result per delivery, in order; a lease
     /// lost is [`Error::LeaseLost`] for that delivery only.

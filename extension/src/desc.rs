@@ -1,11 +1,13 @@
-//! Queue descriptors: registration (validated, SQ003), loading from the
-//! registry table, and the per-backend cache of descriptors and kept plans.
+//! Queue descriptors as a backend uses them: loaded from the registry table
+//! (registration itself is `register`), checked against the table as it is
+//! now, and cached per backend with their kept plans.
 //!
 //! A backend loads a queue's descriptor once; it and its prepared statements
 //! serve until the registry or the queue's tables change: a trigger on the
 //! registry sends a relcache invalidation for it (every backend receives it at
-//! commit), and a relcache callback marks this backend's cache stale. Plans are prepared once per backend and queue
-//! and kept with `SPI_keepplan`, so claim and complete are never re-parsed.
+//! commit), and a relcache callback marks this backend's cache stale. Plans
+//! are prepared once per backend and queue and kept with `SPI_keepplan`, so
+//! claim and complete are never re-parsed.
 
 use crate::catalog::{columns_of, plain_heap, qualified_name, type_name, Column};
 pub use crate::catalog::{ext_schema, spi};

@@ -1,5 +1,7 @@
-//! Advisory-form bookkeeping of this backend: which deliveries it holds, and
-//! which keys it must unlock when the current transaction ends.
+//! What this backend holds, per session: the advisory form's deliveries and
+//! the keys it must unlock when the current transaction ends, and the rows
+//! its row_lock claims locked (with the ctid each claim locked, so an ack
+//! finds the row by it) until they are settled.
 //!
 //! docs/semantics.md, "Outcomes": an advisory outcome statement commits on its own and the key is
 //! released *after* it — also when the statement failed. queue_complete

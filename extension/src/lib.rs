@@ -3,9 +3,11 @@
 //!
 //! Layout: `api/` holds every SQL-callable function; `register` validates,
 //! compares and stores queue descriptors; `create` makes a queue's tables;
-//! `desc` loads and caches them with their kept plans; `catalog` and `citus` read the catalogs both use; `sql` builds the SQL of
-//! each queue; `ops` runs claims and outcomes; `held` keeps the advisory form's
-//! per-session state; `error` raises the product SQLSTATEs.
+//! `desc` loads and caches them with their kept plans; `catalog` and `citus`
+//! read the catalogs both use; `sql` builds the SQL of each queue, by
+//! statement family; `ops` runs claims and outcomes; `held` keeps what a
+//! session holds (advisory keys, row_lock claims); `error` raises the product
+//! SQLSTATEs. docs/architecture.md walks a claim and a settle through them.
 
 use pgrx::prelude::*;
 
