@@ -7,7 +7,7 @@
 //! (`queue_stats()` lists every queue). Without the extension (the portable
 //! path, any backend) a database has no registry: the queues are the ones
 //! described to [`Admin::connect`], each checked against its table as
-//! [`Client::portable`] checks it.
+//! [`Client::portable`](crate::Client::portable) checks it.
 
 use crate::backend::{Dialect, Registered, Registry};
 use crate::conninfo::IntoConnInfo;
@@ -72,7 +72,7 @@ impl Admin {
     }
 
     /// PostgreSQL with the settle extension, through at most `pool_size`
-    /// connections: `conn` as [`Client::connect`] takes it (a connection
+    /// connections: `conn` as [`Client::connect`](crate::Client::connect) takes it (a connection
     /// string, a [`crate::ConnInfo`], a `tokio_postgres::Config`).
     /// [`Error::Extension`] without the extension or with an older one.
     pub async fn postgres(conn: impl IntoConnInfo, pool_size: usize) -> Result<Admin> {
@@ -122,7 +122,7 @@ impl Admin {
     }
 
     /// Delete a queue's dead rows created more than `older_than` ago and/or
-    /// with `ids` (see [`Client::purge_dead`]); how many.
+    /// with `ids` (see [`Client::purge_dead`](crate::Client::purge_dead)); how many.
     pub async fn purge_dead(
         &self,
         queue: &str,
