@@ -10,8 +10,10 @@ use super::combine::{self, LeaseSettler};
 use crate::error::{Error, Result};
 use crate::outcome::{Outcome, Settled};
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
+use tokio::sync::{Mutex, OwnedMutexGuard};
 
 /// What holds a delivery's row on one backend.
 pub(crate) enum Hold<T, S: ClaimSession> {
@@ -19,8 +21,12 @@ pub(crate) enum Hold<T, S: ClaimSession> {
     Lease(T),
     /// the connection of a row_lock / advisory claim, shared by the claim's
     /// deliveries, and the claim transaction when it is lent to the handler
-    Session(Arc<S>, Option<S::Lent>),
+    Session(Arc<S>, Option<Lent<S>>),
 }
+
+/// A claim's connection, locked: lent to the handler (row_lock transactional
+/// mode) or taken for one step.
+pub(crate) type Lent<S> = OwnedMutexGuard<<S as ClaimSession>::Conn>;
 
 /// The connection a row_lock or advisory claim keeps for its deliveries: it
 /// holds the claim transaction or the advisory keys, and ends (commits, lets
@@ -29,18 +35,25 @@ pub(crate) enum Hold<T, S: ClaimSession> {
 pub(crate) trait ClaimSession: Send + Sync + Sized + 'static {
     /// The backend whose statements run on the session.
     type Backend: Send + Sync;
-    /// The claim's connection, locked: lent to the handler (row_lock
-    /// transactional mode) or taken for one settle.
-    type Lent: Send + 'static;
+    /// What the claim's connection is on this backend.
+    type Conn: Send + 'static;
 
-    /// The claim's connection: the one lent to the handler, or taken now.
-    fn claim_conn(&self, lent: Option<Self::Lent>) -> impl Future<Output = Self::Lent> + Send;
+    /// The claim's connection, behind the lock its steps and the handler take.
+    fn conn(&self) -> &Arc<Mutex<Self::Conn>>;
+
+    /// How many of the claim's deliveries are not done yet.
+    fn open(&self) -> &AtomicUsize;
+
+    /// The last delivery is done: end the claim (row_lock commits, advisory
+    /// lets its keys go and the connection returns to the pool), and say if
+    /// that failed.
+    fn end(&self, b: &Self::Backend) -> impl Future<Output = Result<()>> + Send;
 
     /// Write one delivery's outcome on the claim's connection.
     fn write_one(
         &self,
         b: &Self::Backend,
-        conn: &mut Self::Lent,
+        conn: &mut Lent<Self>,
         id: &str,
         outcome: &Outcome,
     ) -> impl Future<Output = Result<Settled>> + Send;
@@ -51,7 +64,7 @@ pub(crate) trait ClaimSession: Send + Sync + Sized + 'static {
     fn write_many(
         &self,
         b: &Self::Backend,
-        conn: &mut Self::Lent,
+        conn: &mut Lent<Self>,
         ids: &[String],
         outcome: &Outcome,
     ) -> impl Future<Output = Option<Vec<Result<Settled>>>> + Send;
@@ -60,23 +73,40 @@ pub(crate) trait ClaimSession: Send + Sync + Sized + 'static {
     fn give_back_one(
         &self,
         b: &Self::Backend,
-        conn: &mut Self::Lent,
+        conn: &mut Lent<Self>,
         id: &str,
     ) -> impl Future<Output = Result<()>> + Send;
 
-    /// One delivery is done; the last one ends the claim (row_lock commits,
-    /// advisory lets its keys go), and says if that failed.
-    fn finish_one(&self, b: &Self::Backend) -> impl Future<Output = Result<()>> + Send;
-
     /// A delivery dropped where no runtime can give it back: the connection
     /// is closed when the session's last reference goes.
-    fn abandon(&self, lent: Option<Self::Lent>);
+    fn abandon(&self, lent: Option<Lent<Self>>);
+
+    /// The claim's connection: the one lent to the handler, or taken now.
+    fn claim_conn(&self, lent: Option<Lent<Self>>) -> impl Future<Output = Lent<Self>> + Send {
+        async move {
+            match lent {
+                Some(g) => g,
+                None => self.conn().clone().lock_owned().await,
+            }
+        }
+    }
+
+    /// One delivery is done; the last one ends the claim, and says if that
+    /// failed.
+    fn finish_one(&self, b: &Self::Backend) -> impl Future<Output = Result<()>> + Send {
+        async move {
+            if self.open().fetch_sub(1, Ordering::AcqRel) != 1 {
+                return Ok(());
+            }
+            self.end(b).await
+        }
+    }
 
     /// Settle one delivery of this claim, then count it done.
     fn settle(
         &self,
         b: &Self::Backend,
-        lent: Option<Self::Lent>,
+        lent: Option<Lent<Self>>,
         id: &str,
         outcome: &Outcome,
     ) -> impl Future<Output = Result<Settled>> + Send {
@@ -119,7 +149,7 @@ pub(crate) trait ClaimSession: Send + Sync + Sized + 'static {
     fn release(
         &self,
         b: &Self::Backend,
-        lent: Option<Self::Lent>,
+        lent: Option<Lent<Self>>,
         id: &str,
     ) -> impl Future<Output = Result<()>> + Send {
         async move {
@@ -163,6 +193,21 @@ pub(crate) trait HoldBackend: LeaseSettler + Sized {
         token: Self::Token,
         ttl: Duration,
     ) -> impl Future<Output = Result<Self::Token>> + Send;
+}
+
+impl<T, S: ClaimSession> Hold<T, S> {
+    /// What holds a row a claim returned: the claim's session (row_lock,
+    /// advisory), else the row's lease token, which a lease claim must return.
+    pub(crate) fn of_claim(session: Option<&Arc<S>>, token: Option<T>, id: &str) -> Result<Self> {
+        match (session, token) {
+            (Some(s), _) => Ok(Hold::Session(s.clone(), None)),
+            (None, Some(t)) => Ok(Hold::Lease(t)),
+            (None, None) => Err(Error::database(
+                None,
+                format!("the lease claim of row {id} returned no token"),
+            )),
+        }
+    }
 }
 
 impl<T: Copy, S: ClaimSession> Hold<T, S> {

@@ -160,7 +160,15 @@ impl Session {
 
 impl ClaimSession for Session {
     type Backend = Ext;
-    type Lent = Lent;
+    type Conn = ClaimConn;
+
+    fn conn(&self) -> &Arc<Mutex<ClaimConn>> {
+        &self.conn
+    }
+
+    fn open(&self) -> &AtomicUsize {
+        &self.open
+    }
 
     /// Write one delivery's outcome with `queue_complete` on the claim's
     /// connection.
@@ -177,14 +185,6 @@ impl ClaimSession for Session {
             self.dirty.store(true, Ordering::Release);
         }
         b.settled(id, &r?)
-    }
-
-    /// The claim's connection: the one lent to the handler, or taken now.
-    async fn claim_conn(&self, lent: Option<Lent>) -> Lent {
-        match lent {
-            Some(g) => g,
-            None => self.conn.clone().lock_owned().await,
-        }
     }
 
     /// Many deliveries of this claim with one `queue_complete_many` on its
@@ -281,11 +281,9 @@ impl ClaimSession for Session {
         r
     }
 
-    /// One delivery of this session is done; the last one closes the session.
-    async fn finish_one(&self, _: &Ext) -> Result<()> {
-        if self.open.fetch_sub(1, Ordering::AcqRel) != 1 {
-            return Ok(());
-        }
+    /// The claim's last delivery is done: commit (row_lock) or clean the
+    /// connection, and let it go back to the pool.
+    async fn end(&self, _: &Ext) -> Result<()> {
         let mut g = self.conn.lock().await;
         let Some(obj) = g.obj.take() else {
             return Ok(());

@@ -282,12 +282,9 @@ impl Engine {
         )
     }
 
-    /// One delivery of a claim's session is done; the last ends the session:
-    /// row_lock commits, advisory returns its clean connection to the pool.
-    async fn finish_one(&self, session: &Session) -> Result<()> {
-        if session.open.fetch_sub(1, Ordering::AcqRel) != 1 {
-            return Ok(());
-        }
+    /// The claim's last delivery is done: row_lock commits, advisory returns
+    /// its clean connection to the pool.
+    async fn end_claim(&self, session: &Session) -> Result<()> {
         let p = session.conn.lock().await.take();
         match p {
             Some(ClaimConn::Tx(tx)) if session.broken().is_some() => {
@@ -362,13 +359,14 @@ impl Session {
 
 impl ClaimSession for Session {
     type Backend = Engine;
-    type Lent = Lent;
+    type Conn = Option<ClaimConn>;
 
-    async fn claim_conn(&self, lent: Option<Lent>) -> Lent {
-        match lent {
-            Some(g) => g,
-            None => self.conn.clone().lock_owned().await,
-        }
+    fn conn(&self) -> &Arc<Mutex<Option<ClaimConn>>> {
+        &self.conn
+    }
+
+    fn open(&self) -> &AtomicUsize {
+        &self.open
     }
 
     async fn write_one(
@@ -402,8 +400,8 @@ impl ClaimSession for Session {
         e.release_held(g.as_mut(), self, id).await
     }
 
-    async fn finish_one(&self, e: &Engine) -> Result<()> {
-        e.finish_one(self).await
+    async fn end(&self, e: &Engine) -> Result<()> {
+        e.end_claim(self).await
     }
 
     /// (the session's drop closes the connection)
