@@ -218,16 +218,7 @@ impl Ext {
                 let attempt: Option<i32> = r.get(1);
                 let token: Option<SystemTime> = r.get(2);
                 let payload: Option<JsonText> = r.get(3);
-                let hold = match (&session, token) {
-                    (Some(s), _) => Hold::Session(s.clone(), None),
-                    (None, Some(t)) => Hold::Lease(t),
-                    (None, None) => {
-                        return Err(Error::database(
-                            None,
-                            format!("the lease claim of row {id} returned no token"),
-                        ))
-                    }
-                };
+                let hold = Hold::of_claim(session.as_ref(), token, &id)?;
                 Ok(Claimed {
                     id,
                     attempt: attempt.map_or(1, |a| a.max(0) as u32),

@@ -18,7 +18,7 @@ use super::combine::{Combiner, LeaseSettler};
 use super::hold::{self, HoldBackend};
 use crate::error::{Error, Result};
 use crate::meters::Meters;
-use crate::outcome::{micros, Outcome, Settled};
+use crate::outcome::{Outcome, Settled};
 use crate::payload::Claimed;
 use crate::pool::PoolOptions;
 use crate::queue::{Form, Queue};
@@ -126,16 +126,7 @@ impl Engine {
         let session = session.map(Arc::new);
         rows.into_iter()
             .map(|c| {
-                let hold = match (&session, c.token) {
-                    (Some(s), _) => Hold::Session(s.clone(), None),
-                    (None, Some(t)) => Hold::Lease(t),
-                    (None, None) => {
-                        return Err(Error::database(
-                            None,
-                            format!("the lease claim of row {} read no token", c.id),
-                        ))
-                    }
-                };
+                let hold = Hold::of_claim(session.as_ref(), c.token, &c.id)?;
                 Ok(Claimed {
                     id: c.id,
                     attempt: c.attempt,
@@ -188,31 +179,6 @@ async fn probe(url: String, timeout: Option<Duration>) -> Result<String> {
     }
 }
 
-impl HoldBackend for Engine {
-    type Session = Session;
-
-    fn queue_name(&self) -> &str {
-        &self.queue.name
-    }
-
-    fn token_time(token: i64) -> SystemTime {
-        token_time(token)
-    }
-
-    /// A custom outcome's SQL runs once per row.
-    fn settles_together(&self, outcome: &Outcome) -> bool {
-        !matches!(outcome, Outcome::Custom(_))
-    }
-
-    async fn release_lease(&self, id: &str, token: i64) -> Result<()> {
-        self.give_lease_back(id, token).await
-    }
-
-    async fn extend_lease(&self, id: &str, token: i64, ttl: Duration) -> Result<i64> {
-        self.renew_lease(id, token, micros(ttl)).await
-    }
-}
-
 impl LeaseSettler for Engine {
     type Token = i64;
 
@@ -226,7 +192,7 @@ impl LeaseSettler for Engine {
     async fn one(&self, id: &str, token: i64, outcome: &Outcome) -> Result<Settled> {
         let r = self.settle_lease(id, token, outcome).await;
         if matches!(&r, Err(err) if !matches!(err, Error::LeaseLost(_))) {
-            let _ = self.give_lease_back(id, token).await;
+            let _ = self.release_lease(id, token).await;
         }
         r
     }
