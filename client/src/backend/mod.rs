@@ -322,20 +322,12 @@ impl Held {
         }
     }
 
-    fn backend(&self) -> Backend {
-        match self {
-            Held::Ext(e, _) => Backend::Ext(e.clone()),
-            Held::Portable(p, _) => Backend::Portable(p.clone()),
-        }
-    }
-
     /// Settle, and count it in the queue's metrics.
     pub(crate) async fn settle(self, id: String, outcome: Outcome) -> Result<Settled> {
         let start = Instant::now();
-        let b = self.backend();
-        let r = match self {
-            Held::Ext(e, h) => hold::settle(&e, id, h, outcome).await,
-            Held::Portable(p, h) => hold::settle(&p, id, h, outcome).await,
+        let (r, b) = match self {
+            Held::Ext(e, h) => (hold::settle(&e, id, h, outcome).await, Backend::Ext(e)),
+            Held::Portable(p, h) => (hold::settle(&p, id, h, outcome).await, Backend::Portable(p)),
         };
         b.meters().settle_took(start.elapsed());
         b.meters().settled(&r);
@@ -345,10 +337,9 @@ impl Held {
     /// Give back without an outcome, counted as `released`.
     pub(crate) async fn release(self, id: &str) -> Result<Settled> {
         let start = Instant::now();
-        let b = self.backend();
-        let r = match self {
-            Held::Ext(e, h) => hold::release(&*e, id, h).await,
-            Held::Portable(p, h) => hold::release(&*p, id, h).await,
+        let (r, b) = match self {
+            Held::Ext(e, h) => (hold::release(&*e, id, h).await, Backend::Ext(e)),
+            Held::Portable(p, h) => (hold::release(&*p, id, h).await, Backend::Portable(p)),
         };
         let r = r.map(|()| Settled::Released);
         b.meters().settle_took(start.elapsed());

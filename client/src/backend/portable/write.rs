@@ -4,12 +4,15 @@
 
 use super::dialect::IdKind;
 use super::engine::{again_if_deadlock, exec_with_id, text, Engine};
+use super::{token_time, Session};
+use crate::backend::hold::HoldBackend;
 use crate::error::{Error, Result};
 use crate::outcome::{micros, Outcome, Settled};
 use crate::queue::Form;
 use sqlx::any::Any;
 use sqlx::{Row, Transaction};
 use std::collections::{HashMap, HashSet};
+use std::time::{Duration, SystemTime};
 
 /// Which lease tokens an ack statement checks (see `Engine::ack_returning`).
 #[derive(Clone, Copy)]
@@ -358,9 +361,27 @@ impl Engine {
             }
         }
     }
+}
+
+/// The portable path's side of the hold protocol: its lease statements.
+impl HoldBackend for Engine {
+    type Session = Session;
+
+    fn queue_name(&self) -> &str {
+        &self.queue.name
+    }
+
+    fn token_time(token: i64) -> SystemTime {
+        token_time(token)
+    }
+
+    /// A custom outcome's SQL runs once per row.
+    fn settles_together(&self, outcome: &Outcome) -> bool {
+        !matches!(outcome, Outcome::Custom(_))
+    }
 
     /// Give a lease back: cleared at once, only while it holds the token.
-    pub(super) async fn give_lease_back(&self, id: &str, token: i64) -> Result<()> {
+    async fn release_lease(&self, id: &str, token: i64) -> Result<()> {
         let n = sqlx::query(&self.s.release_lease_sql())
             .bind(id)
             .bind(token)
@@ -374,11 +395,11 @@ impl Engine {
     }
 
     /// Lease heartbeat: a new token, or LeaseLost.
-    pub(super) async fn renew_lease(&self, id: &str, token: i64, ttl_micros: i64) -> Result<i64> {
+    async fn extend_lease(&self, id: &str, token: i64, ttl: Duration) -> Result<i64> {
         let s = &self.s;
         let mut tx = self.pool.begin_with(s.d.begin()).await?;
         let n = sqlx::query(&s.extend_sql())
-            .bind(ttl_micros)
+            .bind(micros(ttl))
             .bind(id)
             .bind(token)
             .execute(&mut *tx)
