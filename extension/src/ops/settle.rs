@@ -184,13 +184,13 @@ fn settle_given(
         let tokens = lease_tokens(queue, form, given.len(), tokens)?;
         check_row_lock(queue, form, &action)?;
         let write = write_of(&q, queue, &action)?;
-        let reached = Reached::of(queue, form, given, &tokens);
+        let mut reached = Reached::of(queue, form, given, &tokens);
         let mut results = Results {
             at,
             res: vec![None; given.len()],
             stray: Vec::new(),
         };
-        write_reached(client, &q, write, given, &reached, delay, &mut results);
+        write_reached(client, &q, write, given, &mut reached, delay, &mut results);
         // a text id that is not in canonical form ('007' for a bigint) comes back canonical
         results.canonical(client, &q, given, &reached.run);
         Ok(finish(
@@ -374,7 +374,7 @@ fn write_reached(
     q: &Queue,
     write: Write,
     given: &[String],
-    reached: &Reached,
+    reached: &mut Reached,
     delay: Option<Interval>,
     results: &mut Results<'_>,
 ) {
@@ -393,29 +393,36 @@ fn write_reached(
     if rest.is_empty() {
         return;
     }
-    let tokens = || {
+    // the statement's tokens parameter; the reached ids' tokens are not used after it
+    let tokens = |t: &mut Vec<TimestampWithTimeZone>| {
         if form == Form::Lease {
-            reached.tokens.clone().into()
+            std::mem::take(t).into()
         } else {
             DatumWithOid::null::<Vec<TimestampWithTimeZone>>()
         }
     };
-    let one_token = reached.tokens.windows(2).all(|w| w[0] == w[1]);
     if rest.len() == 1 && write == Write::Ack {
         // the hot path: one delivery acked or dropped, one plain statement
         let plan = q.settle_plan(client, PlanKey::AckOne);
         let token: Option<TimestampWithTimeZone> = reached.tokens.first().copied();
         plan.run(&[rest[0].into(), token.into()]);
-    } else if write == Write::Ack && form == Form::Lease && one_token {
+    } else if write == Write::Ack
+        && form == Form::Lease
+        && reached.tokens.windows(2).all(|w| w[0] == w[1])
+    {
         // claimed together: one token, one index scan over the ids
         let plan = q.settle_plan(client, PlanKey::AckManyOneToken);
         plan.run(&[rest.into(), reached.tokens[0].into()]);
     } else if write == Write::Ack {
         let plan = q.settle_plan(client, PlanKey::AckMany);
-        plan.run(&[rest.into(), tokens()]);
+        plan.run(&[rest.into(), tokens(&mut reached.tokens)]);
     } else {
         let plan = q.settle_plan(client, PlanKey::Settle(write));
-        plan.run(&[rest.into(), tokens(), delay.map(clock_plus).into()]);
+        plan.run(&[
+            rest.into(),
+            tokens(&mut reached.tokens),
+            delay.map(clock_plus).into(),
+        ]);
     }
     results.read(None);
 }
