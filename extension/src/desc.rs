@@ -14,7 +14,7 @@ pub use crate::catalog::{ext_schema, spi};
 use crate::citus;
 use crate::error::{bail, Result, SettleError};
 use crate::rowjson::RowEncoder;
-use crate::sql::{ident, literal, Dead, Form, PayloadKind, Shape, Write};
+use crate::sql::{ident, literal, Dead, Form, PayloadKind, Shape, Start, Write};
 use pgrx::datum::DatumWithOid;
 use pgrx::spi::{OwnedPreparedStatement, SpiClient};
 use pgrx::{pg_sys, PgOid};
@@ -26,14 +26,18 @@ use std::rc::Rc;
 /// size written into the statement (`None`: a parameter), see [`Queue::claim_plan`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum PlanKey {
+    /// `from`: the scan starts at the session's mark (see `mark`)
     ClaimRowLock {
+        from: bool,
         limit: Option<u32>,
     },
     /// row_lock claim when this transaction already holds rows of the queue
     ClaimRowLockExcept {
+        from: bool,
         limit: Option<u32>,
     },
     Take {
+        from: bool,
         limit: Option<u32>,
     },
     /// rows a lease or advisory take flagged dead, into the dead letter
@@ -44,7 +48,7 @@ pub enum PlanKey {
     },
     DeadDelete,
     Candidates {
-        after: bool,
+        start: Start,
         limit: Option<u32>,
     },
     Settle(Write),
@@ -67,9 +71,9 @@ impl PlanKey {
     /// The batch size written into a claim statement, if any.
     fn limit(&self) -> Option<u32> {
         match self {
-            PlanKey::ClaimRowLock { limit }
-            | PlanKey::ClaimRowLockExcept { limit }
-            | PlanKey::Take { limit }
+            PlanKey::ClaimRowLock { limit, .. }
+            | PlanKey::ClaimRowLockExcept { limit, .. }
+            | PlanKey::Take { limit, .. }
             | PlanKey::Candidates { limit, .. } => *limit,
             _ => None,
         }
@@ -173,9 +177,10 @@ pub struct Queue {
 }
 
 /// Most claim plans with a batch size written in, per queue and backend; a
-/// worker uses a few sizes (its batch and what is left of it). Further sizes
-/// use the plan with a LIMIT parameter, planned on each call.
-const LITERAL_PLANS: usize = 16;
+/// worker uses a few sizes (its batch and what is left of it), each from its
+/// mark and from the lowest id. Further sizes use the plan with a LIMIT
+/// parameter, planned on each call.
+const LITERAL_PLANS: usize = 32;
 
 thread_local! {
     static QUEUES: RefCell<HashMap<String, Rc<Queue>>> = RefCell::new(HashMap::new());
@@ -210,6 +215,7 @@ pub fn init() {
 pub fn queue(client: &SpiClient<'_>, name: &str) -> Result<Rc<Queue>> {
     if STALE.with(|s| s.replace(false)) {
         QUEUES.with(|q| q.borrow_mut().clear());
+        crate::mark::forget_all();
     }
     if let Some(q) = QUEUES.with(|q| q.borrow().get(name).cloned()) {
         return Ok(q);
@@ -423,6 +429,15 @@ fn checked_placement(
     Ok(placement)
 }
 
+/// A claim statement's parameter types, with the text id its scan starts at
+/// last when it has one.
+fn with_from(mut args: Vec<pg_sys::Oid>, from: bool) -> Vec<pg_sys::Oid> {
+    if from {
+        args.push(pg_sys::TEXTOID);
+    }
+    args
+}
+
 impl Queue {
     /// The kept plan of a claim statement for a batch of `n`: with `n` written
     /// as its LIMIT, so PostgreSQL reuses the plan instead of planning each call
@@ -460,9 +475,10 @@ impl Queue {
             PlanKey::AckOne => (s.ack_one(), vec![TEXTOID, TIMESTAMPTZOID]),
             PlanKey::AckTids => (s.ack_tids(), vec![TIDARRAYOID]),
             // the advisory take: the rows whose keys the claim holds
-            PlanKey::Take { limit: None } if s.form == Form::Advisory => {
-                (s.take(None), vec![TEXTARRAYOID])
-            }
+            PlanKey::Take {
+                from: false,
+                limit: None,
+            } if s.form == Form::Advisory => (s.take(false, None), vec![TEXTARRAYOID]),
             PlanKey::MoveTakenDead => (
                 s.move_taken_dead().expect("queue has a dead letter"),
                 vec![TEXTARRAYOID],
@@ -491,21 +507,25 @@ impl Queue {
         use pg_sys::{Oid, INT8OID, TEXTARRAYOID, TEXTOID, TIMESTAMPTZOID};
         let s = &self.shape;
         let (sql, args): (String, Vec<Oid>) = match &key {
-            PlanKey::ClaimRowLock { limit } => (s.claim_row_lock(false, *limit), vec![INT8OID]),
-            PlanKey::ClaimRowLockExcept { limit } => {
-                (s.claim_row_lock(true, *limit), vec![INT8OID, TEXTARRAYOID])
-            }
-            PlanKey::Take { limit } => match s.form {
-                Form::Lease => (s.take(*limit), vec![INT8OID, TIMESTAMPTZOID]),
+            PlanKey::ClaimRowLock { from, limit } => (
+                s.claim_row_lock(false, *from, *limit),
+                with_from(vec![INT8OID], *from),
+            ),
+            PlanKey::ClaimRowLockExcept { from, limit } => (
+                s.claim_row_lock(true, *from, *limit),
+                with_from(vec![INT8OID, TEXTARRAYOID], *from),
+            ),
+            PlanKey::Take { from, limit } => match s.form {
+                Form::Lease => (
+                    s.take(*from, *limit),
+                    with_from(vec![INT8OID, TIMESTAMPTZOID], *from),
+                ),
                 _ => unreachable!("the advisory take: see settle_plan"),
             },
-            PlanKey::Candidates {
-                after: false,
-                limit,
-            } => (s.advisory_candidates(false, *limit), vec![INT8OID]),
-            PlanKey::Candidates { after: true, limit } => {
-                (s.advisory_candidates(true, *limit), vec![INT8OID, TEXTOID])
-            }
+            PlanKey::Candidates { start, limit } => (
+                s.advisory_candidates(*start, *limit),
+                with_from(vec![INT8OID], *start != Start::Bottom),
+            ),
             PlanKey::AckMany
             | PlanKey::AckManyOneToken
             | PlanKey::AckOne

@@ -114,6 +114,17 @@ fn limit(n: Option<u32>) -> String {
     }
 }
 
+/// Where an advisory candidates page starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Start {
+    /// at the lowest id
+    Bottom,
+    /// at a given id (inclusive): the session's mark
+    From,
+    /// past a given id: the last of the previous page
+    After,
+}
+
 /// What a row move into the dead letter does to the attempt counter it copies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Count {

@@ -3,8 +3,9 @@
 use crate::desc::{self, spi, PlanKey, Queue};
 use crate::error::{bail, Result};
 use crate::held;
+use crate::mark;
 use crate::rawjsonb::RawJsonb;
-use crate::sql::Form;
+use crate::sql::{Form, Start};
 use pgrx::datum::{Interval, TimestampWithTimeZone};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -125,21 +126,30 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
                 // rows this transaction already claimed are locked by it, which
                 // SKIP LOCKED does not skip: leave them out, or they come again
                 let held = held::rows_claimed(queue);
-                let t = if held.is_empty() {
-                    let plan = q.claim_plan(
+                let from = mark::start(queue);
+                let mut args = vec![(batch as i64).into()];
+                let plan = if held.is_empty() {
+                    q.claim_plan(
                         client,
-                        |limit| PlanKey::ClaimRowLock { limit },
+                        |limit| PlanKey::ClaimRowLock {
+                            from: from.is_some(),
+                            limit,
+                        },
                         batch as i64,
-                    );
-                    spi(client.select(&*plan, None, &[(batch as i64).into()]))
+                    )
                 } else {
-                    let plan = q.claim_plan(
+                    args.push(held.into());
+                    q.claim_plan(
                         client,
-                        |limit| PlanKey::ClaimRowLockExcept { limit },
+                        |limit| PlanKey::ClaimRowLockExcept {
+                            from: from.is_some(),
+                            limit,
+                        },
                         batch as i64,
-                    );
-                    spi(client.select(&*plan, None, &[(batch as i64).into(), held.into()]))
+                    )
                 };
+                args.extend(from.map(Into::into));
+                let t = spi(client.select(&*plan, None, &args));
                 let mut tids = Vec::with_capacity(batch as usize);
                 read_claimed(
                     &q,
@@ -157,14 +167,28 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
             }
             Form::Lease => {
                 let lease = lease_interval(lease)?;
-                let plan = q.claim_plan(client, |limit| PlanKey::Take { limit }, batch as i64);
+                let from = mark::start(queue);
+                let plan = q.claim_plan(
+                    client,
+                    |limit| PlanKey::Take {
+                        from: from.is_some(),
+                        limit,
+                    },
+                    batch as i64,
+                );
                 let token = lease_token(lease);
-                let t = spi(client.select(&*plan, None, &[(batch as i64).into(), token.into()]));
+                let mut args = vec![(batch as i64).into(), token.into()];
+                args.extend(from.map(Into::into));
+                let t = spi(client.select(&*plan, None, &args));
                 read_claimed(&q, t.len(), &mut out, &mut dead, None);
                 oldest_first(&q, &mut out);
                 move_taken_dead(client, &q, &dead);
             }
             Form::Advisory => advisory_claim(client, &q, batch as usize, &mut out, &mut dead),
+        }
+        // oldest first: the last is the highest id taken
+        if let Some(last) = out.last() {
+            mark::claimed(queue, &last.id);
         }
         Ok(out)
     })
@@ -193,35 +217,20 @@ fn advisory_claim(
 ) {
     let page = (batch as i64) * 2 + 16;
     let mark = held::claim_mark();
-    let mut after: Option<String> = None;
+    // the first page starts at the session's mark, each next one past the last
+    let (mut start, mut at) = match mark::start(&q.shape.queue) {
+        Some(from) => (Start::From, Some(from)),
+        None => (Start::Bottom, None),
+    };
     for _round in 0..16 {
         let want = batch - out.len();
         if want == 0 {
             break;
         }
-        let t = match &after {
-            None => spi(client.select(
-                &*q.claim_plan(
-                    client,
-                    |limit| PlanKey::Candidates {
-                        after: false,
-                        limit,
-                    },
-                    page,
-                ),
-                None,
-                &[page.into()],
-            )),
-            Some(a) => spi(client.select(
-                &*q.claim_plan(
-                    client,
-                    |limit| PlanKey::Candidates { after: true, limit },
-                    page,
-                ),
-                None,
-                &[page.into(), a.as_str().into()],
-            )),
-        };
+        let plan = q.claim_plan(client, |limit| PlanKey::Candidates { start, limit }, page);
+        let mut args = vec![page.into()];
+        args.extend(at.as_deref().map(Into::into));
+        let t = spi(client.select(&*plan, None, &args));
         let cands: Vec<(String, i64)> = t
             .map(|r| {
                 (
@@ -247,13 +256,20 @@ fn advisory_claim(
                 locked.push((id.clone(), *key));
             }
         }
-        after = cands.get(examined.max(1) - 1).map(|c| c.0.clone());
+        start = Start::After;
+        at = cands.get(examined.max(1) - 1).map(|c| c.0.clone());
         if !locked.is_empty() {
             let ids: Vec<&str> = locked.iter().map(|(i, _)| i.as_str()).collect();
             // a generic plan: `id = ANY($1)` would be planned again for every
             // claim otherwise (see `desc::GenericPlan`)
-            q.settle_plan(client, PlanKey::Take { limit: None })
-                .run(&[ids.into()]);
+            q.settle_plan(
+                client,
+                PlanKey::Take {
+                    from: false,
+                    limit: None,
+                },
+            )
+            .run(&[ids.into()]);
             // SAFETY: right after the statement ran
             let rows = unsafe { pg_sys::SPI_processed } as usize;
             let before = out.len();

@@ -2,7 +2,7 @@
 
 use crate::desc::{self, spi, PlanKey};
 use crate::error::{bail, Result};
-use crate::sql::{Form, Write};
+use crate::sql::{Form, Start, Write};
 use pgrx::datum::Interval;
 use pgrx::prelude::*;
 
@@ -133,6 +133,10 @@ pub fn requeue_dead(queue: &str, ids: Option<Vec<Option<String>>>) -> Result<i64
         let q = with_dead(client, queue)?;
         let plan = q.plan(client, PlanKey::Requeue);
         let t = spi(client.update(&*plan, None, &[ids.into()]));
+        if t.len() > 0 {
+            // the rows keep their ids, below where this session's claims start
+            crate::mark::rescan(queue);
+        }
         Ok(t.len() as i64)
     })
 }
@@ -192,20 +196,32 @@ pub fn statements(s: &crate::sql::Shape) -> Vec<(String, String)> {
     let mut v = Vec::new();
     match s.form {
         Form::RowLock => {
-            v.push(("claim".into(), s.claim_row_lock(false, None)));
-            v.push(("claim_again".into(), s.claim_row_lock(true, None)));
+            v.push(("claim".into(), s.claim_row_lock(false, false, None)));
+            v.push(("claim_again".into(), s.claim_row_lock(true, false, None)));
+            v.push(("claim_from".into(), s.claim_row_lock(false, true, None)));
+            v.push((
+                "claim_again_from".into(),
+                s.claim_row_lock(true, true, None),
+            ));
         }
-        Form::Lease => v.push(("claim".into(), s.take(None))),
+        Form::Lease => {
+            v.push(("claim".into(), s.take(false, None)));
+            v.push(("claim_from".into(), s.take(true, None)));
+        }
         Form::Advisory => {
             v.push((
                 "claim_candidates".into(),
-                s.advisory_candidates(false, None),
+                s.advisory_candidates(Start::Bottom, None),
+            ));
+            v.push((
+                "claim_candidates_from".into(),
+                s.advisory_candidates(Start::From, None),
             ));
             v.push((
                 "claim_candidates_after".into(),
-                s.advisory_candidates(true, None),
+                s.advisory_candidates(Start::After, None),
             ));
-            v.push(("claim_take".into(), s.take(None)));
+            v.push(("claim_take".into(), s.take(false, None)));
         }
     }
     if let Some(m) = s.move_taken_dead() {

@@ -3,6 +3,7 @@
 use crate::desc::{self, spi, PlanKey, Queue};
 use crate::error::{bail, Result, SettleError};
 use crate::held;
+use crate::mark;
 use crate::sql::{Form, Write};
 use pgrx::datum::{DatumWithOid, Interval, TimestampWithTimeZone};
 use pgrx::pg_sys;
@@ -473,7 +474,25 @@ fn finish(
             }
         }
     }
+    // ready again now: this session's next claim starts at or below them
+    let order = mark_order(q);
+    for &i in run {
+        if matches!(res[i], Some("retried" | "released")) {
+            mark::made_ready(queue, &given[i], order);
+        }
+    }
     res
+}
+
+/// How the mark compares this queue's ids.
+fn mark_order(q: &Queue) -> mark::Order {
+    if q.shape.int_id {
+        mark::Order::Int
+    } else if q.id_type_oid == pg_sys::UUIDOID {
+        mark::Order::Uuid
+    } else {
+        mark::Order::Unknown
+    }
 }
 
 /// row_lock ack / drop of the held rows at positions `run` by the ctids their

@@ -8,10 +8,12 @@ impl Shape {
     /// with `except`, $2 text[]: ids this transaction already holds (SKIP LOCKED
     /// does not skip a transaction's own row locks, so a second claim would
     /// deliver them again).
+    /// With `from`, the next parameter ($2 or $3): text, the id the scan starts
+    /// at (see `mark`).
     /// Columns: dead bool, id text, attempt int4, token timestamptz, then the
     /// payload: the row's columns or its jsonb (see [`row_out`](Self::row_out)),
     /// then with `by_ctid` the locked row version's ctid.
-    pub fn claim_row_lock(&self, except: bool, n: Option<u32>) -> String {
+    pub fn claim_row_lock(&self, except: bool, from: bool, n: Option<u32>) -> String {
         let att = match &self.attempt {
             Some(c) => format!(
                 "(COALESCE({}, 0) {PLUS} 1)::pg_catalog.int4",
@@ -40,8 +42,22 @@ impl Shape {
                 String::new()
             },
             t = self.table,
-            ready = self.ready("_s_t"),
+            ready = self.ready_from("_s_t", from.then_some(if except { 3 } else { 2 })),
         )
+    }
+
+    /// [`ready`](Self::ready), and with `from` at or past the id in that
+    /// parameter (text): the claim's index scan starts there.
+    fn ready_from(&self, a: &str, from: Option<usize>) -> String {
+        match from {
+            Some(n) => format!(
+                "{} AND {} {GE} {}",
+                self.ready(a),
+                self.id_of(a),
+                self.cast_id(&format!("${n}::pg_catalog.text"))
+            ),
+            None => self.ready(a),
+        }
     }
 
     /// The statement that takes rows for a lease or advisory delivery: counts the
@@ -57,10 +73,11 @@ impl Shape {
     ///
     /// lease: params $1 int8 batch (unless `n` writes it, see [`limit`]),
     /// $2 timestamptz lease token (the lease's end, see `ops::lease_token`);
-    /// candidates are the first ready rows, SKIP LOCKED.
+    /// candidates are the first ready rows, SKIP LOCKED; with `from`, $3 text:
+    /// the id the scan starts at (see `mark`).
     /// advisory: params $1 text[] ids whose keys this session just locked;
     /// candidates are those still ready (fresh snapshot: re-checked after locking).
-    pub fn take(&self, n: Option<u32>) -> String {
+    pub fn take(&self, from: bool, n: Option<u32>) -> String {
         let t = &self.table;
         let id = &self.id_of("_s_t");
         match self.form {
@@ -75,7 +92,7 @@ impl Shape {
                     key = self.locator("_s_t"),
                     cid = self.locator("_s_c"),
                     oid = self.id_of("_s_c"),
-                    ready = self.ready("_s_c"),
+                    ready = self.ready_from("_s_c", from.then_some(3)),
                 );
                 self.taken_oldest_first(&update, self.locked_until.as_deref())
             }
@@ -167,13 +184,16 @@ impl Shape {
     }
 
     /// advisory candidates: ready rows in id order with their keys.
-    /// Params: $1 int8 limit (unless `n` writes it, see [`limit`]); `after`: $2
-    /// text (the last id of the previous page).
-    pub fn advisory_candidates(&self, after: bool, n: Option<u32>) -> String {
+    /// Params: $1 int8 limit (unless `n` writes it, see [`limit`]); unless
+    /// `start` is `Bottom`, $2 text: the id the page starts at (`From`, see
+    /// `mark`) or the last id of the previous page (`After`).
+    pub fn advisory_candidates(&self, start: Start, n: Option<u32>) -> String {
         let id = self.id_of("_s_t");
         let mut ready = self.ready("_s_t");
-        if after {
-            ready = format!("{ready} AND {id} {GT} {}", self.cast_id("$2"));
+        match start {
+            Start::Bottom => {}
+            Start::From => ready = format!("{ready} AND {id} {GE} {}", self.cast_id("$2")),
+            Start::After => ready = format!("{ready} AND {id} {GT} {}", self.cast_id("$2")),
         }
         format!(
             "SELECT ({id})::pg_catalog.text, {key} FROM {t} _s_t WHERE {ready} ORDER BY {id} {limit}",

@@ -1,6 +1,8 @@
 -- every outcome in every form on both layouts, through the coordinator: ack, drop, retry,
 -- retry_after, a custom outcome, the dead letter at max_attempts, requeue.
 -- step(q, n, outcomes): claim n rows, settle the i-th with outcomes[i] (past the end: the last).
+-- Rows are made ready behind the session's back below: every claim scans from the lowest id.
+SET settle.rescan_interval = 0;
 CREATE FUNCTION step(q text, n int, outcomes text[]) RETURNS TABLE(id text, attempt int, result text)
 LANGUAGE plpgsql AS $$
 DECLARE c record; i int := 0;

@@ -16,9 +16,12 @@ BEGIN
       RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || s USING ids;
     WHEN st = 'dead_rows' THEN RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || s USING 10::bigint, ids;
     WHEN st = 'purge_dead' THEN RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || s USING interval '1 day', ids;
-    WHEN st = 'claim_candidates_after' THEN RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || s USING 10::bigint, '3'::text;
+    WHEN st IN ('claim_candidates_after', 'claim_candidates_from', 'claim_from') AND s NOT LIKE 'UPDATE%' THEN
+      RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || s USING 10::bigint, '3'::text;
     WHEN st = 'claim_again' THEN RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || s USING 10::bigint, ids;
+    WHEN st = 'claim_again_from' THEN RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || s USING 10::bigint, ids, '3'::text;
     WHEN st = 'claim' AND s LIKE 'UPDATE%' THEN RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || s USING 10::bigint, t;
+    WHEN st = 'claim_from' THEN RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || s USING 10::bigint, t, '3'::text;
     WHEN st = 'stats' AND s LIKE '%$1%' THEN
       RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || s USING ARRAY[1::bigint];
     WHEN st IN ('stats', 'dead_count') THEN RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || s;

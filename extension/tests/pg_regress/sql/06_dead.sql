@@ -1,6 +1,9 @@
 -- Dead letters for operators: queue_dead lists them (id order, attempt, the whole row),
 -- queue_purge_dead deletes them by age (the created_at column) and/or by id, and
 -- queue_requeue_dead puts them back.
+-- every claim scans from the lowest id: the leases below run out behind this session's
+-- mark, which it would otherwise pass until its next rescan (14_mark)
+SET settle.rescan_interval = 0;
 SELECT queue_create('dq', 'lease', 1);
 INSERT INTO dq (payload) VALUES ('{"n": 1}'), ('{"html": "<script>alert(1)</script>"}'), ('{"n": 3}');
 SELECT id, attempt FROM queue_claim('dq', 3, '1 ms');

@@ -14,9 +14,12 @@ BEGIN
       WHEN r.statement = 'extend' THEN 'text, timestamptz, timestamptz'
       WHEN r.statement = 'ack_one' THEN 'text, timestamptz'
       WHEN r.statement IN ('claim_take', 'claim_move_dead') THEN 'text[]'
-      WHEN r.statement = 'claim_candidates_after' THEN 'bigint, text'
+      WHEN r.statement IN ('claim_candidates_after', 'claim_candidates_from') THEN 'bigint, text'
       WHEN r.statement = 'claim_again' THEN 'bigint, text[]'
+      WHEN r.statement = 'claim_again_from' THEN 'bigint, text[], text'
       WHEN r.statement = 'claim' AND form = 'lease' THEN 'bigint, timestamptz'
+      WHEN r.statement = 'claim_from' AND form = 'lease' THEN 'bigint, timestamptz, text'
+      WHEN r.statement = 'claim_from' THEN 'bigint, text'
       ELSE 'bigint' END;
     nulls := regexp_replace(types, '[a-z\[\]]+', 'NULL', 'g');
     statement := r.statement;
