@@ -160,6 +160,7 @@ CREATE FUNCTION queue_horizon() RETURNS TABLE(holder text, pid integer, name tex
   FROM pg_catalog.pg_stat_activity a
   WHERE (a.backend_xmin IS NOT NULL OR a.backend_xid IS NOT NULL)
     AND a.pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid()
+    AND a.backend_type OPERATOR(pg_catalog.<>) ALL (ARRAY['autovacuum worker', 'parallel worker'])
     AND (a.datid OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
          OR a.backend_type OPERATOR(pg_catalog.=) 'walsender')
   UNION ALL
@@ -187,8 +188,9 @@ CREATE FUNCTION queue_health(queue text DEFAULT NULL)
          pg_catalog.pg_indexes_size(q.tbl),
          GREATEST(s.last_vacuum, s.last_autovacuum),
          h.xmin_age, h.age,
-         pg_catalog.concat_ws(' ', h.holder, h.pid, h.name,
-                              '(' OPERATOR(pg_catalog.||) h.state OPERATOR(pg_catalog.||) ')')
+         CASE WHEN h.holder IS NOT NULL THEN
+           pg_catalog.concat_ws(' ', h.holder, h.pid, h.name,
+                                '(' OPERATOR(pg_catalog.||) h.state OPERATOR(pg_catalog.||) ')') END
   FROM @extschema@.settle_queues q
   LEFT JOIN pg_catalog.pg_stat_all_tables s ON s.relid OPERATOR(pg_catalog.=) q.tbl
   LEFT JOIN LATERAL (SELECT * FROM @extschema@.queue_horizon() LIMIT 1) h ON true
