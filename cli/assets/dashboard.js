@@ -35,6 +35,7 @@
         set("in_flight", dash(q.in_flight));
         set("dead", dash(q.dead));
         set("oldest", age(q.oldest_ready_age_seconds));
+        if ("dead_tuples" in q) set("dead_tuples", dash(q.dead_tuples));
         const cell = row.querySelector(".spark-cell");
         if (cell) spark(cell, q.drained_per_second || []);
       }

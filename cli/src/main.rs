@@ -39,8 +39,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Every queue with its counts: ready, delayed, in flight, dead, oldest ready age
-    Queues,
+    /// Every queue with its counts: ready, delayed, in flight, dead, oldest ready age;
+    /// with the extension also its table's dead row versions, and a warning on stderr
+    /// when something has held the xmin horizon back for long
+    Queues {
+        /// Warn when the xmin horizon has been held at least this long
+        #[arg(long, default_value = "1m", value_parser = humantime::parse_duration)]
+        horizon_warn: Duration,
+    },
     /// A queue's dead letters
     Dead {
         #[command(subcommand)]
@@ -139,9 +145,15 @@ async fn connect(cli: &Cli, pool: usize) -> Result<Admin, String> {
 async fn run(cli: Cli) -> Result<(), String> {
     let out = output::Out { json: cli.json };
     match &cli.command {
-        Command::Queues => {
+        Command::Queues { horizon_warn } => {
             let a = connect(&cli, 2).await?;
-            out.queues(&a.queues().await.map_err(|e| e.to_string())?);
+            let qs = a.queues().await.map_err(|e| e.to_string())?;
+            // the extension's queue_health (0.7.0); without it, counts only
+            let health = a.health().await.unwrap_or_default();
+            out.queues(&qs, &health);
+            if let Some(w) = output::horizon_warning(&health, *horizon_warn) {
+                eprintln!("{w}");
+            }
         }
         Command::Sql { queue } => {
             let a = connect(&cli, 2).await?;

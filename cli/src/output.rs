@@ -1,7 +1,7 @@
 //! What the commands print: a plain table for people, JSON for scripts.
 
 use serde_json::{json, Value};
-use settle::{DeadRow, QueueInfo};
+use settle::{DeadRow, Health, QueueInfo};
 use std::time::Duration;
 
 pub struct Out {
@@ -63,8 +63,8 @@ pub fn short_payload(r: &DeadRow, max: usize) -> String {
     }
 }
 
-pub fn queue_json(q: &QueueInfo) -> Value {
-    json!({
+pub fn queue_json(q: &QueueInfo, h: Option<&Health>) -> Value {
+    let mut v = json!({
         "queue": q.name,
         "form": q.form,
         "ready": q.stats.ready,
@@ -72,19 +72,71 @@ pub fn queue_json(q: &QueueInfo) -> Value {
         "in_flight": q.stats.in_flight,
         "dead": q.stats.dead,
         "oldest_ready_age_seconds": q.stats.oldest_ready_age.map(|d| d.as_secs_f64()),
-    })
+    });
+    if let Some(h) = h {
+        v["dead_tuples"] = json!(h.dead_tuples);
+        v["live_tuples"] = json!(h.live_tuples);
+        v["seconds_since_vacuum"] = json!(h.since_vacuum.map(|d| d.as_secs_f64()));
+        v["horizon"] = json!(h.horizon.as_ref().map(|x| json!({
+            "holder": x.holder,
+            "xmin_age": x.xmin_age,
+            "age_seconds": x.age.map(|d| d.as_secs_f64()),
+        })));
+    }
+    v
+}
+
+/// A horizon held this long is worth a warning on the dashboard: a minute of
+/// a busy queue's settled rows is already many dead row versions.
+pub const HORIZON_WARN: Duration = Duration::from_secs(60);
+
+/// A warning when the xmin horizon has been held at least `after` (the
+/// holder is the same for every queue of a database).
+pub fn horizon_warning(health: &[Health], after: Duration) -> Option<String> {
+    let held = health.iter().find_map(|h| h.horizon.as_ref())?;
+    let age = held.age?;
+    if age < after {
+        return None;
+    }
+    let dead: i64 = health.iter().filter_map(|h| h.dead_tuples).sum();
+    Some(format!(
+        "warning: the xmin horizon has been held for {} by {} ({} transactions): vacuum cannot \
+         remove the row versions settled since ({dead} dead in the queue tables now); see \
+         docs/operations.md, \"The xmin horizon\"",
+        self::age(age),
+        held.holder,
+        held.xmin_age
+    ))
 }
 
 impl Out {
-    pub fn queues(&self, qs: &[QueueInfo]) {
+    /// The queues' counts, with their tables' dead row versions where
+    /// `health` has them (the extension's `queue_health`).
+    pub fn queues(&self, qs: &[QueueInfo], health: &[Health]) {
+        let of = |q: &QueueInfo| health.iter().find(|h| h.name == q.name);
         if self.json {
-            println!("{}", Value::Array(qs.iter().map(queue_json).collect()));
+            println!(
+                "{}",
+                Value::Array(qs.iter().map(|q| queue_json(q, of(q))).collect())
+            );
             return;
+        }
+        let mut head = vec![
+            "QUEUE",
+            "FORM",
+            "READY",
+            "DELAYED",
+            "IN FLIGHT",
+            "DEAD",
+            "OLDEST READY",
+        ];
+        if !health.is_empty() {
+            head.push("DEAD TUPLES");
         }
         let rows: Vec<Vec<String>> = qs
             .iter()
             .map(|q| {
-                vec![
+                let mut r = vec![
                     q.name.clone(),
                     q.form.clone(),
                     q.stats.ready.to_string(),
@@ -92,24 +144,14 @@ impl Out {
                     opt(q.stats.in_flight),
                     opt(q.stats.dead),
                     q.stats.oldest_ready_age.map_or("-".into(), age),
-                ]
+                ];
+                if !health.is_empty() {
+                    r.push(opt(of(q).and_then(|h| h.dead_tuples)));
+                }
+                r
             })
             .collect();
-        println!(
-            "{}",
-            table(
-                &[
-                    "QUEUE",
-                    "FORM",
-                    "READY",
-                    "DELAYED",
-                    "IN FLIGHT",
-                    "DEAD",
-                    "OLDEST READY"
-                ],
-                &rows
-            )
-        );
+        println!("{}", table(&head, &rows));
     }
 
     pub fn dead_list(&self, rows: &[DeadRow]) {

@@ -19,6 +19,47 @@ fn settle(args: &[String]) -> (i32, String, String) {
     )
 }
 
+/// With the extension, `settle queues` shows the table's dead row versions,
+/// and warns on stderr while another session holds the xmin horizon (a
+/// REPEATABLE READ snapshot here) for at least `--horizon-warn`.
+async fn horizon_warned(base: &[String], pool: &sqlx::AnyPool, t: &str) {
+    let (rc, out, err) = settle(&args(base, &["--json", "queues"]));
+    assert_eq!(rc, 0, "{err}");
+    let qs: Value = serde_json::from_str(&out).unwrap();
+    let mine = qs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["queue"] == t)
+        .unwrap();
+    assert!(mine["dead_tuples"].is_i64(), "{mine}");
+    let mut holder = pool.acquire().await.unwrap();
+    for sql in ["BEGIN ISOLATION LEVEL REPEATABLE READ", "SELECT 1"] {
+        sqlx::raw_sql(sql).execute(&mut *holder).await.unwrap();
+    }
+    let (rc, out, err) = settle(&args(base, &["queues", "--horizon-warn", "0s"]));
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains("DEAD TUPLES"), "{out}");
+    assert!(
+        err.contains("warning: the xmin horizon has been held") && err.contains("session "),
+        "{err}"
+    );
+    let (_, out, _) = settle(&args(base, &["--json", "queues"]));
+    let qs: Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        qs.as_array().unwrap()[0]["horizon"]["holder"]
+            .as_str()
+            .is_some_and(|h| h.starts_with("session ")),
+        "{qs}"
+    );
+    let (_, _, err) = settle(&args(base, &["queues"]));
+    assert!(
+        !err.contains("warning"),
+        "held for less than a minute: {err}"
+    );
+    sqlx::raw_sql("COMMIT").execute(&mut *holder).await.unwrap();
+}
+
 fn args(base: &[String], more: &[&str]) -> Vec<String> {
     base.iter()
         .cloned()
@@ -67,6 +108,9 @@ async fn commands(b: Backend) {
         (Some(0), Some(3), Some("lease")),
         "{b:?}: {mine}"
     );
+    if b == Backend::PgExtension {
+        horizon_warned(&base, &pool, &t).await;
+    }
 
     let (rc, out, _) = settle(&args(&base, &["dead", "list", &t]));
     assert_eq!(rc, 0, "{b:?}");

@@ -13,7 +13,7 @@ use crate::backend::{Dialect, Registered, Registry};
 use crate::conninfo::IntoConnInfo;
 use crate::error::{Error, Result};
 use crate::queue::Queue;
-use crate::stats::{DeadRow, QueueInfo};
+use crate::stats::{DeadRow, Health, QueueInfo};
 use std::time::Duration;
 
 /// Operations on every queue of one database. Cheap to clone.
@@ -104,6 +104,14 @@ impl Admin {
     /// Every queue with its counts, in name order.
     pub async fn queues(&self) -> Result<Vec<QueueInfo>> {
         self.registry.queues().await
+    }
+
+    /// Every queue's table health — dead row versions, sizes, last vacuum —
+    /// and the oldest holder of the xmin horizon, in name order
+    /// (`queue_health`: extension 0.7.0 or later; [`Error::Extension`] with
+    /// an older one, [`Error::Unsupported`] on the portable path).
+    pub async fn health(&self) -> Result<Vec<Health>> {
+        self.registry.health().await
     }
 
     /// A queue's dead rows in id order: at most `limit`, or those with `ids`.

@@ -68,7 +68,7 @@ pub use error::{DbError, Error, Result};
 pub use outcome::{Outcome, Settled};
 pub use pool::PoolOptions;
 pub use queue::{Form, Queue, Role};
-pub use stats::{DeadRow, QueueInfo, Stats};
+pub use stats::{DeadRow, Health, HorizonHolder, QueueInfo, Stats};
 pub use worker::{HandlerResult, QueueSet, WorkerOptions, WorkerReport};
 
 /// Re-exported so callers can build a connection config without naming the driver crate.

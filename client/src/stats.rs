@@ -1,5 +1,5 @@
 //! What operators read about a queue, as every backend reports it: its
-//! counts and its dead rows.
+//! counts, its dead rows, and the health of its table.
 
 use std::time::Duration;
 
@@ -39,6 +39,41 @@ pub struct QueueInfo {
     pub form: String,
     /// its counts
     pub stats: Stats,
+}
+
+/// What decides how much a claim walks over (`queue_health`): the queue
+/// table's dead row versions and vacuum, and what holds the xmin horizon.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Health {
+    /// the queue's name
+    pub name: String,
+    /// row versions of its table vacuum has not removed (yet), per the
+    /// server's statistics; queues sharing a table report the same
+    pub dead_tuples: Option<i64>,
+    /// live rows, per the same statistics
+    pub live_tuples: Option<i64>,
+    /// the table's size and its indexes', bytes
+    pub table_bytes: Option<i64>,
+    /// its indexes' size, bytes
+    pub index_bytes: Option<i64>,
+    /// how long ago its last vacuum or autovacuum ended
+    pub since_vacuum: Option<Duration>,
+    /// the oldest holder of the database's xmin horizon, if any
+    pub horizon: Option<HorizonHolder>,
+}
+
+/// What holds back the xmin horizon (`queue_horizon`): while it does, vacuum
+/// removes no row version deleted after it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HorizonHolder {
+    /// who: `session 4242 report@psql (idle in transaction)`,
+    /// `replication slot standby1 (inactive)`, ...
+    pub holder: String,
+    /// transactions since the xmin it holds
+    pub xmin_age: i64,
+    /// how long it has held it, where the server says (a session's open
+    /// transaction, a prepared transaction)
+    pub age: Option<Duration>,
 }
 
 /// Microseconds (as the databases report an age) as a duration; a negative

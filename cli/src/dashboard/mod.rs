@@ -107,9 +107,11 @@ async fn index(State(app): Shared) -> Response {
     match app.admin.queues().await {
         Ok(qs) => {
             let spark = app.samples.rates();
+            // the extension's queue_health (0.7.0); without it, counts only
+            let health = app.admin.health().await.unwrap_or_default();
             page(
                 StatusCode::OK,
-                pages::index(&app.admin.backend(), &qs, &spark, app.sample_every),
+                pages::index(&app.admin.backend(), &qs, &health, &spark, app.sample_every),
             )
         }
         Err(e) => fail(
@@ -260,10 +262,12 @@ async fn api_queues(State(app): Shared) -> Response {
     match app.admin.queues().await {
         Ok(qs) => {
             let rates = app.samples.rates();
+            let health = app.admin.health().await.unwrap_or_default();
             let v: Vec<serde_json::Value> = qs
                 .iter()
                 .map(|q| {
-                    let mut j = crate::output::queue_json(q);
+                    let mut j =
+                        crate::output::queue_json(q, health.iter().find(|h| h.name == q.name));
                     j["drained_per_second"] =
                         serde_json::json!(rates.get(&q.name).cloned().unwrap_or_default());
                     j

@@ -2,7 +2,7 @@
 //! (queue names, ids, payloads) is always text.
 
 use maud::{html, Markup, DOCTYPE};
-use settle::{DeadRow, QueueInfo};
+use settle::{DeadRow, Health, QueueInfo};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -66,21 +66,33 @@ fn sparkline(rates: &[f64]) -> Markup {
 pub fn index(
     backend: &str,
     qs: &[QueueInfo],
+    health: &[Health],
     rates: &HashMap<String, Vec<f64>>,
     every: Duration,
 ) -> Markup {
+    let dead_tuples = |q: &QueueInfo| {
+        health
+            .iter()
+            .find(|h| h.name == q.name)
+            .and_then(|h| h.dead_tuples)
+    };
     layout(
         "Queues",
         backend,
         html! {
             h1 { "Queues" }
+            @if let Some(w) = crate::output::horizon_warning(health, crate::output::HORIZON_WARN) {
+                p.warning role="alert" { (w) }
+            }
             @if qs.is_empty() {
                 p.empty { "No queues are registered in this database." }
             } @else {
                 table #queues data-refresh-ms=(every.as_millis()) {
                     thead { tr {
                         th { "Queue" } th { "Form" } th.n { "Ready" } th.n { "Delayed" }
-                        th.n { "In flight" } th.n { "Dead" } th.n { "Oldest ready" } th { "Drained (net)" }
+                        th.n { "In flight" } th.n { "Dead" } th.n { "Oldest ready" }
+                        @if !health.is_empty() { th.n { "Dead tuples" } }
+                        th { "Drained (net)" }
                     } }
                     tbody {
                         @for q in qs {
@@ -92,6 +104,7 @@ pub fn index(
                                 td.n data-field="in_flight" { (opt(q.stats.in_flight)) }
                                 td.n data-field="dead" { (opt(q.stats.dead)) }
                                 td.n data-field="oldest" { (q.stats.oldest_ready_age.map_or("–".into(), crate::output::age)) }
+                                @if !health.is_empty() { td.n data-field="dead_tuples" { (opt(dead_tuples(q))) } }
                                 td.spark-cell { (sparkline(rates.get(&q.name).map(Vec::as_slice).unwrap_or(&[]))) }
                             }
                         }

@@ -27,7 +27,7 @@ use crate::outcome::{Outcome, Settled};
 use crate::payload;
 use crate::pool::PoolOptions;
 use crate::queue::Queue;
-use crate::stats::{DeadRow, QueueInfo, Stats};
+use crate::stats::{DeadRow, Health, QueueInfo, Stats};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::Notify;
@@ -474,6 +474,18 @@ impl Registry {
                 out.sort_by(|a, b| a.name.cmp(&b.name));
                 Ok(out)
             }
+        }
+    }
+
+    /// Every queue's table health and the xmin horizon's oldest holder
+    /// (the extension, 0.7.0 or later).
+    pub(crate) async fn health(&self) -> Result<Vec<Health>> {
+        match self {
+            Registry::Ext { pool, version } => ext::admin::health(pool, version).await,
+            Registry::Described { dialect, .. } => Err(Error::unsupported(format!(
+                "queue health comes from the settle extension's queue_health(); {} has none",
+                dialect.name()
+            ))),
         }
     }
 

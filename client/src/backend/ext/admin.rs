@@ -5,9 +5,9 @@
 
 use super::connect::Statements;
 use super::sql::*;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::outcome::micros;
-use crate::stats::{age_from_micros, DeadRow, QueueInfo, Stats};
+use crate::stats::{age_from_micros, DeadRow, Health, HorizonHolder, QueueInfo, Stats};
 use deadpool_postgres::Pool;
 use std::time::Duration;
 
@@ -34,6 +34,35 @@ pub(crate) async fn queues(pool: &Pool) -> Result<Vec<QueueInfo>> {
             name: r.get(0),
             form: r.get(1),
             stats: stats_of(r),
+        })
+        .collect())
+}
+
+/// Every registered queue's [`Health`]; [`Error::Extension`] before 0.7.0.
+pub(crate) async fn health(pool: &Pool, version: &str) -> Result<Vec<Health>> {
+    if !super::version_at_least(version, HEALTH_SINCE) {
+        return Err(Error::Extension {
+            installed: Some(version.to_owned()),
+            required: HEALTH_SINCE,
+        });
+    }
+    let c = pool.get().await?;
+    Ok(UNNAMED
+        .query(&c, &HEALTH, &[])
+        .await?
+        .iter()
+        .map(|r| Health {
+            name: r.get(0),
+            dead_tuples: r.get(1),
+            live_tuples: r.get(2),
+            table_bytes: r.get(3),
+            index_bytes: r.get(4),
+            since_vacuum: age_from_micros(r.get(5)),
+            horizon: r.get::<_, Option<String>>(6).map(|holder| HorizonHolder {
+                holder,
+                xmin_age: r.get::<_, Option<i32>>(7).map_or(0, i64::from),
+                age: age_from_micros(r.get(8)),
+            }),
         })
         .collect())
 }

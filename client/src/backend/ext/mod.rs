@@ -78,10 +78,16 @@ pub const EXTENSION_VERSION: &str = "0.6.0";
 /// [`EXTENSION_VERSION`]? Compared as numbers; a version that does not parse
 /// is not.
 fn version_at_least_required(installed: &str) -> bool {
+    version_at_least(installed, EXTENSION_VERSION)
+}
+
+/// Is `installed` at least `need`? Compared as numbers; a version that does
+/// not parse is not.
+pub(crate) fn version_at_least(installed: &str, need: &str) -> bool {
     fn parts(v: &str) -> Option<Vec<u64>> {
         v.split('.').map(|p| p.parse().ok()).collect()
     }
-    match (parts(installed), parts(EXTENSION_VERSION)) {
+    match (parts(installed), parts(need)) {
         (Some(have), Some(need)) => have >= need,
         _ => false,
     }

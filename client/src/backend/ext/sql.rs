@@ -76,6 +76,16 @@ pub(crate) const QUEUES: Stmt = Stmt {
           CAST(EXTRACT(EPOCH FROM oldest_ready_age) * 1000000 AS BIGINT) FROM queue_stats()",
     types: &[],
 };
+/// Needs extension 0.7.0 ([`HEALTH_SINCE`]).
+pub(crate) const HEALTH: Stmt = Stmt {
+    sql: "SELECT queue, dead_tuples, live_tuples, table_bytes, index_bytes, \
+          CAST(EXTRACT(EPOCH FROM now() - last_vacuum) * 1000000 AS BIGINT), horizon_holder, \
+          horizon_xmin_age, CAST(EXTRACT(EPOCH FROM horizon_age) * 1000000 AS BIGINT) \
+          FROM queue_health()",
+    types: &[],
+};
+/// The extension version that has `queue_health`.
+pub(crate) const HEALTH_SINCE: &str = "0.7.0";
 pub(crate) const DEAD_ROWS: Stmt = Stmt {
     sql: "SELECT id, attempt, row FROM queue_dead($1, $2, $3)",
     types: &[TEXT, INT8, TEXTS],
