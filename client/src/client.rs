@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::outcome::{Outcome, Settled};
 use crate::pool::PoolOptions;
 use crate::queue::Queue;
-use crate::stats::{DeadRow, Stats};
+use crate::stats::{DeadRow, Health, Stats};
 use deadpool_postgres::Pool;
 use std::time::Instant;
 use tracing::Instrument;
@@ -149,6 +149,13 @@ impl Client {
     /// Counts of this queue.
     pub async fn stats(&self) -> Result<Stats> {
         self.backend.stats().await
+    }
+
+    /// This queue's table health and the oldest holder of the xmin horizon
+    /// (`queue_health`: extension 0.7.0; [`Error::Extension`] with an older
+    /// one, [`Error::Unsupported`] on the portable path).
+    pub async fn health(&self) -> Result<Health> {
+        self.backend.health().await
     }
 
     /// Settle many deliveries with one outcome. On the extension this is one

@@ -6,7 +6,8 @@
 
 use crate::error::{Error, Result};
 use crate::outcome::Settled;
-use metrics::{counter, histogram, Counter, Histogram};
+use crate::stats::Health;
+use metrics::{counter, gauge, histogram, Counter, Gauge, Histogram};
 use std::time::Duration;
 
 /// Deliveries claimed. Labels: `queue`.
@@ -30,6 +31,13 @@ pub const HANDLER_SECONDS: &str = "settle_handler_seconds";
 /// Seconds a settle took (for a batch settle, the whole batch). Labels: `queue`.
 pub const SETTLE_SECONDS: &str = "settle_settle_seconds";
 
+/// Row versions of the queue's table that vacuum has not removed, per the
+/// server's statistics (`queue_health`), sampled by a running worker. Labels: `queue`.
+pub const DEAD_TUPLES: &str = "settle_dead_tuples";
+/// Seconds the oldest holder of the database's xmin horizon has held it
+/// (`queue_health`; 0 when nothing holds it), sampled by a running worker. Labels: `queue`.
+pub const HORIZON_AGE_SECONDS: &str = "settle_horizon_age_seconds";
+
 const OUTCOMES: [(Settled, &str); 7] = [
     (Settled::Deleted, "deleted"),
     (Settled::Marked, "marked"),
@@ -52,6 +60,8 @@ pub(crate) struct Meters {
     claim_seconds: Histogram,
     handler_seconds: Histogram,
     settle_seconds: Histogram,
+    dead_tuples: Gauge,
+    horizon_age: Gauge,
 }
 
 impl Meters {
@@ -67,7 +77,9 @@ impl Meters {
             settle_errors: counter!(ERRORS, "queue" => q.clone(), "op" => "settle"),
             claim_seconds: histogram!(CLAIM_SECONDS, "queue" => q.clone()),
             handler_seconds: histogram!(HANDLER_SECONDS, "queue" => q.clone()),
-            settle_seconds: histogram!(SETTLE_SECONDS, "queue" => q),
+            settle_seconds: histogram!(SETTLE_SECONDS, "queue" => q.clone()),
+            dead_tuples: gauge!(DEAD_TUPLES, "queue" => q.clone()),
+            horizon_age: gauge!(HORIZON_AGE_SECONDS, "queue" => q),
         }
     }
 
@@ -109,6 +121,13 @@ impl Meters {
         self.settle_seconds.record(took.as_secs_f64());
     }
 
+    /// A sample of the queue's [`Health`].
+    pub(crate) fn health(&self, h: &Health) {
+        self.dead_tuples.set(h.dead_tuples.unwrap_or(0) as f64);
+        let held = h.horizon.as_ref().and_then(|x| x.age);
+        self.horizon_age.set(held.map_or(0.0, |d| d.as_secs_f64()));
+    }
+
     pub(crate) fn handler(&self, took: Duration, panicked: bool) {
         self.handler_seconds.record(took.as_secs_f64());
         if panicked {
@@ -121,6 +140,43 @@ impl Meters {
 mod tests {
     use super::*;
     use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+
+    #[test]
+    fn health_sets_the_gauges() {
+        let rec = DebuggingRecorder::new();
+        let snap = rec.snapshotter();
+        let m = metrics::with_local_recorder(&rec, || Meters::new("q"));
+        m.health(&Health {
+            name: "q".into(),
+            dead_tuples: Some(1200),
+            live_tuples: Some(3),
+            table_bytes: Some(8192),
+            index_bytes: Some(8192),
+            since_vacuum: None,
+            horizon: Some(crate::stats::HorizonHolder {
+                holder: "session 1 x@y (idle in transaction)".into(),
+                xmin_age: 5000,
+                age: Some(Duration::from_secs(90)),
+            }),
+        });
+        let mut got: Vec<(String, f64)> = snap
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .filter_map(|(k, _, _, v)| match v {
+                DebugValue::Gauge(g) => Some((k.key().name().to_owned(), g.into_inner())),
+                _ => None,
+            })
+            .collect();
+        got.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(
+            got,
+            vec![
+                (DEAD_TUPLES.to_owned(), 1200.0),
+                (HORIZON_AGE_SECONDS.to_owned(), 90.0)
+            ]
+        );
+    }
 
     #[test]
     fn each_settle_result_has_its_counter() {

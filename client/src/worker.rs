@@ -37,6 +37,11 @@ pub struct WorkerOptions {
     /// jittered so that workers which lost the database together do not
     /// return in step.
     pub max_backoff: Duration,
+    /// How often to sample each queue's health (`queue_health`: dead row
+    /// versions, the xmin horizon) into the `settle_dead_tuples` and
+    /// `settle_horizon_age_seconds` gauges. `None`: never. Needs extension
+    /// 0.7.0; elsewhere the worker does not sample.
+    pub health_every: Option<Duration>,
 }
 
 impl Default for WorkerOptions {
@@ -48,6 +53,7 @@ impl Default for WorkerOptions {
             drain_timeout: None,
             listen: true,
             max_backoff: Duration::from_secs(10),
+            health_every: Some(Duration::from_secs(30)),
         }
     }
 }
@@ -251,6 +257,15 @@ where
     } else {
         Vec::new()
     };
+    let samplers: Vec<_> = opts
+        .health_every
+        .map(|every| {
+            clients
+                .iter()
+                .map(|c| tokio::spawn(sample_health(c.clone(), every)))
+                .collect()
+        })
+        .unwrap_or_default();
     let mut next = 0;
     let mut backoff = vec![Backoff::default(); clients.len()];
     tokio::pin!(shutdown);
@@ -302,13 +317,31 @@ where
         run.spawn(&mut tasks, deliveries, permits);
     }
     // graceful stop: no more claims; finish or give back what is running
-    for l in listeners {
+    for l in listeners.into_iter().chain(samplers) {
         l.abort();
     }
     drain(tasks, &report, opts.drain_timeout).await;
     let mut r = report.lock().unwrap().clone();
     r.unsettled = unsettled.load(std::sync::atomic::Ordering::Relaxed);
     Ok(r)
+}
+
+/// Sample `client`'s queue health into its gauges every `every`, until
+/// aborted; stops at once where there is no `queue_health`.
+async fn sample_health(client: Client, every: Duration) {
+    loop {
+        match client.health().await {
+            Ok(h) => client.meters().health(&h),
+            Err(e @ (crate::Error::Unsupported(_) | crate::Error::Extension { .. })) => {
+                tracing::debug!(queue = %client.queue().name, reason = %e, "no queue health to sample");
+                return;
+            }
+            Err(e) => {
+                tracing::debug!(queue = %client.queue().name, error = %e, "queue health not sampled")
+            }
+        }
+        tokio::time::sleep(every).await;
+    }
 }
 
 /// What runs the handlers of one claim's deliveries.

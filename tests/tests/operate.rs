@@ -169,6 +169,39 @@ async fn no_dead_letter(b: Backend) {
     }
 }
 
+/// Queue health: with the extension, the table's dead row versions and the
+/// session holding the xmin horizon (a REPEATABLE READ snapshot here), through
+/// the client and `Admin`; elsewhere `Unsupported`.
+async fn health(b: Backend) {
+    let pool = admin(b).await;
+    let t = table(b, &pool, "health", 3).await;
+    let c = b.client(Queue::new(&t, &t)).await.unwrap();
+    if b != Backend::PgExtension {
+        assert!(
+            matches!(c.health().await, Err(Error::Unsupported(_))),
+            "{b:?}"
+        );
+        return;
+    }
+    let mut holder = pool.acquire().await.unwrap();
+    for sql in ["BEGIN ISOLATION LEVEL REPEATABLE READ", "SELECT 1"] {
+        sqlx::raw_sql(sql).execute(&mut *holder).await.unwrap();
+    }
+    for d in c.claim(3).await.unwrap() {
+        d.ack().await.unwrap();
+    }
+    let h = c.health().await.unwrap();
+    assert_eq!(h.name, t, "{h:?}");
+    assert!(h.table_bytes.unwrap_or(0) > 0, "{h:?}");
+    let held = h.horizon.expect("the snapshot holds the horizon");
+    assert!(held.holder.starts_with("session "), "{held:?}");
+    assert!(held.age.is_some(), "{held:?}");
+    let a = Admin::connect(&b.admin_url(), 1, vec![]).await.unwrap();
+    let all = a.health().await.unwrap();
+    assert!(all.iter().any(|x| x.name == t), "{all:?}");
+    sqlx::raw_sql("COMMIT").execute(&mut *holder).await.unwrap();
+}
+
 macro_rules! cell {
     ($cell:ident: $b:expr) => {
         mod $cell {
@@ -183,6 +216,12 @@ macro_rules! cell {
             async fn admin_view() {
                 if selected($b) {
                     super::admin_view($b).await;
+                }
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn health() {
+                if selected($b) {
+                    super::health($b).await;
                 }
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

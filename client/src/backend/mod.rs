@@ -199,6 +199,15 @@ impl Backend {
         }
     }
 
+    pub(crate) async fn health(&self) -> Result<Health> {
+        match self {
+            Backend::Ext(e) => e.health().await,
+            Backend::Portable(_) => Err(Error::unsupported(
+                "queue health comes from the settle extension's queue_health()",
+            )),
+        }
+    }
+
     pub(crate) async fn requeue_dead(&self, ids: Option<&[String]>) -> Result<i64> {
         match self {
             Backend::Ext(e) => ext::admin::requeue_dead(e.pool(), &e.queue.name, ids).await,
@@ -481,7 +490,7 @@ impl Registry {
     /// (the extension, 0.7.0 or later).
     pub(crate) async fn health(&self) -> Result<Vec<Health>> {
         match self {
-            Registry::Ext { pool, version } => ext::admin::health(pool, version).await,
+            Registry::Ext { pool, version } => ext::admin::health(pool, version, None).await,
             Registry::Described { dialect, .. } => Err(Error::unsupported(format!(
                 "queue health comes from the settle extension's queue_health(); {} has none",
                 dialect.name()

@@ -38,8 +38,9 @@ pub(crate) async fn queues(pool: &Pool) -> Result<Vec<QueueInfo>> {
         .collect())
 }
 
-/// Every registered queue's [`Health`]; [`Error::Extension`] before 0.7.0.
-pub(crate) async fn health(pool: &Pool, version: &str) -> Result<Vec<Health>> {
+/// The [`Health`] of `queue`, or of every registered queue; [`Error::Extension`]
+/// before 0.7.0.
+pub(crate) async fn health(pool: &Pool, version: &str, queue: Option<&str>) -> Result<Vec<Health>> {
     if !super::version_at_least(version, HEALTH_SINCE) {
         return Err(Error::Extension {
             installed: Some(version.to_owned()),
@@ -48,7 +49,7 @@ pub(crate) async fn health(pool: &Pool, version: &str) -> Result<Vec<Health>> {
     }
     let c = pool.get().await?;
     Ok(UNNAMED
-        .query(&c, &HEALTH, &[])
+        .query(&c, &HEALTH, &[&queue])
         .await?
         .iter()
         .map(|r| Health {

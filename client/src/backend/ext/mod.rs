@@ -18,7 +18,7 @@ use crate::outcome::{micros, Outcome, Settled};
 use crate::payload::{Claimed, Payload};
 use crate::pool::PoolOptions;
 use crate::queue::{Form, Queue};
-use crate::stats::Stats;
+use crate::stats::{Health, Stats};
 use connect::{Connector, Notices, Statements};
 use deadpool_postgres::Pool;
 pub(crate) use session::Session;
@@ -39,6 +39,8 @@ pub(crate) struct Ext {
     statements: Statements,
     acks: Combiner<SystemTime>,
     pub(crate) meters: Meters,
+    /// the installed extension's version
+    version: String,
 }
 
 /// What holds a delivery on the extension backend.
@@ -142,7 +144,7 @@ impl Ext {
             )));
         }
         let c = pool.get().await?;
-        check_version(&c, statements).await?;
+        let version = check_version(&c, statements).await?;
         let checked = descriptor::check(&c, statements, &queue).await?;
         drop(c);
         Ok(Arc::new(Ext {
@@ -153,6 +155,7 @@ impl Ext {
             listen,
             statements,
             acks: Combiner::default(),
+            version,
         }))
     }
 
@@ -233,6 +236,16 @@ impl Ext {
                 })
             })
             .collect()
+    }
+
+    /// This queue's [`Health`] (`queue_health`, extension 0.7.0).
+    pub(crate) async fn health(&self) -> Result<Health> {
+        admin::health(&self.pool, &self.version, Some(&self.queue.name))
+            .await?
+            .pop()
+            .ok_or_else(|| {
+                Error::unknown_queue(format!("queue \"{}\" is not registered", self.queue.name))
+            })
     }
 
     pub(crate) async fn stats(&self) -> Result<Stats> {

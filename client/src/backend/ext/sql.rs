@@ -81,8 +81,8 @@ pub(crate) const HEALTH: Stmt = Stmt {
     sql: "SELECT queue, dead_tuples, live_tuples, table_bytes, index_bytes, \
           CAST(EXTRACT(EPOCH FROM now() - last_vacuum) * 1000000 AS BIGINT), horizon_holder, \
           horizon_xmin_age, CAST(EXTRACT(EPOCH FROM horizon_age) * 1000000 AS BIGINT) \
-          FROM queue_health()",
-    types: &[],
+          FROM queue_health($1)",
+    types: &[TEXT],
 };
 /// The extension version that has `queue_health`.
 pub(crate) const HEALTH_SINCE: &str = "0.7.0";
