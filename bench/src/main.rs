@@ -13,12 +13,15 @@
 
 mod citus;
 mod client;
+mod loops;
 mod portable;
+mod pressure;
+
+use loops::run_workers;
 
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 use tokio_postgres::{Client, NoTls};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,6 +72,11 @@ struct Args {
     backlogs: Vec<usize>,
     /// seconds of the sustained (dead tuple) run, or 0
     sustained: u64,
+    /// in the sustained run, hold a snapshot for 120 s every this many seconds
+    /// (`--hold-every SECS`), or 0
+    hold_every: u64,
+    /// backlogs of the horizon-held grid (`--horizon`, `--horizon-jobs N,N`)
+    horizon: Vec<usize>,
     /// storage parameters set on every settle/floor queue table before it is
     /// filled (`--table-options "fillfactor = 100"`, or `reset` for the
     /// server's defaults in place of `queue_create`'s)
@@ -119,6 +127,8 @@ fn args() -> Args {
         awa: None,
         backlogs: Vec::new(),
         sustained: 0,
+        hold_every: 0,
+        horizon: Vec::new(),
         table_options: None,
         pgmq_table_options: None,
         max_attempts: None,
@@ -173,6 +183,22 @@ fn args() -> Args {
                 i += 1;
             }
             "--scaling-10m" => a.backlogs = vec![10_000, 1_000_000, 10_000_000],
+            "--hold-every" => {
+                a.hold_every = v[i + 1].parse().expect("--hold-every SECONDS");
+                i += 1;
+            }
+            // W=4, B=1 unless --workers / --batches follow
+            "--horizon" => {
+                a.horizon = vec![20_000, 100_000];
+                a.workers = vec![4];
+                a.batches = vec![1];
+            }
+            "--horizon-jobs" => {
+                a.horizon = list(&v[i + 1], "--horizon-jobs");
+                a.workers = vec![4];
+                a.batches = vec![1];
+                i += 1;
+            }
             "--graphile" => {
                 a.graphile = Some(v[i + 1].clone());
                 i += 1;
@@ -227,7 +253,7 @@ fn args() -> Args {
                 a.workers = vec![1, 4];
                 a.batches = vec![1, 100];
             }
-            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --client-only, --transaction-pooler, --portable, --mixed, --mariadb URL, --sqlite PATH, --citus CONN, --pgmq CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --sustained SECONDS, --table-options OPTS|reset, --pgmq-table-options OPTS|reset, --max-attempts N"),
+            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --client-only, --transaction-pooler, --portable, --mixed, --mariadb URL, --sqlite PATH, --citus CONN, --pgmq CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --sustained SECONDS, --hold-every SECONDS, --horizon, --horizon-jobs N,N, --table-options OPTS|reset, --pgmq-table-options OPTS|reset, --max-attempts N"),
         }
         i += 1;
     }
@@ -384,339 +410,25 @@ async fn prepare_table(admin: &Client, a: &Args, name: &str, form: Form, jobs: u
         .expect("vacuum");
 }
 
-/// One worker's loop: claim up to `batch`, ack them, until the queue is empty.
-/// Prepared statements per connection, so neither side pays a Parse per call.
-struct Prep {
-    c: Client,
-    cache: std::collections::HashMap<String, tokio_postgres::Statement>,
-}
-
-impl Prep {
-    async fn st(&mut self, sql: &str) -> tokio_postgres::Statement {
-        if let Some(s) = self.cache.get(sql) {
-            return s.clone();
-        }
-        let s = self.c.prepare(sql).await.expect("prepare");
-        self.cache.insert(sql.to_owned(), s.clone());
-        s
-    }
-    async fn query(
-        &mut self,
-        sql: &str,
-        p: &[&(dyn tokio_postgres::types::ToSql + Sync)],
-    ) -> Result<Vec<tokio_postgres::Row>, tokio_postgres::Error> {
-        let st = self.st(sql).await;
-        self.c.query(&st, p).await
-    }
-    async fn query_one(
-        &mut self,
-        sql: &str,
-        p: &[&(dyn tokio_postgres::types::ToSql + Sync)],
-    ) -> Result<tokio_postgres::Row, tokio_postgres::Error> {
-        let st = self.st(sql).await;
-        self.c.query_one(&st, p).await
-    }
-    async fn execute(
-        &mut self,
-        sql: &str,
-        p: &[&(dyn tokio_postgres::types::ToSql + Sync)],
-    ) -> Result<u64, tokio_postgres::Error> {
-        let st = self.st(sql).await;
-        self.c.execute(&st, p).await
-    }
-    async fn batch_execute(&mut self, sql: &str) -> Result<(), tokio_postgres::Error> {
-        self.c.batch_execute(sql).await
-    }
-}
-
-/// Every loop fetches what a handler needs: the id, the token where there is
-/// one, and the payload (settle and the floor: the payload column; pgmq: the
-/// message), so none skips the work of reading and sending it.
-async fn worker(
-    imp: Impl,
-    form: Form,
-    q: String,
-    c: Client,
-    batch: usize,
-    lat: Arc<Mutex<Vec<f64>>>,
-    budget: Arc<AtomicIsize>,
-) -> (usize, Client) {
-    let b = batch as i32;
-    let mut c = Prep {
-        c,
-        cache: Default::default(),
-    };
-    let mut done = 0;
-    let mut mine = Vec::new();
-    loop {
-        if budget.load(Ordering::Relaxed) <= 0 {
-            break;
-        }
-        let t0 = Instant::now();
-        let n = match (imp, form) {
-            (Impl::Settle, Form::Lease) => {
-                let rows = c
-                    .query(
-                        "SELECT id, token, payload FROM queue_claim($1, $2, interval '30 seconds')",
-                        &[&q, &b],
-                    )
-                    .await
-                    .unwrap();
-                if rows.len() == 1 {
-                    let (id, tok): (String, SystemTime) = (rows[0].get(0), rows[0].get(1));
-                    c.query_one(
-                        "SELECT queue_complete($1, $2, 'ack', NULL, $3)",
-                        &[&q, &id, &tok],
-                    )
-                    .await
-                    .unwrap();
-                } else if !rows.is_empty() {
-                    let ids: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
-                    let toks: Vec<SystemTime> = rows.iter().map(|r| r.get(1)).collect();
-                    c.query_one(
-                        "SELECT count(*) FROM queue_complete_many($1, $2, 'ack', NULL, $3)",
-                        &[&q, &ids, &toks],
-                    )
-                    .await
-                    .unwrap();
-                }
-                rows.len()
-            }
-            (Impl::Floor, Form::Lease) => {
-                let rows = c
-                    .query(
-                        &format!(
-                            "UPDATE {q} SET locked_until = now() + interval '30 seconds', attempt = attempt + 1 \
-                             WHERE id IN (SELECT id FROM {q} WHERE locked_until IS NULL OR locked_until < now() \
-                                          ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED) \
-                             RETURNING id, locked_until, payload"
-                        ),
-                        &[&(b as i64)],
-                    )
-                    .await
-                    .unwrap();
-                if rows.len() == 1 {
-                    let (id, tok): (i64, SystemTime) = (rows[0].get(0), rows[0].get(1));
-                    c.execute(
-                        &format!("DELETE FROM {q} WHERE id = $1 AND locked_until = $2"),
-                        &[&id, &tok],
-                    )
-                    .await
-                    .unwrap();
-                } else if !rows.is_empty() {
-                    let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
-                    let toks: Vec<SystemTime> = rows.iter().map(|r| r.get(1)).collect();
-                    c.execute(
-                        &format!("DELETE FROM {q} WHERE (id, locked_until) IN (SELECT * FROM unnest($1::bigint[], $2::timestamptz[]))"),
-                        &[&ids, &toks],
-                    )
-                    .await
-                    .unwrap();
-                }
-                rows.len()
-            }
-            (Impl::Settle, Form::RowLock) => {
-                c.batch_execute("BEGIN").await.unwrap();
-                let rows = c
-                    .query("SELECT id, payload FROM queue_claim($1, $2)", &[&q, &b])
-                    .await
-                    .unwrap();
-                if rows.len() == 1 {
-                    let id: String = rows[0].get(0);
-                    c.query_one("SELECT queue_complete($1, $2, 'ack')", &[&q, &id])
-                        .await
-                        .unwrap();
-                } else if !rows.is_empty() {
-                    let ids: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
-                    c.query_one(
-                        "SELECT count(*) FROM queue_complete_many($1, $2, 'ack')",
-                        &[&q, &ids],
-                    )
-                    .await
-                    .unwrap();
-                }
-                c.batch_execute("COMMIT").await.unwrap();
-                rows.len()
-            }
-            (Impl::Floor, Form::RowLock) => {
-                c.batch_execute("BEGIN").await.unwrap();
-                let rows = c
-                    .query(
-                        &format!(
-                            "SELECT id, payload FROM {q} WHERE retry_after IS NULL OR retry_after <= now() \
-                             ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED"
-                        ),
-                        &[&(b as i64)],
-                    )
-                    .await
-                    .unwrap();
-                let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
-                if ids.len() == 1 {
-                    c.execute(&format!("DELETE FROM {q} WHERE id = $1"), &[&ids[0]])
-                        .await
-                        .unwrap();
-                } else if !ids.is_empty() {
-                    c.execute(&format!("DELETE FROM {q} WHERE id = ANY($1)"), &[&ids])
-                        .await
-                        .unwrap();
-                }
-                c.batch_execute("COMMIT").await.unwrap();
-                rows.len()
-            }
-            (Impl::Settle, Form::Advisory) => {
-                let rows = c
-                    .query("SELECT id, payload FROM queue_claim($1, $2)", &[&q, &b])
-                    .await
-                    .unwrap();
-                if rows.len() == 1 {
-                    let id: String = rows[0].get(0);
-                    c.query_one("SELECT queue_complete($1, $2, 'ack')", &[&q, &id])
-                        .await
-                        .unwrap();
-                } else if !rows.is_empty() {
-                    let ids: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
-                    c.query_one(
-                        "SELECT count(*) FROM queue_complete_many($1, $2, 'ack')",
-                        &[&q, &ids],
-                    )
-                    .await
-                    .unwrap();
-                }
-                rows.len()
-            }
-            (Impl::Floor, Form::Advisory) => {
-                // the candidates' keys, locked in one statement; every locked row is
-                // returned (no leak), then re-checked by the DELETE
-                let rows = c
-                    .query(
-                        &format!(
-                            "SELECT id, payload FROM (SELECT id, payload FROM {q} WHERE retry_after IS NULL OR retry_after <= now() \
-                             ORDER BY id LIMIT $1) c WHERE pg_try_advisory_lock(id)"
-                        ),
-                        &[&(b as i64)],
-                    )
-                    .await
-                    .unwrap();
-                let locked: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
-                // re-check with a fresh snapshot now that the keys are ours (a row
-                // settled and unlocked by another worker since the read is gone),
-                // counting the delivery as settle does (docs/semantics.md: the attempt is
-                // counted when a row is taken, so a crash counts toward max_attempts)
-                let rows = if locked.is_empty() {
-                    rows
-                } else {
-                    c.query(
-                        &format!("UPDATE {q} SET attempt = attempt + 1 WHERE id = ANY($1) RETURNING id, payload"),
-                        &[&locked],
-                    )
-                    .await
-                    .unwrap()
-                };
-                let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
-                if !ids.is_empty() {
-                    c.execute(&format!("DELETE FROM {q} WHERE id = ANY($1)"), &[&ids])
-                        .await
-                        .unwrap();
-                }
-                if !locked.is_empty() {
-                    c.query(
-                        "SELECT pg_advisory_unlock(id) FROM unnest($1::bigint[]) id",
-                        &[&locked],
-                    )
-                    .await
-                    .unwrap();
-                }
-                if ids.is_empty() {
-                    // all candidates were held by others: is anything left at all?
-                    let left: i64 = c
-                        .query_one(&format!("SELECT count(*) FROM {q}"), &[])
-                        .await
-                        .unwrap()
-                        .get(0);
-                    if left > 0 {
-                        tokio::task::yield_now().await;
-                        continue;
-                    }
-                }
-                rows.len()
-            }
-            (Impl::Pgmq, _) => {
-                let rows = c
-                    .query(
-                        "SELECT msg_id, message FROM pgmq.read('bench', 30, $1)",
-                        &[&b],
-                    )
-                    .await
-                    .unwrap();
-                if rows.len() == 1 {
-                    let id: i64 = rows[0].get(0);
-                    c.query_one("SELECT pgmq.delete('bench', $1::bigint)", &[&id])
-                        .await
-                        .unwrap();
-                } else if !rows.is_empty() {
-                    let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
-                    c.query("SELECT pgmq.delete('bench', $1::bigint[])", &[&ids])
-                        .await
-                        .unwrap();
-                }
-                rows.len()
-            }
-            (Impl::Client | Impl::Raw | Impl::Graphile | Impl::Awa, _) => {
-                unreachable!("runs in its own case")
-            }
-        };
-        if n == 0 {
-            break;
-        }
-        let ms = t0.elapsed().as_secs_f64() * 1000.0;
-        mine.extend(std::iter::repeat_n(ms, n));
-        done += n;
-        budget.fetch_sub(n as isize, Ordering::Relaxed);
-    }
-    lat.lock().unwrap().extend(mine);
-    (done, c.c)
-}
-
-/// One [`worker`] per connection, all sharing a budget of `jobs` (`None`: until
-/// the queue is empty); returns how many jobs they settled, and the connections
-/// still open: the server's CPU is read before they close (a backend that has
-/// exited but is not yet reaped shows no CPU time in /proc, and one reaped
-/// later adds its time to the next reading).
-async fn run_workers(
-    conns: Vec<Client>,
-    imp: Impl,
-    form: Form,
-    q: &str,
-    batch: usize,
-    lat: Arc<Mutex<Vec<f64>>>,
-    jobs: Option<usize>,
-) -> (usize, Vec<Client>) {
-    let budget =
-        Arc::new(AtomicIsize::new(jobs.map_or(isize::MAX, |j| {
-            isize::try_from(j).unwrap_or(isize::MAX)
-        })));
-    let hs: Vec<_> = conns
-        .into_iter()
-        .map(|c| {
-            tokio::spawn(worker(
-                imp,
-                form,
-                q.to_owned(),
-                c,
-                batch,
-                lat.clone(),
-                budget.clone(),
-            ))
-        })
-        .collect();
-    let mut n = 0;
-    let mut open = Vec::new();
-    for h in hs {
-        let (done, c) = h.await.unwrap();
-        n += done;
-        open.push(c);
-    }
-    (n, open)
+/// pgmq's queue `bench` (in the `--pgmq` database), `jobs` messages, with the
+/// `--pgmq-table-options` of `a`.
+async fn prepare_pgmq(a: &Args, jobs: usize) {
+    let peer = connect(a.pgmq.as_deref().expect("--pgmq")).await;
+    peer.batch_execute(&format!(
+        "SELECT pgmq.drop_queue('bench') FROM pgmq.list_queues() WHERE queue_name = 'bench';
+         SELECT pgmq.create('bench');
+         {}
+         SELECT count(*) FROM pgmq.send_batch('bench', ARRAY(SELECT jsonb_build_object('n', g) FROM generate_series(1, {jobs}) g));",
+        a.pgmq_table_options
+            .as_deref()
+            .map(|o| alter_table_sql("pgmq.q_bench", o) + ";")
+            .unwrap_or_default(),
+    ))
+    .await
+    .expect("prepare the pgmq queue (run bench/peers.sh first)");
+    peer.batch_execute("VACUUM ANALYZE pgmq.q_bench")
+        .await
+        .expect("vacuum");
 }
 
 /// The run with the median rate (the lower middle of an even count).
@@ -803,23 +515,7 @@ async fn case(
         _ => a.conn.clone(),
     };
     if imp == Impl::Pgmq {
-        let peer = connect(&conn).await;
-        peer.batch_execute(&format!(
-            "SELECT pgmq.drop_queue('bench') FROM pgmq.list_queues() WHERE queue_name = 'bench';
-             SELECT pgmq.create('bench');
-             {}
-             SELECT count(*) FROM pgmq.send_batch('bench', ARRAY(SELECT jsonb_build_object('n', g) FROM generate_series(1, {}) g));",
-            a.pgmq_table_options
-                .as_deref()
-                .map(|o| alter_table_sql("pgmq.q_bench", o) + ";")
-                .unwrap_or_default(),
-            a.jobs
-        ))
-        .await
-        .expect("prepare the pgmq queue (run bench/peers.sh first)");
-        peer.batch_execute("VACUUM ANALYZE pgmq.q_bench")
-            .await
-            .expect("vacuum");
+        prepare_pgmq(a, a.jobs).await;
     } else {
         prepare_table(admin, a, &q, form, a.jobs).await;
     }
@@ -1118,99 +814,6 @@ async fn scaling(a: &Args, admin: &Client) {
     println!("{plans}");
 }
 
-/// The dead-tuple run: the lease form's queue keeps a steady backlog of 10,000
-/// (each worker enqueues as many rows as it acks, in the same round trip as the
-/// ack) while 4 workers claim 10 at a time, for `secs` seconds, with the
-/// server's autovacuum settings and the table's `--table-options` if given;
-/// jobs/s is printed for every 30-second window.
-async fn sustained(a: &Args, admin: &Client, secs: u64) {
-    let q = "sustained_lease";
-    prepare_table(admin, a, q, Form::Lease, 10_000).await;
-    let naptime: String = admin
-        .query_one("SHOW autovacuum_naptime", &[])
-        .await
-        .unwrap()
-        .get(0);
-    println!(
-        "table options: {}; autovacuum_naptime = {naptime}",
-        a.table_options.as_deref().unwrap_or("queue_create's")
-    );
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let count = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let mut hs = Vec::new();
-    for _ in 0..4 {
-        let c = connect(&a.conn).await;
-        let (stop, count) = (stop.clone(), count.clone());
-        hs.push(tokio::spawn(async move {
-            let claim = c
-                .prepare(&format!(
-                    "SELECT id, token FROM queue_claim('{q}', 10, interval '30 seconds')"
-                ))
-                .await
-                .unwrap();
-            let ack = c
-                .prepare(&format!(
-                    "WITH done AS (SELECT count(*) AS n FROM queue_complete_many('{q}', $1, 'ack', NULL, $2)) \
-                     INSERT INTO {q} (payload) SELECT jsonb_build_object('n', g) FROM done, generate_series(1, done.n::int) g"
-                ))
-                .await
-                .unwrap();
-            while !stop.load(Ordering::Relaxed) {
-                let rows = c.query(&claim, &[]).await.unwrap();
-                if rows.is_empty() {
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                    continue;
-                }
-                let ids: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
-                let toks: Vec<SystemTime> = rows.iter().map(|r| r.get(1)).collect();
-                c.execute(&ack, &[&ids, &toks]).await.unwrap();
-                count.fetch_add(ids.len() as u64, Ordering::Relaxed);
-            }
-        }));
-    }
-    println!(
-        "{:>7} {:>9} {:>12} {:>12}",
-        "t (s)", "jobs/s", "dead tuples", "live tuples"
-    );
-    let started = Instant::now();
-    let mut last = 0;
-    let mut rates = Vec::new();
-    while started.elapsed().as_secs() < secs {
-        tokio::time::sleep(Duration::from_secs(30)).await;
-        let now = count.load(Ordering::Relaxed);
-        let rate = (now - last) as f64 / 30.0;
-        last = now;
-        let row = admin
-            .query_one(
-                "SELECT n_dead_tup, n_live_tup FROM pg_stat_user_tables WHERE relname = $1",
-                &[&q],
-            )
-            .await
-            .unwrap();
-        let (dead, live): (i64, i64) = (row.get(0), row.get(1));
-        println!(
-            "{:>7} {:>9.0} {:>12} {:>12}",
-            started.elapsed().as_secs(),
-            rate,
-            dead,
-            live
-        );
-        rates.push(rate);
-    }
-    stop.store(true, Ordering::Relaxed);
-    for h in hs {
-        h.await.unwrap();
-    }
-    if let (Some(f), Some(l)) = (rates.first().copied(), rates.last()) {
-        let min = rates.iter().cloned().fold(f64::INFINITY, f64::min);
-        println!(
-            "first window {f:.0} jobs/s, last {l:.0} ({:+.0}%), lowest {min:.0} ({:+.0}%)",
-            100.0 * (l - f) / f,
-            100.0 * (min - f) / f
-        );
-    }
-}
-
 fn main() {
     let rt = if std::env::var("SETTLE_BENCH_RUNTIME").as_deref() == Ok("current") {
         tokio::runtime::Builder::new_current_thread()
@@ -1234,7 +837,11 @@ async fn main_() {
         return;
     }
     if a.sustained > 0 {
-        sustained(&a, &admin, a.sustained).await;
+        pressure::sustained(&a, &admin, a.sustained).await;
+        return;
+    }
+    if !a.horizon.is_empty() {
+        pressure::horizon(&a, &admin).await;
         return;
     }
     if a.portable {
