@@ -5,10 +5,12 @@
 //! horizon back — stay in the index as dead entries below the rows still
 //! queued, and a scan from the lowest id visits every one of them again on
 //! every claim. So a session starts its claims at the last id it claimed, and
-//! scans from the lowest id again at most `settle.rescan_interval` apart: a row
-//! that became ready below the mark behind this session's back (a lease that
-//! ran out, a retry settled by another session, a row committed late with a
-//! lower id, a `retry_after` that passed) waits at most that long longer. What
+//! scans from the lowest id again every `settle.rescan_interval`, or every ten
+//! times as long as its last such scan took if that is longer (so that those
+//! scans, which walk every dead entry, take at most a tenth of its time): a
+//! row that became ready below the mark behind this session's back (a lease
+//! that ran out, a retry settled by another session, a row committed late with
+//! a lower id, a `retry_after` that passed) waits at most that long longer. What
 //! this session makes ready itself — a retry or release it settles, a claim it
 //! rolls back — lowers its mark at once (docs/semantics.md, "Claim order").
 
@@ -47,7 +49,13 @@ struct Mark {
     from: Option<String>,
     /// when a claim last scanned from the lowest id
     rescanned: Instant,
+    /// how long that claim took
+    rescan_took: Duration,
 }
+
+/// A scan from the lowest id comes at most this many times its own duration
+/// after the last one.
+const RESCAN_SPACING: u32 = 10;
 
 /// A mark's value before the (sub)transaction `sub` first moved it, put back
 /// if that transaction rolls back: the rows its claims took are ready again.
@@ -67,13 +75,21 @@ fn interval() -> Duration {
 }
 
 /// Where the next claim of `queue` starts: `Some(id)` (at that id, inclusive)
-/// or `None` (at the lowest id: no mark yet, or a rescan is due).
+/// or `None` (at the lowest id: no mark yet, or a rescan is due; the caller
+/// reports how long that claim took with [`rescan_took`]).
 pub fn start(queue: &str) -> Option<String> {
     let now = Instant::now();
+    let every = interval();
     MARKS.with(|m| {
         let mut m = m.borrow_mut();
         match m.get_mut(queue) {
-            Some(k) if k.from.is_some() && now < k.rescanned + interval() => k.from.clone(),
+            Some(k)
+                if k.from.is_some()
+                    && !every.is_zero()
+                    && now < k.rescanned + every.max(k.rescan_took * RESCAN_SPACING) =>
+            {
+                k.from.clone()
+            }
             Some(k) => {
                 k.rescanned = now;
                 None
@@ -84,12 +100,22 @@ pub fn start(queue: &str) -> Option<String> {
                     Mark {
                         from: None,
                         rescanned: now,
+                        rescan_took: Duration::ZERO,
                     },
                 );
                 None
             }
         }
     })
+}
+
+/// The claim of `queue` that scanned from the lowest id took `took`.
+pub fn rescan_took(queue: &str, took: Duration) {
+    MARKS.with(|m| {
+        if let Some(k) = m.borrow_mut().get_mut(queue) {
+            k.rescan_took = took;
+        }
+    });
 }
 
 /// A claim of `queue` took rows up to `last` (the highest id it returned).
@@ -219,8 +245,8 @@ unsafe extern "C-unwind" fn subxact_callback(
 pub fn init() {
     GucRegistry::define_int_guc(
         c"settle.rescan_interval",
-        c"Longest time between two claims of a session that scan a queue from its lowest id.",
-        c"Between them a session's claims start at the last id it claimed, past the dead index entries of rows settled before; a row that became ready below that point behind the session's back waits at most this long longer. 0: every claim scans from the lowest id.",
+        c"How often a session's claims of a queue scan from its lowest id.",
+        c"Or every ten times as long as the last such scan took, if longer. Between them a session's claims start at the last id it claimed, past the dead index entries of rows settled before; a row that became ready below that point behind the session's back waits at most that long longer. 0: every claim scans from the lowest id.",
         &RESCAN_MS,
         0,
         3_600_000,

@@ -115,6 +115,8 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
         }
         let mut out = Vec::with_capacity(batch as usize);
         let mut dead = Vec::new();
+        let from = mark::start(queue);
+        let from_bottom = from.is_none().then(std::time::Instant::now);
         match q.shape.form {
             Form::RowLock => {
                 if !in_transaction_block() {
@@ -126,7 +128,6 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
                 // rows this transaction already claimed are locked by it, which
                 // SKIP LOCKED does not skip: leave them out, or they come again
                 let held = held::rows_claimed(queue);
-                let from = mark::start(queue);
                 let mut args = vec![(batch as i64).into()];
                 let plan = if held.is_empty() {
                     q.claim_plan(
@@ -167,7 +168,6 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
             }
             Form::Lease => {
                 let lease = lease_interval(lease)?;
-                let from = mark::start(queue);
                 let plan = q.claim_plan(
                     client,
                     |limit| PlanKey::Take {
@@ -184,7 +184,10 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
                 oldest_first(&q, &mut out);
                 move_taken_dead(client, &q, &dead);
             }
-            Form::Advisory => advisory_claim(client, &q, batch as usize, &mut out, &mut dead),
+            Form::Advisory => advisory_claim(client, &q, batch as usize, from, &mut out, &mut dead),
+        }
+        if let Some(t0) = from_bottom {
+            mark::rescan_took(queue, t0.elapsed());
         }
         // oldest first: the last is the highest id taken
         if let Some(last) = out.last() {
@@ -212,13 +215,14 @@ fn advisory_claim(
     client: &SpiClient<'_>,
     q: &Queue,
     batch: usize,
+    from: Option<String>,
     out: &mut Vec<Delivery>,
     dead: &mut Vec<String>,
 ) {
     let page = (batch as i64) * 2 + 16;
     let mark = held::claim_mark();
     // the first page starts at the session's mark, each next one past the last
-    let (mut start, mut at) = match mark::start(&q.shape.queue) {
+    let (mut start, mut at) = match from {
         Some(from) => (Start::From, Some(from)),
         None => (Start::Bottom, None),
     };

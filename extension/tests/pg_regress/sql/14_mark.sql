@@ -2,7 +2,8 @@
 -- session claimed, past the dead index entries below it; what the session itself makes
 -- ready again (a retry, a release, a claim rolled back) lowers the mark at once; a row
 -- made ready below it behind the session's back is found by a scan from the lowest id,
--- at most settle.rescan_interval later.
+-- at most settle.rescan_interval later (or ten times as long as its last scan from the lowest
+-- id took, if longer: here well under 1 s).
 SELECT queue_create('mark_l', 'lease');
 SHOW settle.rescan_interval;
 SET settle.rescan_interval = '1h';
@@ -20,7 +21,7 @@ SELECT id, attempt FROM queue_claim('mark_l', 1);
 UPDATE mark_l SET locked_until = NULL WHERE id = 2;
 SELECT id FROM queue_claim('mark_l', 1);
 SET settle.rescan_interval = '50ms';
-SELECT pg_sleep(0.1);
+SELECT pg_sleep(1);
 SELECT id, attempt FROM queue_claim('mark_l', 1);
 SET settle.rescan_interval = '1h';
 -- a claim rolled back: its rows are ready again, and the mark goes back with them
