@@ -4,7 +4,7 @@
 //! optionally with a snapshot held for 120 s at intervals).
 
 use crate::{connect, pct, prepare_pgmq, prepare_table, run_workers, Args, Form, Impl};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 use tokio_postgres::Client;
@@ -153,6 +153,28 @@ pub(crate) async fn horizon(a: &Args, admin: &Client) {
     }
 }
 
+/// Hold a snapshot on `conn` for 120 s of every `every` seconds (the first
+/// from `every` - 120), `holding` set meanwhile, until `stop`.
+async fn hold_periodically(
+    conn: String,
+    every: u64,
+    stop: Arc<AtomicBool>,
+    holding: Arc<AtomicBool>,
+) {
+    let every = every.max(121);
+    loop {
+        tokio::time::sleep(Duration::from_secs(every - 120)).await;
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let h = Horizon::hold(&conn).await;
+        holding.store(true, Ordering::Relaxed);
+        tokio::time::sleep(Duration::from_secs(120)).await;
+        holding.store(false, Ordering::Relaxed);
+        h.release().await;
+    }
+}
+
 /// The dead-tuple run: the lease form's queue keeps a steady backlog of 10,000
 /// (each worker enqueues as many rows as it acks, in the same round trip as the
 /// ack) while 4 workers claim 10 at a time, for `secs` seconds, with the
@@ -171,25 +193,16 @@ pub(crate) async fn sustained(a: &Args, admin: &Client, secs: u64) {
         "table options: {}; autovacuum_naptime = {naptime}",
         a.table_options.as_deref().unwrap_or("queue_create's")
     );
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
     let count = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let holding = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let holding = Arc::new(AtomicBool::new(false));
     let holds = (a.hold_every > 0).then(|| {
-        let (every, conn) = (a.hold_every.max(121), a.conn.clone());
-        let (stop, holding) = (stop.clone(), holding.clone());
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(Duration::from_secs(every - 120)).await;
-                if stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                let h = Horizon::hold(&conn).await;
-                holding.store(true, Ordering::Relaxed);
-                tokio::time::sleep(Duration::from_secs(120)).await;
-                holding.store(false, Ordering::Relaxed);
-                h.release().await;
-            }
-        })
+        tokio::spawn(hold_periodically(
+            a.conn.clone(),
+            a.hold_every,
+            stop.clone(),
+            holding.clone(),
+        ))
     });
     let mut hs = Vec::new();
     for _ in 0..4 {
