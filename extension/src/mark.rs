@@ -120,24 +120,29 @@ pub fn rescan_took(queue: &str, took: Duration) {
 
 /// A claim of `queue` took rows up to `last` (the highest id it returned).
 pub fn claimed(queue: &str, last: &str) {
-    if RESCAN_MS.get() > 0 {
+    // with no rescan interval every claim starts at the lowest id anyway
+    if !interval().is_zero() {
         set(queue, Some(last.to_owned()));
     }
 }
 
-/// This session made row `id` of `queue` ready again (a retry, a release):
-/// the next claim starts at or below it.
-pub fn made_ready(queue: &str, id: &str, order: Order) {
-    let lower = MARKS.with(
-        |m| match m.borrow().get(queue).and_then(|k| k.from.as_deref()) {
-            None => None,
-            Some(mark) => match order.below(id, mark) {
-                Some(true) => Some(Some(id.to_owned())),
-                Some(false) => None,
-                None => Some(None),
-            },
-        },
-    );
+/// This session made rows `ids` of `queue` ready again (a retry, a release):
+/// the next claim starts at or below the lowest of them.
+pub fn made_ready<'a>(queue: &str, ids: impl IntoIterator<Item = &'a str>, order: Order) {
+    let lower = MARKS.with(|m| {
+        let m = m.borrow();
+        let mut mark = m.get(queue).and_then(|k| k.from.as_deref())?;
+        let mut lowered = false;
+        for id in ids {
+            match order.below(id, mark) {
+                Some(true) => (mark, lowered) = (id, true),
+                Some(false) => {}
+                // not comparable here: scan from the lowest id
+                None => return Some(None),
+            }
+        }
+        lowered.then(|| Some(mark.to_owned()))
+    });
     if let Some(from) = lower {
         set(queue, from);
     }

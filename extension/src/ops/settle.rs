@@ -475,12 +475,11 @@ fn finish(
         }
     }
     // ready again now: this session's next claim starts at or below them
-    let order = mark_order(q);
-    for &i in run {
-        if matches!(res[i], Some("retried" | "released")) {
-            mark::made_ready(queue, &given[i], order);
-        }
-    }
+    let ready = run
+        .iter()
+        .filter(|&&i| matches!(res[i], Some("retried" | "released")))
+        .map(|&i| given[i].as_str());
+    mark::made_ready(queue, ready, mark_order(q));
     res
 }
 
