@@ -458,6 +458,25 @@ enum Open {
 }
 
 /// Client backends on the server other than `admin`'s.
+/// A case's queue of `jobs` rows: pgmq's in its own database, else the
+/// `queue_create` table `q`. Returns the connection string its workers use.
+async fn prepare_queue(
+    a: &Args,
+    admin: &Client,
+    imp: Impl,
+    form: Form,
+    q: &str,
+    jobs: usize,
+) -> String {
+    if imp == Impl::Pgmq {
+        prepare_pgmq(a, jobs).await;
+        a.pgmq.clone().expect("--pgmq")
+    } else {
+        prepare_table(admin, a, q, form, jobs).await;
+        a.conn.clone()
+    }
+}
+
 async fn other_backends(admin: &Client) -> i64 {
     admin
         .query_one(
@@ -510,15 +529,7 @@ async fn case(
         backends_gone(admin, before).await;
         return r;
     }
-    let conn = match imp {
-        Impl::Pgmq => a.pgmq.clone().expect("--pgmq"),
-        _ => a.conn.clone(),
-    };
-    if imp == Impl::Pgmq {
-        prepare_pgmq(a, a.jobs).await;
-    } else {
-        prepare_table(admin, a, &q, form, a.jobs).await;
-    }
+    let conn = prepare_queue(a, admin, imp, form, &q, a.jobs).await;
     let mut conns = Vec::new();
     for _ in 0..workers {
         conns.push(connect(&conn).await);

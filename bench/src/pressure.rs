@@ -3,7 +3,7 @@
 //! drain leaves behind) and the sustained run (a steady backlog for minutes,
 //! optionally with a snapshot held for 120 s at intervals).
 
-use crate::{connect, pct, prepare_pgmq, prepare_table, run_workers, Args, Form, Impl};
+use crate::{connect, pct, prepare_queue, prepare_table, run_workers, Args, Form, Impl};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -58,13 +58,7 @@ async fn drain(
     held: bool,
 ) -> Drain {
     let q = format!("horizon_{}_{:?}", form.name(), imp).to_lowercase();
-    let conn = if imp == Impl::Pgmq {
-        prepare_pgmq(a, jobs).await;
-        a.pgmq.clone().expect("--pgmq")
-    } else {
-        prepare_table(admin, a, &q, form, jobs).await;
-        a.conn.clone()
-    };
+    let conn = prepare_queue(a, admin, imp, form, &q, jobs).await;
     let mut conns = Vec::new();
     for _ in 0..workers {
         let c = connect(&conn).await;

@@ -86,6 +86,11 @@ pub fn queue_json(q: &QueueInfo, h: Option<&Health>) -> Value {
     v
 }
 
+/// The health of queue `q`, if `health` has it.
+pub fn health_of<'a>(health: &'a [Health], q: &QueueInfo) -> Option<&'a Health> {
+    health.iter().find(|h| h.name == q.name)
+}
+
 /// A horizon held this long is worth a warning on the dashboard: a minute of
 /// a busy queue's settled rows is already many dead row versions.
 pub const HORIZON_WARN: Duration = Duration::from_secs(60);
@@ -113,11 +118,14 @@ impl Out {
     /// The queues' counts, with their tables' dead row versions where
     /// `health` has them (the extension's `queue_health`).
     pub fn queues(&self, qs: &[QueueInfo], health: &[Health]) {
-        let of = |q: &QueueInfo| health.iter().find(|h| h.name == q.name);
         if self.json {
             println!(
                 "{}",
-                Value::Array(qs.iter().map(|q| queue_json(q, of(q))).collect())
+                Value::Array(
+                    qs.iter()
+                        .map(|q| queue_json(q, health_of(health, q)))
+                        .collect()
+                )
             );
             return;
         }
@@ -146,7 +154,7 @@ impl Out {
                     q.stats.oldest_ready_age.map_or("-".into(), age),
                 ];
                 if !health.is_empty() {
-                    r.push(opt(of(q).and_then(|h| h.dead_tuples)));
+                    r.push(opt(health_of(health, q).and_then(|h| h.dead_tuples)));
                 }
                 r
             })

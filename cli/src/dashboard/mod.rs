@@ -266,8 +266,7 @@ async fn api_queues(State(app): Shared) -> Response {
             let v: Vec<serde_json::Value> = qs
                 .iter()
                 .map(|q| {
-                    let mut j =
-                        crate::output::queue_json(q, health.iter().find(|h| h.name == q.name));
+                    let mut j = crate::output::queue_json(q, crate::output::health_of(&health, q));
                     j["drained_per_second"] =
                         serde_json::json!(rates.get(&q.name).cloned().unwrap_or_default());
                     j

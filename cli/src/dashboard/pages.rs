@@ -70,12 +70,8 @@ pub fn index(
     rates: &HashMap<String, Vec<f64>>,
     every: Duration,
 ) -> Markup {
-    let dead_tuples = |q: &QueueInfo| {
-        health
-            .iter()
-            .find(|h| h.name == q.name)
-            .and_then(|h| h.dead_tuples)
-    };
+    let dead_tuples =
+        |q: &QueueInfo| crate::output::health_of(health, q).and_then(|h| h.dead_tuples);
     layout(
         "Queues",
         backend,

@@ -202,9 +202,7 @@ impl Backend {
     pub(crate) async fn health(&self) -> Result<Health> {
         match self {
             Backend::Ext(e) => e.health().await,
-            Backend::Portable(_) => Err(Error::unsupported(
-                "queue health comes from the settle extension's queue_health()",
-            )),
+            Backend::Portable(p) => Err(no_health(p.dialect())),
         }
     }
 
@@ -491,10 +489,7 @@ impl Registry {
     pub(crate) async fn health(&self) -> Result<Vec<Health>> {
         match self {
             Registry::Ext { pool, version } => ext::admin::health(pool, version, None).await,
-            Registry::Described { dialect, .. } => Err(Error::unsupported(format!(
-                "queue health comes from the settle extension's queue_health(); {} has none",
-                dialect.name()
-            ))),
+            Registry::Described { dialect, .. } => Err(no_health(*dialect)),
         }
     }
 
@@ -564,4 +559,12 @@ impl Registry {
             }
         }
     }
+}
+
+/// The portable path has no `queue_health`.
+fn no_health(dialect: Dialect) -> Error {
+    Error::unsupported(format!(
+        "queue health comes from the settle extension's queue_health(); {} has none",
+        dialect.name()
+    ))
 }
