@@ -108,6 +108,8 @@ struct Tally {
     settled: HashMap<(String, String), u32>,
     dead: HashMap<(String, String), u32>,
     errors: u64,
+    /// the settles that failed, by (queue, id): the attempt and the error
+    failed: HashMap<(String, String), Vec<(u32, String)>>,
     /// settles by queue, with the time they happened
     at: Vec<(String, Instant)>,
 }
@@ -128,7 +130,8 @@ fn handler(
                 tally.lock().unwrap().overlaps += 1;
             }
             tokio::time::sleep(Duration::from_micros(100)).await;
-            let outcome = mixed_outcome(&key.1, d.attempt());
+            let attempt = d.attempt();
+            let outcome = mixed_outcome(&key.1, attempt);
             {
                 let mut t = tally.lock().unwrap();
                 t.running.remove(&key);
@@ -142,7 +145,13 @@ fn handler(
                 }
                 Ok(Settled::DeadLettered) => *t.dead.entry(key.clone()).or_default() += 1,
                 Ok(_) => {}
-                Err(_) => t.errors += 1,
+                Err(e) => {
+                    t.errors += 1;
+                    t.failed
+                        .entry(key.clone())
+                        .or_default()
+                        .push((attempt, e.to_string()));
+                }
             }
             if r.is_ok() {
                 t.at.push((key.0, Instant::now()));
@@ -193,6 +202,14 @@ async fn check(
             };
             if !ok {
                 lost += 1;
+                println!(
+                    "lost {key:?}: in the dead letter {}, handled {}, settled {:?}, dead-lettered {:?}, failed settles {:?}",
+                    dead_rows.contains(&key),
+                    tally.handled.contains(&key),
+                    tally.settled.get(&key),
+                    tally.dead.get(&key),
+                    tally.failed.get(&key)
+                );
             }
         }
     }
