@@ -18,6 +18,7 @@ use crate::outcome::{Outcome, Settled};
 use std::collections::HashSet;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::sync::oneshot;
 
 /// Settles on the way at once before the next ones wait to go together. One
@@ -37,13 +38,21 @@ pub(crate) trait LeaseSettler: Send + Sync + 'static {
     /// The settles of this backend's client waiting for the ones on the way.
     fn combiner(&self) -> &Combiner<Self::Token>;
 
-    /// One lease delivery settled alone.
+    /// One lease delivery's outcome written alone (the statement only:
+    /// [`one`] runs it again or gives the row back when it fails).
     fn one(
         &self,
         id: &str,
         token: Self::Token,
         outcome: &Outcome,
     ) -> impl Future<Output = Result<Settled>> + Send;
+
+    /// Give a lease back without an outcome: its row is ready again at once.
+    fn release_lease(
+        &self,
+        id: &str,
+        token: Self::Token,
+    ) -> impl Future<Output = Result<()>> + Send;
 
     /// Lease deliveries of one outcome and distinct ids in one statement: each
     /// one's result, or the statement's error when it wrote nothing.
@@ -115,7 +124,7 @@ pub(crate) async fn settle<L: LeaseSettler>(
         }),
         Err((id, token, outcome)) => {
             let _lead = Lead(l.clone());
-            l.one(&id, token, &outcome).await
+            one(&**l, &id, token, &outcome).await
         }
     }
 }
@@ -167,6 +176,47 @@ async fn batches<L: LeaseSettler>(l: Arc<L>) {
     }
 }
 
+/// The pauses before a lease settle the server turned down for a passing
+/// reason ([`Error::is_transient`]) is run again: a deadlock or serialization
+/// failure clears at once, a dropped connection between nodes or a server
+/// starting up lasts seconds.
+const AGAIN_AFTER: [Duration; 4] = [
+    Duration::from_millis(2),
+    Duration::from_millis(50),
+    Duration::from_millis(500),
+    Duration::from_millis(2000),
+];
+
+/// One lease delivery settled alone. The server's error means its transaction
+/// rolled back, so a transient one is run again (a lease token that moved on
+/// meanwhile makes the next try [`Error::LeaseLost`], never a second write);
+/// any other error but a lost lease wrote nothing, so the row is given back at
+/// once rather than at its deadline, and the settle's error returned.
+pub(crate) async fn one<L: LeaseSettler>(
+    l: &L,
+    id: &str,
+    token: L::Token,
+    outcome: &Outcome,
+) -> Result<Settled> {
+    let mut again = AGAIN_AFTER.iter();
+    loop {
+        let e = match l.one(id, token, outcome).await {
+            Err(e) if !matches!(e, Error::LeaseLost(_)) => e,
+            r => return r,
+        };
+        match again.next() {
+            Some(pause) if e.is_transient() => {
+                tracing::debug!(id, error = %e, "a lease settle failed for a passing reason: running it again");
+                tokio::time::sleep(*pause).await;
+            }
+            _ => {
+                let _ = l.release_lease(id, token).await;
+                return Err(e);
+            }
+        }
+    }
+}
+
 /// Settle lease deliveries of one outcome and distinct ids: one alone, more in
 /// one statement; a statement that fails as a whole wrote nothing, so then each
 /// alone, for its own result.
@@ -183,7 +233,7 @@ pub(crate) async fn many_or_each<L: LeaseSettler>(
     }
     let mut rs = Vec::with_capacity(ids.len());
     for (id, token) in ids.iter().zip(tokens) {
-        rs.push(l.one(id, *token, outcome).await);
+        rs.push(one(l, id, *token, outcome).await);
     }
     rs
 }

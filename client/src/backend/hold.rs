@@ -179,13 +179,6 @@ pub(crate) trait HoldBackend: LeaseSettler + Sized {
     /// Called before an outcome is written (a warning it deserves).
     fn before_settle(&self, _outcome: &Outcome) {}
 
-    /// Give a lease back without an outcome.
-    fn release_lease(
-        &self,
-        id: &str,
-        token: Self::Token,
-    ) -> impl Future<Output = Result<()>> + Send;
-
     /// A new deadline for a lease: its new token.
     fn extend_lease(
         &self,
@@ -235,7 +228,7 @@ pub(crate) async fn settle<B: HoldBackend>(
         Hold::Lease(t) if !matches!(outcome, Outcome::Custom(_)) => {
             combine::settle(b, id, t, outcome).await
         }
-        Hold::Lease(t) => b.one(&id, t, &outcome).await,
+        Hold::Lease(t) => combine::one(&**b, &id, t, &outcome).await,
         Hold::Session(s, lent) => s.settle(b, lent, &id, &outcome).await,
     }
 }

@@ -322,14 +322,6 @@ impl HoldBackend for Ext {
         }
     }
 
-    async fn release_lease(&self, id: &str, token: SystemTime) -> Result<()> {
-        let c = self.pool.get().await?;
-        self.statements
-            .query_one(&c, &RELEASE, &[&self.queue.name, &id, &Some(token)])
-            .await?;
-        Ok(())
-    }
-
     async fn extend_lease(&self, id: &str, token: SystemTime, ttl: Duration) -> Result<SystemTime> {
         let c = self.pool.get().await?;
         let r = self
@@ -351,37 +343,32 @@ impl LeaseSettler for Ext {
         &self.acks
     }
 
-    /// One `queue_complete`. Any error but a lost lease wrote nothing, so the
-    /// row is given back at once rather than at its deadline.
+    /// One `queue_complete`.
     async fn one(&self, id: &str, token: SystemTime, outcome: &Outcome) -> Result<Settled> {
-        let r: Result<String> = async {
-            let c = self.pool.get().await?;
-            let row = self
-                .statements
-                .query_one(
-                    &c,
-                    &COMPLETE,
-                    &[
-                        &self.queue.name,
-                        &id,
-                        &outcome.sql_name(),
-                        &outcome.delay_micros(),
-                        &Some(token),
-                    ],
-                )
-                .await?;
-            Ok(row.get(0))
-        }
-        .await;
-        match r {
-            Ok(word) => self.settled(id, &word),
-            Err(e) => {
-                if !matches!(e, Error::LeaseLost(_)) {
-                    let _ = self.release_lease(id, token).await;
-                }
-                Err(e)
-            }
-        }
+        let c = self.pool.get().await?;
+        let row = self
+            .statements
+            .query_one(
+                &c,
+                &COMPLETE,
+                &[
+                    &self.queue.name,
+                    &id,
+                    &outcome.sql_name(),
+                    &outcome.delay_micros(),
+                    &Some(token),
+                ],
+            )
+            .await?;
+        self.settled(id, &row.get::<_, String>(0))
+    }
+
+    async fn release_lease(&self, id: &str, token: SystemTime) -> Result<()> {
+        let c = self.pool.get().await?;
+        self.statements
+            .query_one(&c, &RELEASE, &[&self.queue.name, &id, &Some(token)])
+            .await?;
+        Ok(())
     }
 
     /// One `queue_complete_many`; a row this call did not hold is [`Error::LeaseLost`].

@@ -15,7 +15,7 @@ mod sql;
 mod write;
 
 use super::combine::{Combiner, LeaseSettler};
-use super::hold::{self, HoldBackend};
+use super::hold;
 use crate::error::{Error, Result};
 use crate::meters::Meters;
 use crate::outcome::{Outcome, Settled};
@@ -186,15 +186,23 @@ impl LeaseSettler for Engine {
         &self.acks
     }
 
-    /// One lease settle in its own statement or short transaction. Any error
-    /// but a lost lease wrote nothing, so the row is given back at once rather
-    /// than at its deadline.
+    /// One lease settle in its own statement or short transaction.
     async fn one(&self, id: &str, token: i64, outcome: &Outcome) -> Result<Settled> {
-        let r = self.settle_lease(id, token, outcome).await;
-        if matches!(&r, Err(err) if !matches!(err, Error::LeaseLost(_))) {
-            let _ = self.release_lease(id, token).await;
+        self.settle_lease(id, token, outcome).await
+    }
+
+    /// Give a lease back: cleared at once, only while it holds the token.
+    async fn release_lease(&self, id: &str, token: i64) -> Result<()> {
+        let n = sqlx::query(&self.s.release_lease_sql())
+            .bind(id)
+            .bind(token)
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+        if n == 0 {
+            return Err(Error::lease_lost(&self.s.queue, id));
         }
-        r
+        Ok(())
     }
 
     async fn many(

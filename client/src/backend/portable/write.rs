@@ -308,7 +308,8 @@ impl Engine {
         .await
     }
 
-    /// Settle a lease delivery (own short transaction).
+    /// Settle a lease delivery (own short transaction; a deadlock victim is
+    /// run again by the hold protocol, as every transient failure).
     pub(super) async fn settle_lease(
         &self,
         id: &str,
@@ -316,13 +317,10 @@ impl Engine {
         outcome: &Outcome,
     ) -> Result<Settled> {
         if let Outcome::Ack | Outcome::Drop = outcome {
-            return again_if_deadlock(|| self.ack_lease(id, token)).await;
+            return self.ack_lease(id, token).await;
         }
-        again_if_deadlock(|| async {
-            let tx = self.pool.begin_with(self.s.d.begin()).await?;
-            self.write_in(tx, id, Some(token), outcome).await
-        })
-        .await
+        let tx = self.pool.begin_with(self.s.d.begin()).await?;
+        self.write_in(tx, id, Some(token), outcome).await
     }
 
     /// Ack or drop one lease delivery: one autocommitted statement that writes
@@ -378,20 +376,6 @@ impl HoldBackend for Engine {
     /// A custom outcome's SQL runs once per row.
     fn settles_together(&self, outcome: &Outcome) -> bool {
         !matches!(outcome, Outcome::Custom(_))
-    }
-
-    /// Give a lease back: cleared at once, only while it holds the token.
-    async fn release_lease(&self, id: &str, token: i64) -> Result<()> {
-        let n = sqlx::query(&self.s.release_lease_sql())
-            .bind(id)
-            .bind(token)
-            .execute(&self.pool)
-            .await?
-            .rows_affected();
-        if n == 0 {
-            return Err(Error::lease_lost(&self.s.queue, id));
-        }
-        Ok(())
     }
 
     /// Lease heartbeat: a new token, or LeaseLost.
