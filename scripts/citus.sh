@@ -45,8 +45,10 @@ start)
   dbs=("${@:-settle}")
   i=0
   for n in "${nodes[@]}"; do
-    # Citus commits a write to several shards with two-phase commit
-    SETTLE_PGPORT=$((port + i)) SETTLE_PG_PRELOAD=citus SETTLE_PG_MAX_PREPARED=200 SETTLE_PGBIN=$bin \
+    # Citus commits a write to several shards with two-phase commit; a node takes more
+    # connections than the coordinator's clients (each may hold one to every worker),
+    # as Citus's guidance has it
+    SETTLE_PGPORT=$((port + i)) SETTLE_PG_PRELOAD=citus SETTLE_PG_MAX_PREPARED=200 SETTLE_PG_MAX_CONNECTIONS=300 SETTLE_PGBIN=$bin \
       scripts/pg-cluster.sh start "$dir/$n" >/dev/null
     for db in "${dbs[@]}"; do
       "$bin/psql" -X -q -v ON_ERROR_STOP=1 -h "$dir/$n/sock" -p $((port + i)) -U postgres -d postgres \

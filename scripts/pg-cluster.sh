@@ -3,6 +3,7 @@
 #   scripts/pg-cluster.sh start DIR   -> initdb DIR/data, listen on unix socket DIR/sock, port $SETTLE_PGPORT (55432)
 #   scripts/pg-cluster.sh stop DIR
 # SETTLE_PG_PRELOAD sets shared_preload_libraries (the Citus nodes: citus).
+# SETTLE_PG_MAX_CONNECTIONS sets max_connections (default 200).
 # SETTLE_PG_TLS_DIR (files of scripts/tls-certs.sh) makes a TLS-only server: TCP on 127.0.0.1,
 # no unix socket, pg_hba refusing every connection without TLS (hostnossl ... reject), the
 # role settle_cert logging in by client certificate. SETTLE_PG_SSL_CERT and SETTLE_PG_SSL_KEY
@@ -23,7 +24,7 @@ start)
 listen_addresses = '${SETTLE_PG_LISTEN:-127.0.0.1}'
 port = $port
 unix_socket_directories = '$dir/sock'
-max_connections = 200
+max_connections = ${SETTLE_PG_MAX_CONNECTIONS:-200}
 shared_buffers = 256MB
 fsync = off
 synchronous_commit = on

@@ -202,8 +202,8 @@ impl Error {
     /// Whether the server turned the statement down for a reason that passes,
     /// so that the same call may succeed if run again: a connection between
     /// nodes lost or a server shutting down or starting up (SQLSTATE class
-    /// `08`, `57P01`–`57P03`), a serialization failure (`40001`) or a deadlock
-    /// (`40P01`). The server's error means the transaction rolled back and
+    /// `08`, `57P01`–`57P03`), no connection slot free (`53300`), a
+    /// serialization failure (`40001`) or a deadlock (`40P01`). The server's error means the transaction rolled back and
     /// nothing was written. A connection to this client lost mid-call is not
     /// transient: whether it was written is not known.
     pub fn is_transient(&self) -> bool {
@@ -218,7 +218,8 @@ impl Error {
         });
         from_server
             && e.code.as_deref().is_some_and(|c| {
-                c.starts_with("08") || matches!(c, "40001" | "40P01" | "57P01" | "57P02" | "57P03")
+                c.starts_with("08")
+                    || matches!(c, "40001" | "40P01" | "53300" | "57P01" | "57P02" | "57P03")
             })
     }
 

@@ -466,12 +466,19 @@ async fn worker_node_restart() {
         println!(
             "citus restart {form:?}: 4800 jobs, lost {lost}, settled twice {twice}, settle errors {}, \
              restart took {:.2} s, its groups settled on again {:.2} s after it began; \
-             settles meanwhile on the other node's groups {} (on the restarted node's, before it went down, {})",
+             settles meanwhile on the other node's groups {} (on the restarted node's, before it went down, {}); \
+             the settle errors: {:?}",
             tally.errors,
             (to - from).as_secs_f64(),
             (back - from).as_secs_f64(),
             during(false),
-            during(true)
+            during(true),
+            tally
+                .failed
+                .values()
+                .flatten()
+                .map(|(_, e)| e.as_str())
+                .collect::<std::collections::BTreeSet<_>>()
         );
         assert_eq!((lost, twice), (0, 0), "{form:?}");
         assert!(
