@@ -77,6 +77,8 @@ struct Args {
     hold_every: u64,
     /// backlogs of the horizon-held grid (`--horizon`, `--horizon-jobs N,N`)
     horizon: Vec<usize>,
+    /// what holds the horizon in the grid and the sustained run (`--holder`)
+    holder: pressure::Holder,
     /// storage parameters set on every settle/floor queue table before it is
     /// filled (`--table-options "fillfactor = 100"`, or `reset` for the
     /// server's defaults in place of `queue_create`'s)
@@ -129,6 +131,7 @@ fn args() -> Args {
         sustained: 0,
         hold_every: 0,
         horizon: Vec::new(),
+        holder: pressure::Holder::Snapshot,
         table_options: None,
         pgmq_table_options: None,
         max_attempts: None,
@@ -193,6 +196,14 @@ fn args() -> Args {
                 a.workers = vec![4];
                 a.batches = vec![1];
             }
+            "--holder" => {
+                a.holder = match v[i + 1].as_str() {
+                    "snapshot" => pressure::Holder::Snapshot,
+                    "row_lock" => pressure::Holder::RowLock,
+                    other => panic!("--holder snapshot|row_lock, not {other}"),
+                };
+                i += 1;
+            }
             "--horizon-jobs" => {
                 a.horizon = list(&v[i + 1], "--horizon-jobs");
                 a.workers = vec![4];
@@ -253,7 +264,7 @@ fn args() -> Args {
                 a.workers = vec![1, 4];
                 a.batches = vec![1, 100];
             }
-            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --client-only, --transaction-pooler, --portable, --mixed, --mariadb URL, --sqlite PATH, --citus CONN, --pgmq CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --sustained SECONDS, --hold-every SECONDS, --horizon, --horizon-jobs N,N, --table-options OPTS|reset, --pgmq-table-options OPTS|reset, --max-attempts N"),
+            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --client-only, --transaction-pooler, --portable, --mixed, --mariadb URL, --sqlite PATH, --citus CONN, --pgmq CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --sustained SECONDS, --hold-every SECONDS, --horizon, --horizon-jobs N,N, --holder snapshot|row_lock, --table-options OPTS|reset, --pgmq-table-options OPTS|reset, --max-attempts N"),
         }
         i += 1;
     }

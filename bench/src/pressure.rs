@@ -9,26 +9,47 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 use tokio_postgres::Client;
 
-/// A session holding the xmin horizon: a REPEATABLE READ transaction whose
-/// snapshot was taken and stays until `release`.
+/// What holds the horizon (`--holder`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Holder {
+    /// a report: a REPEATABLE READ transaction whose snapshot stays
+    Snapshot,
+    /// a row_lock worker whose handler runs on: a transaction that claimed a
+    /// row of another table (`SELECT … FOR UPDATE`, which gives it a
+    /// transaction id) and stays open
+    RowLock,
+}
+
+/// A session holding the xmin horizon until `release`.
 struct Horizon(Client);
 
 impl Horizon {
-    /// On `conn`'s database: vacuum keeps what a snapshot of the same database may see.
-    async fn hold(conn: &str) -> Horizon {
+    /// On `conn`'s database: vacuum keeps what a transaction of the same database may see.
+    async fn hold(conn: &str, holder: Holder) -> Horizon {
         let c = connect(conn).await;
-        c.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT 1")
-            .await
-            .expect("hold a snapshot");
+        let sql = match holder {
+            Holder::Snapshot => "BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT 1",
+            Holder::RowLock => {
+                c.batch_execute(
+                    "CREATE TABLE IF NOT EXISTS bench_holder (id bigint PRIMARY KEY); \
+                     INSERT INTO bench_holder VALUES (1) ON CONFLICT DO NOTHING",
+                )
+                .await
+                .expect("the row_lock holder's table");
+                "BEGIN; SELECT id FROM bench_holder ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED"
+            }
+        };
+        c.batch_execute(sql).await.expect("hold the horizon");
         let held: bool = c
             .query_one(
-                "SELECT backend_xmin IS NOT NULL FROM pg_stat_activity WHERE pid = pg_backend_pid()",
+                "SELECT backend_xmin IS NOT NULL OR backend_xid IS NOT NULL \
+                 FROM pg_stat_activity WHERE pid = pg_backend_pid()",
                 &[],
             )
             .await
             .expect("pg_stat_activity")
             .get(0);
-        assert!(held, "the holding session has an xmin");
+        assert!(held, "the holding session has an xmin or a transaction id");
         Horizon(c)
     }
 
@@ -69,7 +90,7 @@ async fn drain(
     }
     // after the table was filled and vacuumed: the drain's own dead tuples stay
     let horizon = if held {
-        Some(Horizon::hold(&conn).await)
+        Some(Horizon::hold(&conn, a.holder).await)
     } else {
         None
     };
@@ -94,6 +115,13 @@ async fn drain(
 /// the mark) and (lease) pgmq, each drained once free and once with the
 /// horizon held.
 pub(crate) async fn horizon(a: &Args, admin: &Client) {
+    println!(
+        "held by: {}",
+        match a.holder {
+            Holder::Snapshot => "a REPEATABLE READ snapshot (a report)",
+            Holder::RowLock => "an open row_lock claim transaction (a handler still running)",
+        }
+    );
     println!(
         "{:<8} {:<9} {:>8} {:>3} {:>4} | {:>9} {:>8} {:>8} | {:>9} {:>8} {:>8} | {:>9}",
         "impl",
@@ -147,10 +175,10 @@ pub(crate) async fn horizon(a: &Args, admin: &Client) {
     }
 }
 
-/// Hold a snapshot on `conn` for 120 s of every `every` seconds (the first
+/// Hold the horizon on `conn` for 120 s of every `every` seconds (the first
 /// from `every` - 120), `holding` set meanwhile, until `stop`.
 async fn hold_periodically(
-    conn: String,
+    (conn, holder): (String, Holder),
     every: u64,
     stop: Arc<AtomicBool>,
     holding: Arc<AtomicBool>,
@@ -161,7 +189,7 @@ async fn hold_periodically(
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        let h = Horizon::hold(&conn).await;
+        let h = Horizon::hold(&conn, holder).await;
         holding.store(true, Ordering::Relaxed);
         tokio::time::sleep(Duration::from_secs(120)).await;
         holding.store(false, Ordering::Relaxed);
@@ -192,7 +220,7 @@ pub(crate) async fn sustained(a: &Args, admin: &Client, secs: u64) {
     let holding = Arc::new(AtomicBool::new(false));
     let holds = (a.hold_every > 0).then(|| {
         tokio::spawn(hold_periodically(
-            a.conn.clone(),
+            (a.conn.clone(), a.holder),
             a.hold_every,
             stop.clone(),
             holding.clone(),
