@@ -27,6 +27,16 @@ pub struct PoolOptions {
     /// locks belong to a session. The lease and row_lock forms work. The
     /// portable path refuses it: put it behind session pooling.
     pub transaction_pooler: bool,
+    /// How often this client's claims of a queue scan from its lowest id
+    /// (docs/semantics.md, "Claim order"); between those scans a claim starts
+    /// at the last id the client claimed, so it does not walk the rows
+    /// settled before, which a long transaction keeps in the index. `None`:
+    /// the database's setting (extension: `settle.rescan_interval`, 1 s by
+    /// default; portable path: 1 s). Zero: every claim from the lowest id. On
+    /// the extension it is sent as a startup option, which PgBouncer passes
+    /// only when `ignore_startup_parameters` lists `options`; set it on the
+    /// role instead behind a pooler.
+    pub rescan_interval: Option<Duration>,
 }
 
 impl Default for PoolOptions {
@@ -36,6 +46,7 @@ impl Default for PoolOptions {
             wait_timeout: Some(Duration::from_secs(30)),
             connect_timeout: Some(Duration::from_secs(10)),
             transaction_pooler: false,
+            rescan_interval: None,
         }
     }
 }
@@ -58,6 +69,13 @@ impl PoolOptions {
     /// Set how long opening a connection may take.
     pub fn connect_timeout(mut self, d: Option<Duration>) -> Self {
         self.connect_timeout = d;
+        self
+    }
+
+    /// Set how often claims scan from the lowest id (see
+    /// [`PoolOptions::rescan_interval`]).
+    pub fn rescan_interval(mut self, d: Duration) -> Self {
+        self.rescan_interval = Some(d);
         self
     }
 

@@ -179,6 +179,10 @@ pub(crate) trait HoldBackend: LeaseSettler + Sized {
     /// Called before an outcome is written (a warning it deserves).
     fn before_settle(&self, _outcome: &Outcome) {}
 
+    /// Rows this client made ready again (retried, released, or a settle that
+    /// failed): claims that start past them must not any more.
+    fn made_ready(&self, _ids: &[&str]) {}
+
     /// A new deadline for a lease: its new token.
     fn extend_lease(
         &self,
@@ -223,13 +227,39 @@ pub(crate) async fn settle<B: HoldBackend>(
     outcome: Outcome,
 ) -> Result<Settled> {
     b.before_settle(&outcome);
-    match hold {
+    let again = ready_again(&outcome);
+    let r = match hold {
         // combined with the client's concurrent settles (a custom outcome runs alone)
         Hold::Lease(t) if !matches!(outcome, Outcome::Custom(_)) => {
-            combine::settle(b, id, t, outcome).await
+            combine::settle(b, id.clone(), t, outcome).await
         }
         Hold::Lease(t) => combine::one(&**b, &id, t, &outcome).await,
         Hold::Session(s, lent) => s.settle(b, lent, &id, &outcome).await,
+    };
+    if again || r.is_err() {
+        b.made_ready(&[&id]);
+    }
+    r
+}
+
+/// Whether a row settled with `outcome` may be ready again (a failed settle
+/// leaves it ready too): all but ack and drop, a custom outcome included.
+fn ready_again(outcome: &Outcome) -> bool {
+    !matches!(outcome, Outcome::Ack | Outcome::Drop)
+}
+
+/// Tell the backend which of `ids` may be ready again after their settles'
+/// results `out`.
+fn report_ready<B: HoldBackend>(b: &B, ids: &[String], outcome: &Outcome, out: &[Result<Settled>]) {
+    let again = ready_again(outcome);
+    let ready: Vec<&str> = ids
+        .iter()
+        .zip(out)
+        .filter(|(_, r)| again || r.is_err())
+        .map(|(id, _)| id.as_str())
+        .collect();
+    if !ready.is_empty() {
+        b.made_ready(&ready);
     }
 }
 
@@ -245,11 +275,14 @@ pub(crate) async fn settle_many<B: HoldBackend>(
         let tokens: Option<Vec<B::Token>> = items.iter().map(|(_, h)| h.lease_token()).collect();
         if let Some(tokens) = tokens {
             b.before_settle(&outcome);
-            return combine::many_or_each(&**b, &ids, &tokens, &outcome).await;
+            let out = combine::many_or_each(&**b, &ids, &tokens, &outcome).await;
+            report_ready(&**b, &ids, &outcome, &out);
+            return out;
         }
         if let Some(s) = one_session(&items) {
             b.before_settle(&outcome);
             if let Some(out) = s.settle_many(b, &ids, &outcome).await {
+                report_ready(&**b, &ids, &outcome, &out);
                 return out;
             }
         }
@@ -274,10 +307,12 @@ fn one_session<T, S: ClaimSession>(items: &[(String, Hold<T, S>)]) -> Option<Arc
 
 /// Give a delivery back without an outcome.
 pub(crate) async fn release<B: HoldBackend>(b: &B, id: &str, hold: HoldOf<B>) -> Result<()> {
-    match hold {
+    let r = match hold {
         Hold::Lease(t) => b.release_lease(id, t).await,
         Hold::Session(s, lent) => s.release(b, lent, id).await,
-    }
+    };
+    b.made_ready(&[id]);
+    r
 }
 
 /// A delivery dropped unsettled: given back in a task of its own; without a

@@ -153,6 +153,15 @@ impl Connector {
                 config.connect_timeout(t);
             }
         }
+        if let Some(d) = pool.rescan_interval {
+            let ms = d.as_millis().min(3_600_000);
+            let set = format!("-c settle.rescan_interval={ms}");
+            let options = match config.get_options() {
+                Some(o) if !o.is_empty() => format!("{o} {set}"),
+                _ => set,
+            };
+            config.options(&options);
+        }
         Ok(Connector {
             config,
             tls: connector(info)?,

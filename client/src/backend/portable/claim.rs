@@ -28,16 +28,30 @@ impl Engine {
     /// has had its transaction rolled back whole — it wrote and holds nothing —
     /// so it is run again, a few times, before the error reaches the caller.
     pub(super) async fn claim_rows(&self, n: usize) -> Result<(Vec<ClaimedRow>, Option<Session>)> {
-        again_if_deadlock(|| self.claim_once(n)).await
+        again_if_deadlock(|| async {
+            let start = self.mark.start();
+            let r = self.claim_once(n, start.from.as_deref()).await;
+            let last = r.as_ref().ok().and_then(|(rows, _)| rows.last());
+            self.mark.claimed(start, last.map(|c| c.id.as_str()));
+            r
+        })
+        .await
     }
 
-    async fn claim_once(&self, n: usize) -> Result<(Vec<ClaimedRow>, Option<Session>)> {
+    /// One claim of up to `n` rows, scanning from the id `from` (the mark) or
+    /// from the lowest; its rows in id order.
+    async fn claim_once(
+        &self,
+        n: usize,
+        from: Option<&str>,
+    ) -> Result<(Vec<ClaimedRow>, Option<Session>)> {
         let s = &self.s;
         let d = s.d;
         match s.plan {
             ClaimPlan::RowLock => {
                 let mut tx = self.pool.begin_with(d.begin()).await?;
-                let rows = sqlx::query(&s.claim_rows_sql())
+                let sql = s.claim_rows_sql(from.is_some());
+                let rows = from_first(sqlx::query(&sql), from)
                     .bind(n as i64)
                     .fetch_all(&mut *tx)
                     .await?;
@@ -53,17 +67,18 @@ impl Engine {
                 let held = out.iter().map(|c| c.id.clone()).collect();
                 Ok((out, Some(Session::new(ClaimConn::Tx(tx), held))))
             }
-            ClaimPlan::LeaseStatement => Ok((self.claim_lease_cte(n).await?, None)),
+            ClaimPlan::LeaseStatement => Ok((self.claim_lease_cte(n, from).await?, None)),
             ClaimPlan::LeaseSteps => {
                 let mut tx = self.pool.begin_with(d.begin()).await?;
-                let sql = s.lease_candidates_sql();
-                let out = self
-                    .take_candidates(&mut tx, sqlx::query(&sql).bind(n as i64))
-                    .await?;
+                let sql = s.lease_candidates_sql(from.is_some());
+                let q = from_first(sqlx::query(&sql), from).bind(n as i64);
+                let out = self.take_candidates(&mut tx, q).await?;
                 tx.commit().await?;
                 Ok((out, None))
             }
-            ClaimPlan::AdvisoryStatement | ClaimPlan::AdvisorySteps => self.claim_advisory(n).await,
+            ClaimPlan::AdvisoryStatement | ClaimPlan::AdvisorySteps => {
+                self.claim_advisory(n, from).await
+            }
         }
     }
 
@@ -144,15 +159,16 @@ impl Engine {
     /// attempt already reached max_attempts (crash loops) are not taken but
     /// returned apart, and each is then moved to the dead letter if it is still
     /// there, ready and at max_attempts.
-    async fn claim_lease_cte(&self, n: usize) -> Result<Vec<ClaimedRow>> {
+    async fn claim_lease_cte(&self, n: usize, from: Option<&str>) -> Result<Vec<ClaimedRow>> {
         let Form::Lease { ttl } = self.s.form else {
             unreachable!("called for the lease form only");
         };
-        let rows = sqlx::query(&self.s.claim_lease_cte_sql())
-            .bind(n as i64)
-            .bind(micros(ttl))
-            .fetch_all(&self.pool)
-            .await?;
+        let sql = self.s.claim_lease_cte_sql(from.is_some());
+        let mut q = sqlx::query(&sql).bind(n as i64).bind(micros(ttl));
+        if let Some(from) = from {
+            q = q.bind(from.to_owned());
+        }
+        let rows = q.fetch_all(&self.pool).await?;
         // the rows delivered are already leased: a failed move must not lose
         // them (the row stays, and a later claim tries again)
         self.deliver_or_move(&rows).await
@@ -181,10 +197,15 @@ impl Engine {
         Ok(())
     }
 
-    async fn claim_advisory(&self, n: usize) -> Result<(Vec<ClaimedRow>, Option<Session>)> {
+    async fn claim_advisory(
+        &self,
+        n: usize,
+        from: Option<&str>,
+    ) -> Result<(Vec<ClaimedRow>, Option<Session>)> {
         let s = &self.s;
         let mut conn = self.pool.acquire().await?;
-        let cands: Vec<String> = sqlx::query(&s.advisory_candidates_sql())
+        let sql = s.advisory_candidates_sql(from.is_some());
+        let cands: Vec<String> = from_first(sqlx::query(&sql), from)
             .bind((n * 2 + 16) as i64)
             .fetch_all(&mut *conn)
             .await?
@@ -311,6 +332,17 @@ impl Engine {
             }
         }
         Ok(out)
+    }
+}
+
+/// A claim statement with the mark's id bound first, when it starts there.
+fn from_first<'q>(
+    q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    from: Option<&str>,
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    match from {
+        Some(id) => q.bind(id.to_owned()),
+        None => q,
     }
 }
 

@@ -319,6 +319,15 @@ impl Dialect {
         self == Dialect::Postgres
     }
 
+    /// A row settled stays in the table's index until no transaction can see
+    /// it any more (PostgreSQL's xmin horizon, InnoDB's purge), so a claim that
+    /// scans from the lowest id walks every such row while a long transaction
+    /// holds them: claims start at the client's mark instead. SQLite removes a
+    /// row from its b-tree when the delete commits.
+    pub(crate) fn keeps_settled_rows_in_index(self) -> bool {
+        self != Dialect::Sqlite
+    }
+
     /// A deadlock victim loses its whole transaction, not only the statement
     /// (InnoDB): a claim transaction it was part of is over.
     pub(crate) fn deadlock_ends_transaction(self) -> bool {

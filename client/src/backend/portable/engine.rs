@@ -16,6 +16,8 @@ pub(crate) struct Engine {
     pub(super) s: Shape,
     pub(super) queue: Queue,
     pub(super) acks: Combiner<i64>,
+    /// where this client's claims start
+    pub(super) mark: super::mark::Mark,
     pub(crate) meters: Meters,
 }
 

@@ -10,6 +10,7 @@ pub(crate) mod dialect;
 mod engine;
 mod introspect;
 mod locks;
+mod mark;
 mod session;
 mod sql;
 mod write;
@@ -97,10 +98,17 @@ impl Engine {
             });
         }
         let url = probe(url, pool.connect_timeout).await?;
+        let rescan_interval = pool.rescan_interval;
         let pool = opts.connect(&url).await?;
         let s = introspect::introspect(&pool, d, &queue).await?;
+        let interval = rescan_interval.unwrap_or(mark::RESCAN_INTERVAL);
+        let mark = mark::Mark::new(
+            s.id_kind,
+            d.keeps_settled_rows_in_index().then_some(interval),
+        );
         Ok(Arc::new(Engine {
             pool,
+            mark,
             s,
             meters: Meters::new(&queue.name),
             queue,

@@ -378,6 +378,10 @@ impl HoldBackend for Engine {
         !matches!(outcome, Outcome::Custom(_))
     }
 
+    fn made_ready(&self, ids: &[&str]) {
+        self.mark.made_ready(ids.iter().copied());
+    }
+
     /// Lease heartbeat: a new token, or LeaseLost.
     async fn extend_lease(&self, id: &str, token: i64, ttl: Duration) -> Result<i64> {
         let s = &self.s;

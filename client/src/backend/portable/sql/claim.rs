@@ -39,12 +39,22 @@ impl ClaimPlan {
     /// (lists of ids shown with two).
     pub(crate) fn statements(self, s: &Shape) -> Vec<(&'static str, String)> {
         let mut out = Vec::new();
-        match self {
-            ClaimPlan::RowLock => out.push(("claim", s.claim_rows_sql())),
-            ClaimPlan::LeaseStatement => out.push(("claim", s.claim_lease_cte_sql())),
-            ClaimPlan::LeaseSteps => out.push(("claim candidates", s.lease_candidates_sql())),
+        // the first statement of a claim, from the lowest id and from the mark
+        let (name, first): (&'static str, fn(&Shape, bool) -> String) = match self {
+            ClaimPlan::RowLock => ("claim", Shape::claim_rows_sql),
+            ClaimPlan::LeaseStatement => ("claim", Shape::claim_lease_cte_sql),
+            ClaimPlan::LeaseSteps => ("claim candidates", Shape::lease_candidates_sql),
             ClaimPlan::AdvisoryStatement | ClaimPlan::AdvisorySteps => {
-                out.push(("claim candidates", s.advisory_candidates_sql()));
+                ("claim candidates", Shape::advisory_candidates_sql)
+            }
+        };
+        out.push((name, first(s, false)));
+        if s.d.keeps_settled_rows_in_index() {
+            out.push(("… from the mark", first(s, true)));
+        }
+        match self {
+            ClaimPlan::RowLock | ClaimPlan::LeaseStatement | ClaimPlan::LeaseSteps => {}
+            ClaimPlan::AdvisoryStatement | ClaimPlan::AdvisorySteps => {
                 let a = s.d.advisory().expect("an advisory dialect");
                 out.push(("try locks", a.try_lock_sql(s.d, 2)));
                 out.push(("unlock", a.unlock_sql(s.d, 2)));
@@ -76,30 +86,45 @@ impl ClaimPlan {
 }
 
 impl Shape {
-    /// row_lock claim: the first `$1` ready rows, locked, as (id, attempt,
-    /// token, row json).
-    pub(crate) fn claim_rows_sql(&self) -> String {
+    /// The ready rows a claim scans (`a`), from the lowest id or (`from`) from
+    /// the id bound first, and the parameter of the claim's limit after it.
+    fn scanned(&self, from: bool) -> (String, String) {
         let d = self.d;
+        if from {
+            let start = format!(
+                "{} AND {} >= {}",
+                self.ready("a"),
+                self.c("a", &self.id),
+                d.id_param(&d.p(1), self.id_kind)
+            );
+            (start, d.p(2))
+        } else {
+            (self.ready("a"), d.p(1))
+        }
+    }
+
+    /// row_lock claim: the first `$1` ready rows (with `from`: from the id
+    /// bound first, then the limit), locked, as (id, attempt, token, row json).
+    pub(crate) fn claim_rows_sql(&self, from: bool) -> String {
+        let (ready, limit) = self.scanned(from);
         format!(
-            "{} LIMIT {}{}",
-            self.rows_sql(&self.ready("a")),
-            d.p(1),
-            d.skip_locked()
+            "{} LIMIT {limit}{}",
+            self.rows_sql(&ready),
+            self.d.skip_locked()
         )
     }
 
-    /// lease claim, step 1 (no writable CTE): the first `$1` ready rows,
-    /// locked, as (id, attempt).
-    pub(crate) fn lease_candidates_sql(&self) -> String {
+    /// lease claim, step 1 (no writable CTE): the first `$1` ready rows (with
+    /// `from`: as [`Shape::claim_rows_sql`]), locked, as (id, attempt).
+    pub(crate) fn lease_candidates_sql(&self, from: bool) -> String {
         let d = self.d;
+        let (ready, limit) = self.scanned(from);
         format!(
-            "SELECT {}, {} FROM {} a WHERE {} ORDER BY a.{} LIMIT {}{}",
+            "SELECT {}, {} FROM {} a WHERE {ready} ORDER BY a.{} LIMIT {limit}{}",
             d.id_text(&self.c("a", &self.id)),
             self.attempt_sel("a"),
             self.table,
-            self.ready("a"),
             d.ident(&self.id),
-            d.p(1),
             d.skip_locked()
         )
     }
@@ -145,10 +170,10 @@ impl Shape {
     }
 
     /// The lease claim as one autocommitted statement (writable CTE): lock the
-    /// first `$1` ready rows, count the attempt and write the token (`$2` µs),
-    /// return them; crash-looping candidates come back apart, marked 1 in the
-    /// fifth column (see [`Shape::crash_loops`]).
-    pub(crate) fn claim_lease_cte_sql(&self) -> String {
+    /// first `$1` ready rows (with `from`: from the id `$3`), count the attempt
+    /// and write the token (`$2` µs), return them; crash-looping candidates
+    /// come back apart, marked 1 in the fifth column (see [`Shape::crash_loops`]).
+    pub(crate) fn claim_lease_cte_sql(&self, from: bool) -> String {
         let d = self.d;
         let idc = d.ident(&self.id);
         let mut sets = vec![format!(
@@ -160,13 +185,16 @@ impl Shape {
             sets.push(format!("{0} = COALESCE(a.{0}, 0) + 1", d.ident(a)));
         }
         let (live, poison) = self.crash_loops();
+        let mut ready = self.ready("a");
+        if from {
+            ready = format!("{ready} AND a.{idc} >= {}", d.id_param("$3", self.id_kind));
+        }
         format!(
             "WITH c AS (SELECT a.{idc} AS k, {att} AS att FROM {t} a WHERE {ready} ORDER BY a.{idc} LIMIT $1 FOR UPDATE SKIP LOCKED), \
                   u AS (UPDATE {t} a SET {sets} FROM c WHERE a.{idc} = c.k{live} RETURNING a.*) \
              SELECT {id}, {att}, {token}, {json}, 0, a.{idc} FROM u a{poison} ORDER BY 6",
             att = self.attempt_sel("a"),
             t = self.table,
-            ready = self.ready("a"),
             sets = sets.join(", "),
             id = d.id_text(&self.c("a", &self.id)),
             token = self.token_sel("a"),
@@ -192,16 +220,16 @@ impl Shape {
         ))
     }
 
-    /// advisory claim, step 1: the ids of the first `$1` ready rows, unlocked.
-    pub(crate) fn advisory_candidates_sql(&self) -> String {
+    /// advisory claim, step 1: the ids of the first `$1` ready rows (with
+    /// `from`: as [`Shape::claim_rows_sql`]), unlocked.
+    pub(crate) fn advisory_candidates_sql(&self, from: bool) -> String {
         let d = self.d;
+        let (ready, limit) = self.scanned(from);
         format!(
-            "SELECT {} FROM {} a WHERE {} ORDER BY a.{} LIMIT {}",
+            "SELECT {} FROM {} a WHERE {ready} ORDER BY a.{} LIMIT {limit}",
             d.id_text(&self.c("a", &self.id)),
             self.table,
-            self.ready("a"),
             d.ident(&self.id),
-            d.p(1)
         )
     }
 
