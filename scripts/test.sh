@@ -268,7 +268,8 @@ cargo_tests() {
   set -e
   local p f
   p=$(grep -Eo 'test result: [a-zA-Z]+\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}')
-  f=$(grep -Eo '[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}')
+  # from cargo's result lines only: a test's own output may say "… 55464 failed …"
+  f=$(grep -Eo 'test result: [a-zA-Z]+\. [0-9]+ passed; [0-9]+ failed' "$log" | awk '{s+=$6} END {print s+0}')
   passed=$((passed + p))
   failed=$((failed + f))
   if [ "$rc" != 0 ] && [ "$f" = 0 ]; then failed=$((failed + 1)); fi
