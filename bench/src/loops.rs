@@ -319,6 +319,39 @@ pub(crate) async fn run_workers(
         Arc::new(AtomicIsize::new(jobs.map_or(isize::MAX, |j| {
             isize::try_from(j).unwrap_or(isize::MAX)
         })));
+    spend(conns, imp, form, q, batch, lat, budget).await
+}
+
+/// [`run_workers`] until the queue is empty or `cap` has passed (the workers
+/// finish the claim they are in).
+pub(crate) async fn run_workers_for(
+    conns: Vec<Client>,
+    (imp, form): (Impl, Form),
+    q: &str,
+    batch: usize,
+    lat: Arc<Mutex<Vec<f64>>>,
+    cap: std::time::Duration,
+) -> (usize, Vec<Client>) {
+    let budget = Arc::new(AtomicIsize::new(isize::MAX));
+    let stop = budget.clone();
+    let timer = tokio::spawn(async move {
+        tokio::time::sleep(cap).await;
+        stop.store(0, Ordering::Relaxed);
+    });
+    let out = spend(conns, imp, form, q, batch, lat, budget).await;
+    timer.abort();
+    out
+}
+
+async fn spend(
+    conns: Vec<Client>,
+    imp: Impl,
+    form: Form,
+    q: &str,
+    batch: usize,
+    lat: Arc<Mutex<Vec<f64>>>,
+    budget: Arc<AtomicIsize>,
+) -> (usize, Vec<Client>) {
     let hs: Vec<_> = conns
         .into_iter()
         .map(|c| {

@@ -15,6 +15,7 @@ mod citus;
 mod client;
 mod loops;
 mod portable;
+mod portable_horizon;
 mod pressure;
 
 use loops::run_workers;
@@ -79,6 +80,9 @@ struct Args {
     horizon: Vec<usize>,
     /// what holds the horizon in the grid and the sustained run (`--holder`)
     holder: pressure::Holder,
+    /// the longest a horizon drain runs (`--horizon-cap SECS`): its jobs/s is
+    /// then over the jobs done
+    horizon_cap: Option<Duration>,
     /// storage parameters set on every settle/floor queue table before it is
     /// filled (`--table-options "fillfactor = 100"`, or `reset` for the
     /// server's defaults in place of `queue_create`'s)
@@ -132,6 +136,7 @@ fn args() -> Args {
         hold_every: 0,
         horizon: Vec::new(),
         holder: pressure::Holder::Snapshot,
+        horizon_cap: None,
         table_options: None,
         pgmq_table_options: None,
         max_attempts: None,
@@ -195,6 +200,11 @@ fn args() -> Args {
                 a.horizon = vec![20_000, 100_000];
                 a.workers = vec![4];
                 a.batches = vec![1];
+            }
+            "--horizon-cap" => {
+                let secs = v[i + 1].parse().expect("--horizon-cap SECONDS");
+                a.horizon_cap = Some(Duration::from_secs(secs));
+                i += 1;
             }
             "--holder" => {
                 a.holder = match v[i + 1].as_str() {
@@ -264,7 +274,7 @@ fn args() -> Args {
                 a.workers = vec![1, 4];
                 a.batches = vec![1, 100];
             }
-            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --client-only, --transaction-pooler, --portable, --mixed, --mariadb URL, --sqlite PATH, --citus CONN, --pgmq CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --sustained SECONDS, --hold-every SECONDS, --horizon, --horizon-jobs N,N, --holder snapshot|row_lock, --table-options OPTS|reset, --pgmq-table-options OPTS|reset, --max-attempts N"),
+            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --client-only, --transaction-pooler, --portable, --mixed, --mariadb URL, --sqlite PATH, --citus CONN, --pgmq CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --sustained SECONDS, --hold-every SECONDS, --horizon, --horizon-jobs N,N, --holder snapshot|row_lock, --horizon-cap SECONDS, --table-options OPTS|reset, --pgmq-table-options OPTS|reset, --max-attempts N"),
         }
         i += 1;
     }
@@ -860,6 +870,10 @@ async fn main_() {
     }
     if a.sustained > 0 {
         pressure::sustained(&a, &admin, a.sustained).await;
+        return;
+    }
+    if !a.horizon.is_empty() && a.portable {
+        portable_horizon::horizon(&a, &admin).await;
         return;
     }
     if !a.horizon.is_empty() {

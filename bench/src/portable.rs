@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Server {
+pub(crate) enum Server {
     /// PostgreSQL through the extension (`Client::connect`); its floor is the
     /// same hand-written SQL as the portable PostgreSQL row's
     PgExt,
@@ -23,7 +23,7 @@ enum Server {
 }
 
 impl Server {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Server::PgExt => "pg+ext",
             Server::Postgres => "postgres",
@@ -112,8 +112,8 @@ impl Server {
 }
 
 pub(crate) struct Backend {
-    db: Server,
-    url: String,
+    pub(crate) db: Server,
+    pub(crate) url: String,
 }
 
 /// The backends given on the command line: PostgreSQL (the `--conn` server)
@@ -167,7 +167,7 @@ impl Res {
     }
 }
 
-async fn pool(b: &Backend, max: u32) -> AnyPool {
+pub(crate) async fn pool(b: &Backend, max: u32) -> AnyPool {
     sqlx::any::install_default_drivers();
     let mut o = AnyPoolOptions::new().max_connections(max);
     if b.db == Server::MariaDb {
@@ -202,7 +202,7 @@ async fn pool(b: &Backend, max: u32) -> AnyPool {
 }
 
 /// A fresh canonical queue table (`sql/<dialect>/queue.sql`) with `jobs` rows.
-async fn prepare(p: &AnyPool, b: &Backend, t: &str, jobs: usize) {
+pub(crate) async fn prepare(p: &AnyPool, b: &Backend, t: &str, jobs: usize) {
     if b.db == Server::PgExt {
         sqlx::query(&format!("SELECT queue_unregister('{t}')"))
             .execute(p)
@@ -286,7 +286,7 @@ fn mixed_deliveries(jobs: usize) -> usize {
 
 /// The Rust client's portable path: claims of `batch`, then ack (one by one or
 /// `settle_many`), or the outcome mix.
-async fn client_worker(
+pub(crate) async fn client_worker(
     client: settle::Client,
     left: AnyPool,
     t: String,
@@ -342,7 +342,7 @@ async fn client_worker(
     done
 }
 
-async fn remaining(p: &AnyPool, t: &str) -> i64 {
+pub(crate) async fn remaining(p: &AnyPool, t: &str) -> i64 {
     sqlx::query(&format!("SELECT COUNT(*) FROM {t}"))
         .fetch_one(p)
         .await
@@ -446,7 +446,7 @@ async fn floor_settle(
 /// The hand-written SQL for the same work, on one connection, until the queue
 /// is empty. Every loop reads the id and the payload (and the token where there
 /// is one), as a handler needs them, and the attempt (the outcome mix reads it).
-async fn floor_worker(
+pub(crate) async fn floor_worker(
     p: AnyPool,
     db: Server,
     form: Form,

@@ -3,6 +3,7 @@
 //! drain leaves behind) and the sustained run (a steady backlog for minutes,
 //! optionally with a snapshot held for 120 s at intervals).
 
+use crate::loops::run_workers_for;
 use crate::{connect, pct, prepare_queue, prepare_table, run_workers, Args, Form, Impl};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -21,11 +22,11 @@ pub(crate) enum Holder {
 }
 
 /// A session holding the xmin horizon until `release`.
-struct Horizon(Client);
+pub(crate) struct Horizon(Client);
 
 impl Horizon {
     /// On `conn`'s database: vacuum keeps what a transaction of the same database may see.
-    async fn hold(conn: &str, holder: Holder) -> Horizon {
+    pub(crate) async fn hold(conn: &str, holder: Holder) -> Horizon {
         let c = connect(conn).await;
         let sql = match holder {
             Holder::Snapshot => "BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT 1",
@@ -53,7 +54,7 @@ impl Horizon {
         Horizon(c)
     }
 
-    async fn release(self) {
+    pub(crate) async fn release(self) {
         self.0.batch_execute("COMMIT").await.expect("release");
     }
 }
@@ -63,6 +64,8 @@ struct Drain {
     rate: f64,
     p50: f64,
     p99: f64,
+    /// stopped by `--horizon-cap` before the queue was empty
+    capped: bool,
 }
 
 /// settle's claims as they were before the mark: every claim scans from the
@@ -96,17 +99,25 @@ async fn drain(
     };
     let lat = Arc::new(Mutex::new(Vec::with_capacity(jobs)));
     let t0 = Instant::now();
-    let (done, _open) = run_workers(conns, imp, form, &q, batch, lat.clone(), None).await;
+    let (done, _open) = match a.horizon_cap {
+        Some(cap) => run_workers_for(conns, (imp, form), &q, batch, lat.clone(), cap).await,
+        None => run_workers(conns, imp, form, &q, batch, lat.clone(), None).await,
+    };
     let secs = t0.elapsed().as_secs_f64();
     if let Some(h) = horizon {
         h.release().await;
     }
-    assert_eq!(done, jobs, "{imp:?} {form:?}: every job settled once");
+    let capped = done < jobs && a.horizon_cap.is_some();
+    assert!(
+        done == jobs || capped,
+        "{imp:?} {form:?}: every job settled once"
+    );
     let mut l = lat.lock().unwrap();
     Drain {
         rate: done as f64 / secs,
         p50: pct(&mut l, 0.5),
         p99: pct(&mut l, 0.99),
+        capped,
     }
 }
 
@@ -154,7 +165,7 @@ pub(crate) async fn horizon(a: &Args, admin: &Client) {
                         let held = drain(a, admin, imp, form, jobs, (w, b), true).await;
                         let name = format!("{:?}", imp.0).to_lowercase();
                         println!(
-                            "{:<8} {:<9} {:>8} {:>3} {:>4} | {:>9.0} {:>8.2} {:>8.2} | {:>9.0} {:>8.2} {:>8.2} | {:>9.2}",
+                            "{:<8} {:<9} {:>8} {:>3} {:>4} | {:>9.0} {:>8.2} {:>8.2} | {:>9.0} {:>8.2} {:>8.2} | {:>9.2}{}",
                             if imp.1 { format!("{name}-0") } else { name },
                             form.name(),
                             jobs,
@@ -166,7 +177,8 @@ pub(crate) async fn horizon(a: &Args, admin: &Client) {
                             held.rate,
                             held.p50,
                             held.p99,
-                            held.rate / free.rate
+                            held.rate / free.rate,
+                            if free.capped || held.capped { " (capped)" } else { "" }
                         );
                     }
                 }
