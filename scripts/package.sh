@@ -10,6 +10,11 @@
 #   the earlier versions' install scripts and every upgrade script (extension/sql/).
 # It prints the path of each package it wrote. Needs cargo-pgrx (scripts/test.sh installs the
 # pinned version) and dpkg-deb. SETTLE_MAINTAINER sets the Maintainer field.
+#
+#   scripts/package.sh sql            the SQL edition (SQL and PL/pgSQL only, sqlapi/), as
+#   target/packages/settle--<version>.sql        run with psql into a database:
+#                                                psql -v schema=NAME -f ... (default public)
+#   target/packages/settle-pgtle--<version>.sql  registers it with pg_tle, for CREATE EXTENSION
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -21,6 +26,53 @@ arch=$(dpkg --print-architecture)
 maintainer=${SETTLE_MAINTAINER:-settle developers <settle@localhost>}
 out=$ROOT/target/packages
 mkdir -p "$out"
+
+if [ "${1:-}" = sql ]; then
+  # one text for both artefacts: the objects shared with the native extension, then the
+  # PL/pgSQL functions; @extschema@ is the schema it is installed in
+  body=$(cat sqlapi/common/registry.sql sqlapi/common/helpers.sql sqlapi/common/health.sql \
+    sqlapi/plpgsql/shape.sql sqlapi/plpgsql/statements.sql sqlapi/plpgsql/deliveries.sql \
+    sqlapi/plpgsql/register.sql sqlapi/plpgsql/admin.sql | sed "s/@version@/$version/g")
+  if grep -q 'settle_body\$' <<<"$body"; then echo "sqlapi/ must not contain the quote tag settle_body" >&2; exit 1; fi
+  psql_file=$out/settle--$version.sql
+  {
+    echo "-- settle $version, the SQL edition: SQL and PL/pgSQL only, installed by a database owner."
+    echo "--   psql -v schema=NAME -d DATABASE -f settle--$version.sql   (schema default: public)"
+    echo "-- Runs in one transaction; every object goes into that schema (created if missing)."
+    echo '\set ON_ERROR_STOP on'
+    echo '\if :{?schema}'
+    echo '\else'
+    echo '\set schema public'
+    echo '\endif'
+    echo 'BEGIN;'
+    echo "SELECT pg_catalog.set_config('settle_sql.install_schema', :'schema', true) IS NULL AS failed \\gset"
+    echo 'CREATE SCHEMA IF NOT EXISTS :"schema";'
+    echo 'DO $settle_install$'
+    echo 'DECLARE'
+    echo "    s text := pg_catalog.quote_ident(pg_catalog.current_setting('settle_sql.install_schema'));"
+    echo 'BEGIN'
+    echo "    PERFORM pg_catalog.set_config('search_path', s, true);"
+    echo '    EXECUTE pg_catalog.replace($settle_body$'
+    # the registry is an ordinary table here, which pg_dump keeps anyway
+    grep -v 'pg_catalog.pg_extension_config_dump' <<<"$body"
+    echo "\$settle_body\$, '@extschema@', s);"
+    echo 'END $settle_install$;'
+    echo 'COMMIT;'
+  } >"$psql_file"
+  tle_file=$out/settle-pgtle--$version.sql
+  {
+    echo "-- settle $version, the SQL edition, registered with pg_tle (Amazon RDS, Aurora): run by a"
+    echo "-- role granted pgtle_admin, then CREATE EXTENSION settle; in each database."
+    echo "SELECT pgtle.install_extension('settle', '$version',"
+    echo "  'settle: claim, settle and dead-letter deliveries from queues kept in ordinary tables (SQL edition)',"
+    echo '$settle_body$'
+    echo "$body"
+    echo '$settle_body$);'
+  } >"$tle_file"
+  echo "$psql_file"
+  echo "$tle_file"
+  exit 0
+fi
 
 for major in "${majors[@]}"; do
   pg_config=$(scripts/pg-major.sh "$major")/pg_config

@@ -1,6 +1,6 @@
 //! The client: one queue over one backend, claims, batch settles, stats.
 
-use crate::backend::{Backend, Capabilities, Dialect};
+use crate::backend::{Backend, Capabilities, Dialect, Edition};
 use crate::conninfo::IntoConnInfo;
 use crate::delivery::Delivery;
 use crate::error::{Error, Result};
@@ -104,6 +104,13 @@ impl Client {
     /// The portable dialect, or None on the extension backend.
     pub fn dialect(&self) -> Option<Dialect> {
         self.backend.dialect()
+    }
+
+    /// Which edition of settle's SQL API the database runs — the native
+    /// extension or the SQL edition (the same calls, docs/editions.md) — or
+    /// None on the portable path.
+    pub fn edition(&self) -> Option<Edition> {
+        self.backend.edition()
     }
 
     /// The queue this client serves.

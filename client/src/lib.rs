@@ -60,7 +60,7 @@ mod tls;
 mod worker;
 
 pub use admin::Admin;
-pub use backend::{Capabilities, Dialect, Difference, Registered, EXTENSION_VERSION};
+pub use backend::{Capabilities, Dialect, Difference, Edition, Registered, EXTENSION_VERSION};
 pub use client::Client;
 pub use conninfo::{ConnInfo, IntoConnInfo};
 pub use delivery::Delivery;

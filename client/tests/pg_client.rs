@@ -384,6 +384,11 @@ async fn error_kinds() {
     .await
     .unwrap();
     for (sql, is_kind) in cases {
+        // SQL cannot see a transaction block: the SQL edition's row_lock claim
+        // in autocommit returns rows whose locks end with it (docs/editions.md)
+        if sql.contains("__rowlock__") && c.edition() == Some(settle::Edition::Sql) {
+            continue;
+        }
         let e: Error = pool.query(sql, &[]).await.unwrap_err().into();
         assert!(is_kind(&e), "{sql}: {e:?}");
     }

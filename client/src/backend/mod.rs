@@ -17,7 +17,7 @@ mod hold;
 mod portable;
 
 pub use ext::descriptor::{Difference, Registered};
-pub use ext::EXTENSION_VERSION;
+pub use ext::{Edition, EXTENSION_VERSION};
 pub use portable::Dialect;
 
 use crate::conninfo::ConnInfo;
@@ -272,6 +272,13 @@ impl Backend {
             Backend::Ext(_) => None,
         }
     }
+
+    pub(crate) fn edition(&self) -> Option<Edition> {
+        match self {
+            Backend::Ext(e) => Some(e.edition()),
+            Backend::Portable(_) => None,
+        }
+    }
 }
 
 /// Items sorted by `pick` into this backend's holds and the others, each with
@@ -396,10 +403,10 @@ impl Held {
 /// extension's registry, or the queues described to it on the portable path.
 #[derive(Clone)]
 pub(crate) enum Registry {
-    /// PostgreSQL with the extension: its version and a pool
+    /// PostgreSQL with the extension (either edition): which, its version, and a pool
     Ext {
         pool: deadpool_postgres::Pool,
-        version: String,
+        installed: ext::Installed,
     },
     /// the portable path: a backend per described queue
     Described {
@@ -416,9 +423,9 @@ impl Registry {
         let opts = PoolOptions::new(pool_size);
         let pool = Connector::new(&info, &opts)?.pool(&opts, Notices::default())?;
         let c = pool.get().await?;
-        let version = ext::check_version(&c, Statements::Unnamed).await?;
+        let installed = ext::check_version(&c, Statements::Unnamed).await?;
         drop(c);
-        Ok(Registry::Ext { pool, version })
+        Ok(Registry::Ext { pool, installed })
     }
 
     /// The portable path over `url`, serving the `described` queues.
@@ -439,9 +446,7 @@ impl Registry {
     /// What serves the queues, for people.
     pub(crate) fn describe(&self) -> String {
         match self {
-            Registry::Ext { version, .. } => {
-                format!("PostgreSQL with the settle extension {version}")
-            }
+            Registry::Ext { installed, .. } => format!("PostgreSQL with {installed}"),
             Registry::Described { dialect, .. } => format!("{} (portable path)", dialect.name()),
         }
     }
@@ -488,7 +493,9 @@ impl Registry {
     /// (the extension, 0.7.0 or later).
     pub(crate) async fn health(&self) -> Result<Vec<Health>> {
         match self {
-            Registry::Ext { pool, version } => ext::admin::health(pool, version, None).await,
+            Registry::Ext { pool, installed } => {
+                ext::admin::health(pool, &installed.version, None).await
+            }
             Registry::Described { dialect, .. } => Err(no_health(*dialect)),
         }
     }

@@ -39,8 +39,8 @@ pub(crate) struct Ext {
     statements: Statements,
     acks: Combiner<SystemTime>,
     pub(crate) meters: Meters,
-    /// the installed extension's version
-    version: String,
+    /// the installed edition and version
+    installed: Installed,
 }
 
 /// What holds a delivery on the extension backend.
@@ -95,14 +95,71 @@ pub(crate) fn version_at_least(installed: &str, need: &str) -> bool {
     }
 }
 
-/// The installed extension's version, when it is at least
+/// Which edition of settle's SQL API a database runs (docs/editions.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Edition {
+    /// the native extension (`CREATE EXTENSION settle` of the compiled library)
+    Native,
+    /// the SQL edition: SQL and PL/pgSQL only, installed with psql or through pg_tle
+    Sql,
+}
+
+impl Edition {
+    /// `native` or `sql`
+    pub fn name(self) -> &'static str {
+        match self {
+            Edition::Native => "native",
+            Edition::Sql => "sql",
+        }
+    }
+}
+
+/// The installed settle: its edition and version.
+#[derive(Clone, Debug)]
+pub(crate) struct Installed {
+    pub edition: Edition,
+    pub version: String,
+}
+
+impl std::fmt::Display for Installed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.edition {
+            Edition::Native => write!(f, "the settle extension {}", self.version),
+            Edition::Sql => write!(f, "settle's SQL edition {}", self.version),
+        }
+    }
+}
+
+/// The installed edition and version, when it is at least
 /// [`EXTENSION_VERSION`]; [`Error::Extension`] otherwise.
-pub(crate) async fn check_version(c: &deadpool_postgres::Object, st: Statements) -> Result<String> {
-    let installed: Option<String> = st.query(c, &VERSION, &[]).await?.first().map(|r| r.get(0));
+pub(crate) async fn check_version(
+    c: &deadpool_postgres::Object,
+    st: Statements,
+) -> Result<Installed> {
+    let rows = st.query(c, &VERSION, &[]).await?;
+    let (extversion, sql_edition): (Option<String>, bool) = (rows[0].get(0), rows[0].get(1));
+    let installed = if sql_edition {
+        let rows = st.query(c, &EDITION, &[]).await?;
+        let (edition, version): (String, String) = (rows[0].get(0), rows[0].get(1));
+        let edition = if edition == "sql" {
+            Edition::Sql
+        } else {
+            Edition::Native
+        };
+        Some(Installed { edition, version })
+    } else {
+        extversion.map(|version| Installed {
+            edition: Edition::Native,
+            version,
+        })
+    };
     match installed {
-        Some(v) if version_at_least_required(&v) => Ok(v),
+        Some(i) if version_at_least_required(&i.version) => {
+            tracing::debug!(edition = i.edition.name(), version = %i.version, "connected to {i}");
+            Ok(i)
+        }
         installed => Err(Error::Extension {
-            installed,
+            installed: installed.map(|i| i.version),
             required: EXTENSION_VERSION,
         }),
     }
@@ -144,7 +201,7 @@ impl Ext {
             )));
         }
         let c = pool.get().await?;
-        let version = check_version(&c, statements).await?;
+        let installed = check_version(&c, statements).await?;
         let checked = descriptor::check(&c, statements, &queue).await?;
         drop(c);
         Ok(Arc::new(Ext {
@@ -155,12 +212,16 @@ impl Ext {
             listen,
             statements,
             acks: Combiner::default(),
-            version,
+            installed,
         }))
     }
 
     pub(crate) fn pool(&self) -> &Pool {
         &self.pool
+    }
+
+    pub(crate) fn edition(&self) -> Edition {
+        self.installed.edition
     }
 
     /// Whether the worker can LISTEN (not with the caller's own pool, which
@@ -240,7 +301,7 @@ impl Ext {
 
     /// This queue's [`Health`] (`queue_health`, extension 0.7.0).
     pub(crate) async fn health(&self) -> Result<Health> {
-        admin::health(&self.pool, &self.version, Some(&self.queue.name))
+        admin::health(&self.pool, &self.installed.version, Some(&self.queue.name))
             .await?
             .pop()
             .ok_or_else(|| {

@@ -39,8 +39,16 @@ pub(crate) const STATS: Stmt = Stmt {
           CAST(EXTRACT(EPOCH FROM oldest_ready_age) * 1000000 AS BIGINT) FROM queue_stats($1)",
     types: &[TEXT],
 };
+/// The extension's version (`pg_extension`, when installed with `CREATE
+/// EXTENSION`), and whether `settle_edition()` exists: only the SQL edition
+/// has it, installed with `CREATE EXTENSION` (pg_tle) or with psql.
 pub(crate) const VERSION: Stmt = Stmt {
-    sql: "SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'settle'",
+    sql: "SELECT (SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'settle'), \
+          pg_catalog.to_regprocedure('settle_edition()') IS NOT NULL",
+    types: &[],
+};
+pub(crate) const EDITION: Stmt = Stmt {
+    sql: "SELECT edition, version FROM settle_edition()",
     types: &[],
 };
 pub(crate) const TABLE_EXISTS: Stmt = Stmt {

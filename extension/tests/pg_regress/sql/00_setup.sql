@@ -14,8 +14,10 @@ EXCEPTION WHEN OTHERS THEN
   RETURN 'ERROR ' || SQLSTATE || ': ' || SQLERRM
          || CASE WHEN detail <> '' THEN ' DETAIL: ' || detail ELSE '' END;
 END $$;
--- the functions the extension installs, with their security mode
+-- the functions the extension installs, with their security mode (the SQL
+-- edition's internal _settle_* helpers aside)
 SELECT p.proname, p.prosecdef AS security_definer, pg_get_function_identity_arguments(p.oid) AS args
 FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.deptype = 'e'
 JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'settle'
+WHERE p.proname NOT LIKE '\_settle\_%'
 ORDER BY 1;

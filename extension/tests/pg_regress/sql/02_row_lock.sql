@@ -50,7 +50,9 @@ COMMIT;
 -- SQ006 inside another one (this transaction did not claim the row)
 SELECT queue_complete('rl', '5', 'ack');
 \echo :LAST_ERROR_SQLSTATE
+BEGIN;
 SELECT try($$SELECT queue_complete('rl', '5', 'ack')$$);
+ROLLBACK;
 SELECT id, attempt FROM rl WHERE id = 5;
 -- transactional mode: the handler writes in the claim transaction; ack commits them
 CREATE TABLE side_effects (note text);

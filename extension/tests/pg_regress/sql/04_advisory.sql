@@ -78,6 +78,11 @@ SELECT id, attempt FROM queue_claim('ad', 1);
 BEGIN;
 SELECT queue_complete('ad', '5', 'ack');
 PREPARE TRANSACTION 'settle_test';
+-- (the SQL edition prepares it, the key held until it ends: end it)
+SELECT EXISTS (SELECT FROM pg_prepared_xacts WHERE gid = 'settle_test') AS prepared \gset
+\if :prepared
+ROLLBACK PREPARED 'settle_test';
+\endif
 SELECT id, attempt FROM ad WHERE id = 5;
 SELECT * FROM held_rows;
 SELECT id, attempt, retry_after IS NOT NULL AS delayed FROM ad ORDER BY id;

@@ -1,0 +1,450 @@
+-- The SQL edition: claims, outcomes, release and the lease heartbeat.
+
+-- The row_lock rows this transaction claimed and has not settled, per queue:
+-- a transaction-local setting, so a rolled-back savepoint or the end of the
+-- transaction forgets them exactly as it gives back their row locks.
+CREATE FUNCTION @extschema@._settle_row_locks() RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$ SELECT COALESCE(NULLIF(pg_catalog.current_setting('settle_sql.row_locks', true), ''), '{}')::pg_catalog.jsonb $$;
+
+CREATE FUNCTION @extschema@._settle_set_row_locks(held jsonb) RETURNS void
+    LANGUAGE sql VOLATILE
+    AS $$ SELECT pg_catalog.set_config('settle_sql.row_locks', held::pg_catalog.text, true) $$;
+
+-- Switch this transaction's search_path (back in the caller's function when
+-- it returns): to the caller's while a statement writes the queue table.
+CREATE FUNCTION @extschema@._settle_as(search_path text) RETURNS void
+    LANGUAGE sql VOLATILE
+    AS $$ SELECT pg_catalog.set_config('search_path', $1, true) $$;
+
+-- The advisory keys (bigint form) this session holds.
+CREATE FUNCTION @extschema@._settle_keys_held() RETURNS bigint[]
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT COALESCE(pg_catalog.array_agg((l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8), '{}')
+  FROM pg_catalog.pg_locks l
+  WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory' AND l.objsubid OPERATOR(pg_catalog.=) 1
+    AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid() AND l.granted
+$$;
+
+-- Rows a take flagged dead: moved to the dead letter with a WARNING (01SQ2).
+CREATE FUNCTION @extschema@._settle_dead_at_claim(s @extschema@.settle_shape, dead text[], caller_path text) RETURNS void
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    moved text;
+    n bigint := 0;
+    stmt text := @extschema@._settle_move_taken_dead(s);
+BEGIN
+    -- (under the caller's search_path: only qualified calls until it is back)
+    PERFORM @extschema@._settle_as(caller_path);
+    FOR moved IN EXECUTE stmt USING dead LOOP
+        n := pg_catalog.int8pl(n, 1);
+        RAISE WARNING USING ERRCODE = '01SQ2', MESSAGE = pg_catalog.format(
+            'settle: queue "%s": row %s reached max_attempts (%s) without an outcome (a crash loop) and was moved to the dead letter',
+            s.queue, moved, s.max_attempts);
+    END LOOP;
+    PERFORM @extschema@._settle_as('pg_catalog, pg_temp');
+    IF n <> pg_catalog.cardinality(dead) THEN
+        RAISE EXCEPTION 'settle: queue "%": a claim moved % of the % rows it took past max_attempts', s.queue, n, pg_catalog.cardinality(dead);
+    END IF;
+END $$;
+
+CREATE FUNCTION @extschema@._settle_claim(queue text, batch integer, lease interval, caller_path text)
+    RETURNS TABLE(id text, attempt integer, token timestamptz, payload jsonb)
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    s @extschema@.settle_shape;
+    held jsonb;
+    mine text[];
+    is_dead boolean;
+    dead text[] := '{}';
+    tok timestamptz;
+    page bigint;
+    last_id text;
+    cand text;
+    cand_key bigint;
+    held_keys bigint[];
+    locked text[];
+    keys bigint[];
+    want integer;
+    got integer := 0;
+    full_page boolean;
+    i integer;
+    stmt text;
+    n bigint;
+BEGIN
+    PERFORM @extschema@._settle_need($1, 'queue');
+    batch := COALESCE(batch, 1);
+    IF batch < 1 OR batch > 10000 THEN
+        PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('batch must be between 1 and 10000, got %s', batch));
+    END IF;
+    s := @extschema@._settle_shape($1);
+    IF s.form <> 'lease' AND lease IS NOT NULL THEN
+        PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('lease applies to the lease form only; queue "%s" uses %s', $1, s.form));
+    END IF;
+    IF s.form = 'row_lock' THEN
+        -- (SQL cannot see whether the caller is inside a transaction block: in
+        -- autocommit the rows' locks end with this statement, and their
+        -- completion finds them not held, SQ006; docs/editions.md)
+        held := @extschema@._settle_row_locks();
+        mine := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(held -> $1, '[]')));
+        FOR id, attempt, token, payload IN EXECUTE @extschema@._settle_claim_row_lock(s, pg_catalog.cardinality(mine) > 0)
+                                              USING batch::bigint, mine LOOP
+            mine := mine || id;
+            RETURN NEXT;
+        END LOOP;
+        PERFORM @extschema@._settle_set_row_locks(pg_catalog.jsonb_set(held, ARRAY[$1], pg_catalog.to_jsonb(mine)));
+        RETURN;
+    END IF;
+    IF s.form = 'lease' THEN
+        tok := @extschema@._settle_lease_token(lease);
+        stmt := @extschema@._settle_take_lease(s);
+        n := batch;
+        -- (under the caller's search_path: only qualified calls until it is back)
+        PERFORM @extschema@._settle_as(caller_path);
+        FOR is_dead, id, attempt, token, payload IN EXECUTE stmt USING n, tok LOOP
+            IF is_dead THEN
+                dead := pg_catalog.array_append(dead, id);
+            ELSE
+                RETURN NEXT;
+            END IF;
+        END LOOP;
+        PERFORM @extschema@._settle_as('pg_catalog, pg_temp');
+        IF pg_catalog.cardinality(dead) > 0 THEN
+            PERFORM @extschema@._settle_dead_at_claim(s, dead, caller_path);
+        END IF;
+        RETURN;
+    END IF;
+    -- advisory: walk ready rows in id order and lock their keys; a key locked
+    -- at transaction level first, so an error half-way leaks none, and held
+    -- for the session only once its row is taken
+    page := batch * 2 + 16;
+    held_keys := @extschema@._settle_keys_held();
+    FOR pass IN 1 .. 16 LOOP
+        want := batch - got;
+        EXIT WHEN want = 0;
+        locked := '{}';
+        keys := '{}';
+        i := 0;
+        FOR cand, cand_key IN EXECUTE @extschema@._settle_candidates(s) USING page, last_id LOOP
+            i := i + 1;
+            IF pg_catalog.cardinality(locked) < want THEN
+                last_id := cand;
+                -- a session lock is re-entrant: never hand this session a row it already holds
+                IF NOT (cand_key = ANY (held_keys)) AND pg_catalog.pg_try_advisory_xact_lock(cand_key) THEN
+                    locked := locked || cand;
+                    keys := keys || cand_key;
+                END IF;
+            END IF;
+        END LOOP;
+        full_page := i = page;
+        IF pg_catalog.cardinality(locked) > 0 THEN
+            stmt := @extschema@._settle_take_advisory(s);
+            -- (under the caller's search_path: only qualified calls until it is back)
+            PERFORM @extschema@._settle_as(caller_path);
+            FOR is_dead, id, attempt, token, payload IN EXECUTE stmt USING locked LOOP
+                IF is_dead THEN
+                    dead := pg_catalog.array_append(dead, id);
+                ELSE
+                    cand_key := keys[pg_catalog.array_position(locked, id)];
+                    PERFORM pg_catalog.pg_advisory_lock(cand_key);
+                    held_keys := pg_catalog.array_append(held_keys, cand_key);
+                    got := pg_catalog.int4pl(got, 1);
+                    RETURN NEXT;
+                END IF;
+            END LOOP;
+            PERFORM @extschema@._settle_as('pg_catalog, pg_temp');
+        END IF;
+        EXIT WHEN NOT full_page;
+    END LOOP;
+    IF pg_catalog.cardinality(dead) > 0 THEN
+        PERFORM @extschema@._settle_dead_at_claim(s, dead, caller_path);
+    END IF;
+END $$;
+
+-- (the caller's search_path travels along: statements that write the queue table run with it, so its triggers see what they expect)
+CREATE FUNCTION @extschema@.queue_claim(queue text, batch integer DEFAULT 1, lease interval DEFAULT NULL)
+    RETURNS TABLE(id text, attempt integer, token timestamptz, payload jsonb)
+    LANGUAGE sql VOLATILE
+    AS $$ SELECT * FROM @extschema@._settle_claim($1, $2, $3, pg_catalog.current_setting('search_path')) $$;
+
+-- Settle the given ids of one queue with one action (an outcome, or
+-- 'release'). One row per id, in the order given; result NULL: not held.
+CREATE FUNCTION @extschema@._settle_settle(queue text, ids text[], action text, delay interval, tokens timestamptz[],
+                                            caller_path text)
+    RETURNS TABLE(id text, result text)
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    s @extschema@.settle_shape;
+    w text;
+    custom text;
+    held jsonb;
+    mine text[];
+    run text[] := '{}';
+    run_tokens timestamptz[] := '{}';
+    res jsonb := '{}';
+    rid text;
+    rres text;
+    stmt text;
+    until timestamptz;
+    k bigint;
+    n integer := pg_catalog.cardinality(ids);
+    canon text;
+    given text;
+BEGIN
+    IF ids IS NULL THEN
+        PERFORM @extschema@._settle_error('SQ004', 'ids must not be NULL');
+    END IF;
+    IF pg_catalog.array_position(ids, NULL) IS NOT NULL THEN
+        PERFORM @extschema@._settle_error('SQ004', 'ids must not be NULL');
+    END IF;
+    SELECT u.v INTO given FROM pg_catalog.unnest(ids) u(v) GROUP BY u.v HAVING count(*) > 1 LIMIT 1;
+    IF FOUND THEN
+        PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('id %s is given twice', given));
+    END IF;
+    IF action = 'retry_after' THEN
+        IF delay IS NULL THEN
+            PERFORM @extschema@._settle_error('SQ004', 'retry_after needs a delay');
+        ELSIF delay < interval '0' THEN
+            PERFORM @extschema@._settle_error('SQ004', 'delay must not be negative');
+        ELSIF delay > interval '36600 days' THEN
+            PERFORM @extschema@._settle_error('SQ004', 'delay must be at most 100 years');
+        END IF;
+    ELSIF delay IS NOT NULL THEN
+        PERFORM @extschema@._settle_error('SQ004', 'a delay applies to the retry_after outcome only');
+    END IF;
+    s := @extschema@._settle_shape($1);
+    IF s.form = 'lease' THEN
+        IF tokens IS NULL THEN
+            PERFORM @extschema@._settle_error('SQ004', 'the lease form needs the delivery''s token');
+        END IF;
+        IF pg_catalog.cardinality(tokens) <> n THEN
+            PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('%s ids but %s tokens', n, pg_catalog.cardinality(tokens)));
+        END IF;
+        IF pg_catalog.array_position(tokens, NULL) IS NOT NULL THEN
+            PERFORM @extschema@._settle_error('SQ004', 'the lease form needs the delivery''s token (got NULL)');
+        END IF;
+    ELSIF tokens IS NOT NULL THEN
+        PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('a token applies to the lease form only; queue "%s" uses %s', $1, s.form));
+    END IF;
+    IF s.form = 'row_lock' THEN
+        IF action = 'release' THEN
+            PERFORM @extschema@._settle_error('SQ004',
+                'a row_lock delivery is given back by rolling back its transaction (ROLLBACK), not by queue_release');
+        END IF;
+    END IF;
+    w := CASE action
+        WHEN 'release' THEN 'release'
+        WHEN 'ack' THEN 'ack'
+        WHEN 'drop' THEN 'ack'
+        WHEN 'retry' THEN 'retry'
+        WHEN 'retry_after' THEN 'retry_after'
+    END;
+    IF action = 'retry_after' AND s.retry_after IS NULL THEN
+        RAISE WARNING 'settle: queue "%" has no retry_after column: retry_after is settled as retry', $1;
+        w := 'retry';
+    END IF;
+    IF w IS NULL THEN
+        custom := pg_catalog.substr(action, 8);
+        IF NOT s.outcomes ? custom THEN
+            PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('queue "%s" has no custom outcome "%s"', $1, custom));
+        END IF;
+        w := 'held';
+    END IF;
+    -- the ids that reach the statement: row_lock only those this transaction
+    -- claimed, advisory only those whose key this session holds
+    IF s.form = 'row_lock' THEN
+        held := @extschema@._settle_row_locks();
+        mine := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(held -> $1, '[]')));
+        run := ARRAY(SELECT u.v FROM pg_catalog.unnest(ids) u(v) WHERE u.v = ANY (mine));
+    ELSIF s.form = 'advisory' THEN
+        run := ARRAY(SELECT u.v FROM pg_catalog.unnest(ids) u(v)
+                     WHERE @extschema@.queue_advisory_key($1, u.v) = ANY (@extschema@._settle_keys_held()));
+        -- each key stays held until this transaction ends: after the outcome
+        -- commits, or after a failed statement rolls it back
+        FOREACH given IN ARRAY run LOOP
+            k := @extschema@.queue_advisory_key($1, given);
+            PERFORM pg_catalog.pg_advisory_xact_lock(k);
+            PERFORM pg_catalog.pg_advisory_unlock(k);
+        END LOOP;
+    ELSE
+        run := ids;
+        run_tokens := tokens;
+    END IF;
+    IF pg_catalog.cardinality(run) > 0 THEN
+        stmt := @extschema@._settle_write(s, w);
+        until := pg_catalog.clock_timestamp() + delay;
+        -- (under the caller's search_path: only qualified calls until it is back)
+        PERFORM @extschema@._settle_as(caller_path);
+        FOR rid, rres IN EXECUTE stmt USING run, run_tokens, until LOOP
+            res := pg_catalog.jsonb_concat(res, pg_catalog.jsonb_build_object(rid, rres));
+        END LOOP;
+        PERFORM @extschema@._settle_as('pg_catalog, pg_temp');
+    END IF;
+    -- a text id that is not in canonical form ('007' for a bigint) comes back canonical
+    FOREACH given IN ARRAY run LOOP
+        IF NOT res ? given THEN
+            EXECUTE pg_catalog.format('SELECT (($1::pg_catalog.text)::%s)::pg_catalog.text', s.id_type) INTO canon USING given;
+            IF canon <> given AND res ? canon THEN
+                res := res || pg_catalog.jsonb_build_object(given, res ->> canon);
+            END IF;
+        END IF;
+    END LOOP;
+    FOREACH given IN ARRAY run LOOP
+        IF res ->> given = 'dead_lettered' THEN
+            RAISE WARNING USING ERRCODE = '01SQ1', MESSAGE = pg_catalog.format(
+                'settle: queue "%s": row %s reached max_attempts (%s) and was moved to the dead letter', $1, given, s.max_attempts);
+        END IF;
+        IF custom IS NOT NULL AND res ? given THEN
+            -- a custom outcome's SQL means what it means to the caller
+            stmt := pg_catalog.format('SELECT @extschema@._settle_run_custom($1, ($2::pg_catalog.text)::%s)', s.id_type);
+            rres := s.outcomes ->> custom;
+            PERFORM @extschema@._settle_as(caller_path);
+            EXECUTE stmt USING rres, given;
+            PERFORM @extschema@._settle_as('pg_catalog, pg_temp');
+            res := res || pg_catalog.jsonb_build_object(given, 'custom');
+        END IF;
+    END LOOP;
+    IF s.form = 'row_lock' THEN
+        mine := ARRAY(SELECT m FROM pg_catalog.unnest(mine) m WHERE NOT res ? m);
+        PERFORM @extschema@._settle_set_row_locks(pg_catalog.jsonb_set(held, ARRAY[$1], pg_catalog.to_jsonb(mine)));
+    END IF;
+    RETURN QUERY SELECT u.v, res ->> u.v FROM pg_catalog.unnest(ids) WITH ORDINALITY u(v, o) ORDER BY u.o;
+END $$;
+
+-- A custom outcome's SQL, with $1 the row's id as a value of the id column's type.
+CREATE FUNCTION @extschema@._settle_run_custom(sql text, id anyelement) RETURNS void
+    LANGUAGE plpgsql VOLATILE
+    AS $$ BEGIN EXECUTE sql USING id; END $$;
+
+CREATE FUNCTION @extschema@._settle_one(queue text, id text, res text, lease boolean) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+BEGIN
+    IF res IS NOT NULL THEN
+        RETURN res;
+    ELSIF lease THEN
+        PERFORM @extschema@._settle_error('SQ001', pg_catalog.format(
+            'lease lost: row %s of queue "%s" no longer holds this delivery''s token', id, queue));
+    END IF;
+    PERFORM @extschema@._settle_error('SQ006', pg_catalog.format(
+        'row %s of queue "%s" is not held by this session (locked by another transaction, settled already, or gone)', id, queue));
+    RETURN NULL;
+END $$;
+
+-- An outcome as given: ack, drop, retry, retry_after or custom:<name>.
+CREATE FUNCTION @extschema@._settle_outcome(outcome text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+BEGIN
+    IF outcome IN ('ack', 'drop', 'retry', 'retry_after')
+       OR (pg_catalog.left(outcome, 7) = 'custom:' AND pg_catalog.length(outcome) > 7) THEN
+        RETURN outcome;
+    END IF;
+    PERFORM @extschema@._settle_error('SQ004', pg_catalog.format(
+        'unknown outcome "%s": use ack, drop, retry, retry_after or custom:<name>', outcome));
+    RETURN NULL;
+END $$;
+
+CREATE FUNCTION @extschema@._settle_complete(queue text, id text, outcome text, delay interval,
+                                           token timestamptz, caller_path text) RETURNS text
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    res text;
+BEGIN
+    PERFORM @extschema@._settle_need($1, 'queue');
+    PERFORM @extschema@._settle_need($2, 'id');
+    PERFORM @extschema@._settle_need($3, 'outcome');
+    SELECT x.result INTO res FROM @extschema@._settle_settle($1, ARRAY[$2], @extschema@._settle_outcome($3), $4,
+        CASE WHEN $5 IS NULL THEN NULL ELSE ARRAY[$5] END, caller_path) x;
+    RETURN @extschema@._settle_one($1, $2, res, $5 IS NOT NULL);
+END $$;
+
+-- (the caller's search_path travels along: custom outcome SQL runs with it)
+CREATE FUNCTION @extschema@.queue_complete(queue text, id text, outcome text, delay interval DEFAULT NULL,
+                                           token timestamptz DEFAULT NULL) RETURNS text
+    LANGUAGE sql VOLATILE
+    AS $$ SELECT @extschema@._settle_complete($1, $2, $3, $4, $5, pg_catalog.current_setting('search_path')) $$;
+
+CREATE FUNCTION @extschema@._settle_complete_many(queue text, ids text[], outcome text, delay interval,
+                                                tokens timestamptz[], caller_path text)
+    RETURNS TABLE(id text, result text)
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM @extschema@._settle_need($1, 'queue');
+    PERFORM @extschema@._settle_need($3, 'outcome');
+    RETURN QUERY SELECT x.id, COALESCE(x.result, CASE WHEN $5 IS NULL THEN 'not_held' ELSE 'lease_lost' END)
+        FROM @extschema@._settle_settle($1, $2, @extschema@._settle_outcome($3), $4, $5, caller_path) x;
+END $$;
+
+-- (the caller's search_path travels along: custom outcome SQL runs with it)
+CREATE FUNCTION @extschema@.queue_complete_many(queue text, ids text[], outcome text, delay interval DEFAULT NULL,
+                                                tokens timestamptz[] DEFAULT NULL)
+    RETURNS TABLE(id text, result text)
+    LANGUAGE sql VOLATILE
+    AS $$ SELECT * FROM @extschema@._settle_complete_many($1, $2, $3, $4, $5, pg_catalog.current_setting('search_path')) $$;
+
+CREATE FUNCTION @extschema@._settle_release(queue text, id text, token timestamptz, caller_path text) RETURNS text
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    res text;
+BEGIN
+    PERFORM @extschema@._settle_need($1, 'queue');
+    PERFORM @extschema@._settle_need($2, 'id');
+    SELECT x.result INTO res FROM @extschema@._settle_settle($1, ARRAY[$2], 'release', NULL,
+        CASE WHEN $3 IS NULL THEN NULL ELSE ARRAY[$3] END, caller_path) x;
+    RETURN @extschema@._settle_one($1, $2, res, $3 IS NOT NULL);
+END $$;
+
+-- (the caller's search_path travels along: statements that write the queue table run with it, so its triggers see what they expect)
+CREATE FUNCTION @extschema@.queue_release(queue text, id text, token timestamptz DEFAULT NULL) RETURNS text
+    LANGUAGE sql VOLATILE
+    AS $$ SELECT @extschema@._settle_release($1, $2, $3, pg_catalog.current_setting('search_path')) $$;
+
+CREATE FUNCTION @extschema@._settle_extend_lease(queue text, id text, token timestamptz, lease interval, caller_path text)
+    RETURNS timestamptz
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    s @extschema@.settle_shape;
+    next timestamptz;
+    tok timestamptz;
+    stmt text;
+BEGIN
+    PERFORM @extschema@._settle_need($1, 'queue');
+    PERFORM @extschema@._settle_need($2, 'id');
+    next := @extschema@._settle_lease_token($4);
+    IF $3 IS NULL THEN
+        PERFORM @extschema@._settle_error('SQ004', 'queue_extend needs the delivery''s token');
+    END IF;
+    s := @extschema@._settle_shape($1);
+    IF s.form <> 'lease' THEN
+        PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('queue_extend applies to the lease form only; queue "%s" uses %s', $1, s.form));
+    END IF;
+    stmt := @extschema@._settle_extend(s);
+    PERFORM @extschema@._settle_as(caller_path);
+    EXECUTE stmt INTO tok USING $2, $3, next;
+    PERFORM @extschema@._settle_as('pg_catalog, pg_temp');
+    IF tok IS NULL THEN
+        PERFORM @extschema@._settle_error('SQ001', pg_catalog.format(
+            'lease lost: row %s of queue "%s" no longer holds this delivery''s token', $2, $1));
+    END IF;
+    RETURN tok;
+END $$;
+
+-- (the caller's search_path travels along: statements that write the queue table run with it, so its triggers see what they expect)
+CREATE FUNCTION @extschema@.queue_extend(queue text, id text, token timestamptz, lease interval DEFAULT NULL)
+    RETURNS timestamptz
+    LANGUAGE sql VOLATILE
+    AS $$ SELECT @extschema@._settle_extend_lease($1, $2, $3, $4, pg_catalog.current_setting('search_path')) $$;

@@ -1,0 +1,229 @@
+-- The SQL edition: a queue's descriptor with every name resolved and quoted,
+-- the expressions its statements share, and the product errors.
+-- Every identifier in generated SQL is quoted (quote_ident, format %I), every
+-- value travels as a bound parameter ($n) except the queue's own group value,
+-- a quoted literal so that the planner can match partial indexes. Functions and
+-- operators in generated SQL are schema-qualified, so a caller's search_path
+-- cannot swap them.
+
+CREATE TYPE @extschema@.settle_shape AS (
+    queue        text,
+    form         text,
+    rel          oid,
+    tbl          text,     -- qualified, quoted
+    id           text,     -- quoted column names, NULL when the role is off
+    attempt      text,
+    retry_after  text,
+    locked_until text,
+    processed_at text,
+    grp          text,
+    created_at   text,
+    payload      text,
+    payload_kind text,     -- jsonb, json, text; NULL: the whole row
+    id_type      text,     -- qualified name of the id column's type
+    int_id       boolean,
+    plain_heap   boolean,  -- a plain table: a ctid names one row version
+    group_value  text,     -- quoted literal of the queue's name
+    max_attempts integer,
+    dead_group   text,     -- quoted literal: dead rows move to this group
+    dead_table   text,     -- qualified, quoted: dead rows move to this table
+    outcomes     jsonb
+);
+COMMENT ON TYPE @extschema@.settle_shape IS 'settle (SQL edition): a registered queue as its statements see it';
+
+-- Raise a product error: SQ001 … SQ006 with the hint the native extension gives.
+CREATE FUNCTION @extschema@._settle_error(code text, message text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+    hint text := CASE code
+        WHEN 'SQ001' THEN 'The lease expired and the row was claimed again (or settled); the later delivery owns it now.'
+        WHEN 'SQ002' THEN 'Register it first with queue_register(...) or queue_create(...).'
+        WHEN 'SQ006' THEN 'Only the transaction (row_lock) or server session (advisory) that claimed a row can settle it. Behind a transaction-pooling proxy such as pgbouncer pool_mode=transaction, an advisory completion can reach another server session: use session pooling or the lease form.'
+    END;
+BEGIN
+    IF hint IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = code, MESSAGE = 'settle: ' || message;
+    END IF;
+    RAISE EXCEPTION USING ERRCODE = code, MESSAGE = 'settle: ' || message, HINT = hint;
+END $$;
+
+CREATE FUNCTION @extschema@._settle_need(v anyelement, what text) RETURNS anyelement
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+BEGIN
+    IF v IS NULL THEN
+        PERFORM @extschema@._settle_error('SQ004', what || ' must not be NULL');
+    END IF;
+    RETURN v;
+END $$;
+
+-- A registered queue's shape (SQ002 when it is not registered, SQ003 when its
+-- table or a column no longer exists).
+CREATE FUNCTION @extschema@._settle_shape(queue text) RETURNS @extschema@.settle_shape
+    LANGUAGE plpgsql STABLE
+    AS $$
+DECLARE
+    r record;
+    s @extschema@.settle_shape;
+    role text;
+    col text;
+    a record;
+BEGIN
+    SELECT q.tbl::oid AS rel, q.form, q.max_attempts, q.dead_letter, q.dead_letter_table::oid AS dlt,
+           q.columns, q.outcomes
+      INTO r FROM @extschema@.settle_queues q WHERE q.queue = $1;
+    IF NOT FOUND THEN
+        PERFORM @extschema@._settle_error('SQ002', format('queue "%s" is not registered', $1));
+    END IF;
+    s.queue := $1;
+    s.form := r.form;
+    s.rel := r.rel;
+    s.outcomes := r.outcomes;
+    s.max_attempts := r.max_attempts;
+    s.group_value := quote_literal($1);
+    SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname), c.relkind = 'r'
+      INTO s.tbl, s.plain_heap
+      FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+     WHERE c.oid = r.rel;
+    IF s.tbl IS NULL THEN
+        PERFORM @extschema@._settle_error('SQ003', format('the table of queue "%s" no longer exists; register the queue again', $1));
+    END IF;
+    FOR role, col IN SELECT e.key, e.value FROM jsonb_each_text(r.columns) e WHERE e.value IS NOT NULL LOOP
+        SELECT at.atttypid, format_type(at.atttypid, NULL) AS tname INTO a
+          FROM pg_catalog.pg_attribute at
+         WHERE at.attrelid = r.rel AND at.attname = col AND at.attnum > 0 AND NOT at.attisdropped;
+        IF NOT FOUND THEN
+            PERFORM @extschema@._settle_error('SQ003', format('column "%s" (%s) of queue "%s" no longer exists in %s; register the queue again',
+                                                              col, role, $1, s.tbl));
+        END IF;
+        CASE role
+            WHEN 'id' THEN
+                s.id := quote_ident(col);
+                SELECT quote_ident(tn.nspname) || '.' || quote_ident(t.typname), t.oid IN (20, 21, 23)
+                  INTO s.id_type, s.int_id
+                  FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace tn ON tn.oid = t.typnamespace
+                 WHERE t.oid = a.atttypid;
+            WHEN 'attempt' THEN s.attempt := quote_ident(col);
+            WHEN 'retry_after' THEN s.retry_after := quote_ident(col);
+            WHEN 'locked_until' THEN s.locked_until := quote_ident(col);
+            WHEN 'processed_at' THEN s.processed_at := quote_ident(col);
+            WHEN 'group' THEN s.grp := quote_ident(col);
+            WHEN 'created_at' THEN s.created_at := quote_ident(col);
+            WHEN 'payload' THEN
+                s.payload := quote_ident(col);
+                s.payload_kind := CASE a.atttypid WHEN 3802 THEN 'jsonb' WHEN 114 THEN 'json' ELSE 'text' END;
+            ELSE NULL;
+        END CASE;
+    END LOOP;
+    IF s.id IS NULL THEN
+        PERFORM @extschema@._settle_error('SQ003', format('queue "%s" has no id column', $1));
+    END IF;
+    IF r.max_attempts IS NOT NULL THEN
+        IF r.dlt IS NOT NULL THEN
+            SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) INTO s.dead_table
+              FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+             WHERE c.oid = r.dlt;
+            IF s.dead_table IS NULL THEN
+                PERFORM @extschema@._settle_error('SQ003', format('the dead-letter table of queue "%s" no longer exists; register the queue again', $1));
+            END IF;
+        ELSIF s.grp IS NOT NULL THEN
+            s.dead_group := quote_literal(r.dead_letter);
+        END IF;
+    END IF;
+    RETURN s;
+END $$;
+
+-- A table's qualified name, as messages give it.
+CREATE FUNCTION @extschema@._settle_rel_name(rel oid) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname)
+  FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+  WHERE c.oid OPERATOR(pg_catalog.=) rel
+$$;
+
+-- A type's name as error messages give it: schema-qualified unless SQL has a
+-- name of its own for it (integer, timestamp with time zone, ...).
+CREATE FUNCTION @extschema@._settle_type_name(t oid) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT CASE WHEN pg_catalog.format_type(y.oid, NULL) OPERATOR(pg_catalog.=) y.typname::pg_catalog.text
+              THEN pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(y.typname)
+              ELSE pg_catalog.format_type(y.oid, NULL) END
+  FROM pg_catalog.pg_type y JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) y.typnamespace
+  WHERE y.oid OPERATOR(pg_catalog.=) t
+$$;
+
+-- Conditions of a row (alias a) that belongs to the queue and is not settled.
+CREATE FUNCTION @extschema@._settle_mine(s @extschema@.settle_shape, a text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT pg_catalog.concat_ws(' AND ',
+           CASE WHEN s.grp IS NOT NULL THEN a || '.' || s.grp || ' OPERATOR(pg_catalog.=) ' || s.group_value END,
+           CASE WHEN s.processed_at IS NOT NULL THEN a || '.' || s.processed_at || ' IS NULL' END)
+$$;
+
+-- Conditions every candidate row (alias a) satisfies.
+CREATE FUNCTION @extschema@._settle_ready(s @extschema@.settle_shape, a text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT COALESCE(NULLIF(pg_catalog.concat_ws(' AND ',
+           NULLIF(@extschema@._settle_mine(s, a), ''),
+           CASE WHEN s.retry_after IS NOT NULL THEN
+             '(' || a || '.' || s.retry_after || ' IS NULL OR ' || a || '.' || s.retry_after || ' OPERATOR(pg_catalog.<=) pg_catalog.now())' END,
+           CASE WHEN s.form = 'lease' THEN
+             '(' || a || '.' || s.locked_until || ' IS NULL OR ' || a || '.' || s.locked_until || ' OPERATOR(pg_catalog.<) pg_catalog.now())' END), ''), 'true')
+$$;
+
+-- `a.group = 'queue' AND ` on a grouped table, else nothing.
+CREATE FUNCTION @extschema@._settle_in_group(s @extschema@.settle_shape, a text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT CASE WHEN s.grp IS NOT NULL THEN a || '.' || s.grp || ' OPERATOR(pg_catalog.=) ' || s.group_value || ' AND ' ELSE '' END
+$$;
+
+-- The payload as a claim returns it, from the row of alias a.
+CREATE FUNCTION @extschema@._settle_payload(s @extschema@.settle_shape, a text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT CASE s.payload_kind
+    WHEN 'jsonb' THEN a || '.' || s.payload
+    WHEN 'json' THEN '(' || a || '.' || s.payload || ')::pg_catalog.jsonb'
+    WHEN 'text' THEN 'pg_catalog.to_jsonb((' || a || '.' || s.payload || ')::pg_catalog.text)'
+    ELSE 'pg_catalog.to_jsonb(' || a || '.*)'
+  END
+$$;
+
+-- The row's attempt counter as int4 (NULL without an attempt column).
+CREATE FUNCTION @extschema@._settle_attempt_out(s @extschema@.settle_shape, a text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT CASE WHEN s.attempt IS NOT NULL THEN '(' || a || '.' || s.attempt || ')::pg_catalog.int4'
+              ELSE 'NULL::pg_catalog.int4' END
+$$;
+
+-- The columns a move of a row copies (quoted, table order, generated ones left out).
+CREATE FUNCTION @extschema@._settle_copy_cols(rel oid) RETURNS text[]
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT pg_catalog.array_agg(pg_catalog.quote_ident(a.attname) ORDER BY a.attnum)
+  FROM pg_catalog.pg_attribute a
+  WHERE a.attrelid OPERATOR(pg_catalog.=) rel AND a.attnum OPERATOR(pg_catalog.>) 0
+    AND NOT a.attisdropped AND a.attgenerated OPERATOR(pg_catalog.=) ''
+$$;
+
+-- A lease token: now + lease, truncated to the millisecond.
+CREATE FUNCTION @extschema@._settle_lease_token(lease interval) RETURNS timestamptz
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+BEGIN
+    lease := COALESCE(lease, interval '30 seconds');
+    IF lease < interval '1 millisecond' THEN
+        PERFORM @extschema@._settle_error('SQ004', 'a lease must be at least 1 millisecond');
+    END IF;
+    IF lease > interval '36600 days' THEN
+        PERFORM @extschema@._settle_error('SQ004', 'a lease must be at most 100 years');
+    END IF;
+    RETURN date_trunc('milliseconds', clock_timestamp() + lease);
+END $$;

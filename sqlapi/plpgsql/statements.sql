@@ -1,0 +1,239 @@
+-- The SQL edition: the statements of one queue, built from its shape. The same
+-- statements as the native extension's (queue_sql lists them), with the batch
+-- size as a parameter.
+
+-- row_lock claim. $1 int8 batch; again: $2 text[] ids this transaction already
+-- holds (SKIP LOCKED does not skip a transaction's own row locks).
+-- Columns: id text, attempt int4, token timestamptz, payload jsonb.
+CREATE FUNCTION @extschema@._settle_claim_row_lock(s @extschema@.settle_shape, again boolean) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT pg_catalog.format(
+    'SELECT (_s_t.%1$s)::pg_catalog.text, %2$s, NULL::pg_catalog.timestamptz, %3$s FROM %4$s _s_t '
+    'WHERE %5$s%7$s ORDER BY _s_t.%1$s LIMIT $1 FOR UPDATE OF _s_t SKIP LOCKED',
+    s.id,
+    CASE WHEN s.attempt IS NOT NULL THEN '(COALESCE(_s_t.' || s.attempt || ', 0) OPERATOR(pg_catalog.+) 1)::pg_catalog.int4'
+         ELSE 'NULL::pg_catalog.int4' END,
+    @extschema@._settle_payload(s, '_s_t'), s.tbl, @extschema@._settle_ready(s, '_s_t'), s.id_type,
+    CASE WHEN again THEN pg_catalog.format(
+      ' AND _s_t.%s NOT IN (SELECT _s_h FROM pg_catalog.unnest(($2::pg_catalog.text[])::%s[]) _s_h)', s.id, s.id_type)
+    ELSE '' END)
+$$;
+
+-- Whether a row a take just counted (alias a) is past max_attempts.
+CREATE FUNCTION @extschema@._settle_taken_dead(s @extschema@.settle_shape, a text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT CASE WHEN s.max_attempts IS NOT NULL AND s.attempt IS NOT NULL
+                   AND (s.dead_group IS NOT NULL OR s.dead_table IS NOT NULL)
+              THEN '(' || a || '.' || s.attempt || ' OPERATOR(pg_catalog.>) ' || s.max_attempts || ')'
+              ELSE 'false' END
+$$;
+
+-- The lease take: counts the attempt and writes the token in one UPDATE of the
+-- first ready rows. $1 int8 batch, $2 timestamptz token.
+-- Columns: dead bool (past max_attempts: its last delivery died unsettled),
+-- id text, attempt int4, token timestamptz, payload jsonb; oldest first.
+CREATE FUNCTION @extschema@._settle_take_lease(s @extschema@.settle_shape) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT pg_catalog.format(
+    'WITH _s_took AS (UPDATE %1$s _s_t SET %2$s = $2%3$s WHERE %4$s%5$s OPERATOR(pg_catalog.=) ANY (ARRAY('
+      'SELECT %6$s FROM %1$s _s_c WHERE %7$s ORDER BY _s_c.%8$s LIMIT $1 FOR UPDATE OF _s_c SKIP LOCKED)) RETURNING _s_t.*) '
+    'SELECT %9$s, (_s_took.%8$s)::pg_catalog.text, %10$s, _s_took.%2$s, %11$s FROM _s_took ORDER BY _s_took.%8$s',
+    s.tbl, s.locked_until,
+    CASE WHEN s.attempt IS NOT NULL THEN ', ' || s.attempt || ' = COALESCE(_s_t.' || s.attempt || ', 0) OPERATOR(pg_catalog.+) 1' ELSE '' END,
+    @extschema@._settle_in_group(s, '_s_t'),
+    CASE WHEN s.plain_heap THEN '_s_t.ctid' ELSE '_s_t.' || s.id END,
+    CASE WHEN s.plain_heap THEN '_s_c.ctid' ELSE '_s_c.' || s.id END,
+    @extschema@._settle_ready(s, '_s_c'), s.id,
+    @extschema@._settle_taken_dead(s, '_s_took'),
+    @extschema@._settle_attempt_out(s, '_s_took'), @extschema@._settle_payload(s, '_s_took'))
+$$;
+
+-- advisory candidates: ready rows in id order with their keys, past an id.
+-- $1 int8 limit, $2 text: the last id of the previous page (NULL: from the lowest).
+CREATE FUNCTION @extschema@._settle_candidates(s @extschema@.settle_shape) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT pg_catalog.format(
+    'SELECT (_s_t.%1$s)::pg_catalog.text, pg_catalog.hashtextextended(%2$L OPERATOR(pg_catalog.||) (_s_t.%1$s)::pg_catalog.text, 0) '
+    'FROM %3$s _s_t WHERE %4$s AND ($2 IS NULL OR _s_t.%1$s OPERATOR(pg_catalog.>) ($2::pg_catalog.text)::%5$s) '
+    'ORDER BY _s_t.%1$s LIMIT $1',
+    s.id, pg_catalog.length(s.queue) || ':' || s.queue || ':', s.tbl, @extschema@._settle_ready(s, '_s_t'), s.id_type)
+$$;
+
+-- The advisory take: the rows whose keys this session just locked, still
+-- ready (re-checked by the write itself), attempt counted. $1 text[] ids.
+-- Columns as the lease take's.
+CREATE FUNCTION @extschema@._settle_take_advisory(s @extschema@.settle_shape) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT CASE WHEN s.attempt IS NOT NULL THEN pg_catalog.format(
+    'WITH _s_took AS (UPDATE %1$s _s_t SET %2$s = COALESCE(_s_t.%2$s, 0) OPERATOR(pg_catalog.+) 1 '
+      'WHERE _s_t.%3$s OPERATOR(pg_catalog.=) ANY (($1::pg_catalog.text[])::%4$s[]) AND %5$s RETURNING _s_t.*) '
+    'SELECT %6$s, (_s_took.%3$s)::pg_catalog.text, %7$s, NULL::pg_catalog.timestamptz, %8$s FROM _s_took ORDER BY _s_took.%3$s',
+    s.tbl, s.attempt, s.id, s.id_type, @extschema@._settle_ready(s, '_s_t'),
+    @extschema@._settle_taken_dead(s, '_s_took'), @extschema@._settle_attempt_out(s, '_s_took'),
+    @extschema@._settle_payload(s, '_s_took'))
+  ELSE pg_catalog.format(
+    'SELECT false, (_s_t.%1$s)::pg_catalog.text, NULL::pg_catalog.int4, NULL::pg_catalog.timestamptz, %2$s '
+    'FROM %3$s _s_t WHERE _s_t.%1$s OPERATOR(pg_catalog.=) ANY (($1::pg_catalog.text[])::%4$s[]) AND %5$s '
+    'ORDER BY _s_t.%1$s FOR UPDATE OF _s_t',
+    s.id, @extschema@._settle_payload(s, '_s_t'), s.tbl, s.id_type, @extschema@._settle_ready(s, '_s_t'))
+  END
+$$;
+
+-- CTEs that move the rows of src (a CTE with _s_id, _s_dead) flagged dead into
+-- the dead letter, ending in _s_d(_s_id). count: 'keep' (counted at claim),
+-- 'add' (row_lock counts the delivery it settles), 'undo' (a take counted it).
+CREATE FUNCTION @extschema@._settle_dead_ctes(s @extschema@.settle_shape, src text, count text) RETURNS text
+    LANGUAGE plpgsql STABLE
+    AS $$
+DECLARE
+    sets text[] := '{}';
+    cols text[];
+    vals text[] := '{}';
+    c text;
+    pick text := pg_catalog.format('%s_s_t.%s OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT %s._s_id FROM %s WHERE %s._s_dead))',
+                                   @extschema@._settle_in_group(s, '_s_t'), s.id, src, src, src);
+BEGIN
+    IF s.dead_group IS NOT NULL THEN
+        sets := sets || (s.grp || ' = ' || s.dead_group);
+        IF s.locked_until IS NOT NULL THEN
+            sets := sets || (s.locked_until || ' = NULL');
+        END IF;
+        IF s.attempt IS NOT NULL AND count = 'add' THEN
+            sets := sets || pg_catalog.format('%1$s = COALESCE(_s_t.%1$s, 0) OPERATOR(pg_catalog.+) 1', s.attempt);
+        ELSIF s.attempt IS NOT NULL AND count = 'undo' THEN
+            sets := sets || pg_catalog.format('%1$s = _s_t.%1$s OPERATOR(pg_catalog.-) 1', s.attempt);
+        END IF;
+        RETURN pg_catalog.format('_s_d AS (UPDATE %s _s_t SET %s WHERE %s RETURNING _s_t.%s AS _s_id)',
+                                 s.tbl, pg_catalog.array_to_string(sets, ', '), pick, s.id);
+    END IF;
+    cols := @extschema@._settle_copy_cols(s.rel);
+    FOREACH c IN ARRAY cols LOOP
+        vals := vals || CASE
+            WHEN c = s.locked_until THEN 'NULL'
+            WHEN c = s.attempt AND count = 'add' THEN 'COALESCE(_s_dm.' || c || ', 0) OPERATOR(pg_catalog.+) 1'
+            WHEN c = s.attempt AND count = 'undo' THEN '_s_dm.' || c || ' OPERATOR(pg_catalog.-) 1'
+            ELSE '_s_dm.' || c END;
+    END LOOP;
+    RETURN pg_catalog.format(
+        '_s_dm AS (DELETE FROM %s _s_t WHERE %s RETURNING _s_t.*), '
+        '_s_di AS (INSERT INTO %s (%s) OVERRIDING SYSTEM VALUE SELECT %s FROM _s_dm), '
+        '_s_d AS (SELECT _s_dm.%s AS _s_id FROM _s_dm)',
+        s.tbl, pick, s.dead_table, pg_catalog.array_to_string(cols, ', '), pg_catalog.array_to_string(vals, ', '), s.id);
+END $$;
+
+-- Move rows a take flagged dead into the dead letter, their attempt counter
+-- as before the take. $1 text[] ids. Rows: the ids moved.
+CREATE FUNCTION @extschema@._settle_move_taken_dead(s @extschema@.settle_shape) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT pg_catalog.format(
+    'WITH _s_m AS (SELECT _s_id, true AS _s_dead FROM pg_catalog.unnest(($1::pg_catalog.text[])::%s[]) AS _s_id), %s '
+    'SELECT (_s_d._s_id)::pg_catalog.text FROM _s_d',
+    s.id_type, @extschema@._settle_dead_ctes(s, '_s_m', 'undo'))
+$$;
+
+-- The held rows of a settle call, locked: CTE _s_h(_s_id, _s_att).
+-- $1 text[] ids, $2 timestamptz[] tokens (lease).
+CREATE FUNCTION @extschema@._settle_held_cte(s @extschema@.settle_shape) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT CASE s.form
+    WHEN 'lease' THEN pg_catalog.format(
+      '_s_h AS (SELECT _s_t.%1$s AS _s_id, %2$s AS _s_att FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), '
+      'pg_catalog.unnest($2::pg_catalog.timestamptz[])) AS _s_in(_s_id, _s_tok) JOIN %3$s _s_t ON %4$s'
+      '_s_t.%1$s OPERATOR(pg_catalog.=) (_s_in._s_id)::%5$s AND _s_t.%6$s OPERATOR(pg_catalog.=) _s_in._s_tok FOR UPDATE OF _s_t)',
+      s.id, CASE WHEN s.attempt IS NOT NULL THEN '_s_t.' || s.attempt ELSE 'NULL::pg_catalog.int4' END, s.tbl,
+      COALESCE(NULLIF(@extschema@._settle_mine(s, '_s_t'), '') || ' AND ', ''), s.id_type, s.locked_until)
+    ELSE pg_catalog.format(
+      '_s_h AS (SELECT _s_t.%1$s AS _s_id, %2$s AS _s_att FROM %3$s _s_t WHERE %4$s'
+      '_s_t.%1$s OPERATOR(pg_catalog.=) ANY (($1::pg_catalog.text[])::%5$s[]) FOR UPDATE OF _s_t%6$s)',
+      s.id, CASE WHEN s.attempt IS NOT NULL THEN '_s_t.' || s.attempt ELSE 'NULL::pg_catalog.int4' END, s.tbl,
+      COALESCE(NULLIF(@extschema@._settle_mine(s, '_s_t'), '') || ' AND ', ''), s.id_type,
+      -- row_lock: this transaction holds the lock already, so SKIP LOCKED only
+      -- drops rows another transaction holds; advisory: wait for a row lock
+      CASE WHEN s.form = 'row_lock' THEN ' SKIP LOCKED' ELSE '' END)
+  END
+$$;
+
+-- One statement settling every held row of $1 with one write: ack (delete or
+-- mark), retry, retry_after, held (custom outcomes: lock and check only),
+-- release. $1 text[] ids, $2 timestamptz[] tokens, $3 timestamptz: when a
+-- retry_after row is ready again. Rows: (id text, result text) per row settled.
+CREATE FUNCTION @extschema@._settle_write(s @extschema@.settle_shape, w text) RETURNS text
+    LANGUAGE plpgsql STABLE
+    AS $$
+DECLARE
+    ctes text[] := ARRAY[@extschema@._settle_held_cte(s)];
+    outs text[] := '{}';
+    sets text[] := '{}';
+    on_x text;
+    result text;
+    delayed boolean := w = 'retry_after' AND s.retry_after IS NOT NULL;
+BEGIN
+    IF w = 'ack' THEN
+        IF s.processed_at IS NOT NULL THEN
+            ctes := ctes || pg_catalog.format('_s_o AS (UPDATE %s _s_t SET %s = pg_catalog.now() WHERE %s_s_t.%s OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT _s_h._s_id FROM _s_h)) RETURNING _s_t.%s AS _s_id)',
+                                              s.tbl, s.processed_at, @extschema@._settle_in_group(s, '_s_t'), s.id, s.id);
+            outs := outs || 'SELECT (_s_o._s_id)::pg_catalog.text, ''marked''::pg_catalog.text FROM _s_o'::text;
+        ELSE
+            ctes := ctes || pg_catalog.format('_s_o AS (DELETE FROM %s _s_t WHERE %s_s_t.%s OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT _s_h._s_id FROM _s_h)) RETURNING _s_t.%s AS _s_id)',
+                                              s.tbl, @extschema@._settle_in_group(s, '_s_t'), s.id, s.id);
+            outs := outs || 'SELECT (_s_o._s_id)::pg_catalog.text, ''deleted''::pg_catalog.text FROM _s_o'::text;
+        END IF;
+    ELSIF w = 'held' THEN
+        outs := outs || 'SELECT (_s_h._s_id)::pg_catalog.text, ''held''::pg_catalog.text FROM _s_h'::text;
+    ELSIF w = 'release' THEN
+        IF s.form = 'lease' THEN
+            ctes := ctes || pg_catalog.format('_s_o AS (UPDATE %s _s_t SET %s = NULL WHERE %s_s_t.%s OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT _s_h._s_id FROM _s_h)) RETURNING _s_t.%s AS _s_id)',
+                                              s.tbl, s.locked_until, @extschema@._settle_in_group(s, '_s_t'), s.id, s.id);
+            outs := outs || 'SELECT (_s_o._s_id)::pg_catalog.text, ''released''::pg_catalog.text FROM _s_o'::text;
+        ELSE
+            outs := outs || 'SELECT (_s_h._s_id)::pg_catalog.text, ''released''::pg_catalog.text FROM _s_h'::text;
+        END IF;
+    ELSE -- retry, retry_after
+        ctes := ctes || pg_catalog.format('_s_x AS (SELECT _s_id, %s AS _s_dead FROM _s_h)',
+            CASE WHEN s.max_attempts IS NOT NULL AND (s.dead_group IS NOT NULL OR s.dead_table IS NOT NULL) THEN
+                '(' || CASE WHEN s.form = 'row_lock' THEN '(COALESCE(_s_att, 0) OPERATOR(pg_catalog.+) 1)' ELSE 'COALESCE(_s_att, 0)' END
+                    || ' OPERATOR(pg_catalog.>=) ' || s.max_attempts || ')'
+            ELSE 'false' END);
+        IF s.dead_group IS NOT NULL OR s.dead_table IS NOT NULL THEN
+            ctes := ctes || @extschema@._settle_dead_ctes(s, '_s_x', CASE WHEN s.form = 'row_lock' THEN 'add' ELSE 'keep' END);
+            outs := outs || 'SELECT (_s_d._s_id)::pg_catalog.text, ''dead_lettered''::pg_catalog.text FROM _s_d'::text;
+        END IF;
+        IF delayed THEN
+            sets := sets || (s.retry_after || ' = $3');
+        END IF;
+        IF s.form = 'row_lock' AND s.attempt IS NOT NULL THEN
+            sets := sets || pg_catalog.format('%1$s = COALESCE(_s_t.%1$s, 0) OPERATOR(pg_catalog.+) 1', s.attempt);
+        END IF;
+        IF s.form = 'lease' THEN
+            sets := sets || (s.locked_until || ' = NULL');
+        END IF;
+        result := CASE WHEN delayed THEN 'delayed'
+                       WHEN pg_catalog.cardinality(sets) = 0 AND s.form = 'row_lock' THEN 'released'
+                       ELSE 'retried' END;
+        IF pg_catalog.cardinality(sets) = 0 THEN
+            outs := outs || pg_catalog.format('SELECT (_s_x._s_id)::pg_catalog.text, %L::pg_catalog.text FROM _s_x WHERE NOT _s_x._s_dead', result);
+        ELSE
+            ctes := ctes || pg_catalog.format('_s_r AS (UPDATE %s _s_t SET %s WHERE %s_s_t.%s OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT _s_x._s_id FROM _s_x WHERE NOT _s_x._s_dead)) RETURNING _s_t.%s AS _s_id)',
+                                              s.tbl, pg_catalog.array_to_string(sets, ', '), @extschema@._settle_in_group(s, '_s_t'), s.id, s.id);
+            outs := outs || pg_catalog.format('SELECT (_s_r._s_id)::pg_catalog.text, %L::pg_catalog.text FROM _s_r', result);
+        END IF;
+    END IF;
+    RETURN 'WITH ' || pg_catalog.array_to_string(ctes, E',\n ') || E'\n' || pg_catalog.array_to_string(outs, E'\nUNION ALL ');
+END $$;
+
+-- Lease heartbeat. $1 text id, $2 timestamptz token, $3 timestamptz new token.
+CREATE FUNCTION @extschema@._settle_extend(s @extschema@.settle_shape) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT pg_catalog.format(
+    'UPDATE %1$s _s_t SET %2$s = $3 WHERE %3$s_s_t.%4$s OPERATOR(pg_catalog.=) ($1::pg_catalog.text)::%5$s '
+    'AND _s_t.%2$s OPERATOR(pg_catalog.=) $2 RETURNING _s_t.%2$s',
+    s.tbl, s.locked_until, COALESCE(NULLIF(@extschema@._settle_mine(s, '_s_t'), '') || ' AND ', ''), s.id, s.id_type)
+$$;
