@@ -11,7 +11,12 @@ one psql session (so a block may use what an earlier one made, psql variables in
 errors shown as `ERROR:  <SQLSTATE>: <message>` (VERBOSITY verbose, minus its LOCATION line,
 which names a source line of the server build). Prints one `ok` / `FAILED` line per document
 and a diff for each example that differs; exits 1 when any differs. With --update it writes
-what psql printed into the documents instead (review the diff before committing it).
+what psql printed into the documents instead (review the diff before committing it); with
+--edition sql, into `output sql-edition` blocks where it differs from the output block.
+
+With --edition sql the documents run against settle's SQL edition (installed by CREATE EXTENSION
+through pg_tle): where the edition prints something else, the output block is followed by one
+tagged `output sql-edition`, which is what it must print instead.
 
 A document holding the line `<!-- doc-examples: citus -->` needs a Citus cluster: it runs only
 with --citus-db, in that existing database of the cluster --conn names (where Citus and its
@@ -44,6 +49,9 @@ def examples(lines):
         blocks.append((i, j, m.group(2), "\n".join(lines[i + 1 : j])))
         i = j + 1
     found = []
+    # the SQL edition's output where it differs: a block tagged `output sql-edition` right
+    # after the output block, by the example's closing fence
+    found_sql = {}
     for n, (opened, closed, info, body) in enumerate(blocks):
         if info.split()[:1] == ["sql"] and info.split() != ["sql", "runnable"]:
             raise ValueError(f"line {opened + 1}: a SQL example not marked `sql runnable` would never be checked")
@@ -53,7 +61,11 @@ def examples(lines):
         if n + 1 < len(blocks) and blocks[n + 1][2] == "output":
             if all(not line.strip() for line in lines[closed + 1 : blocks[n + 1][0]]):
                 expected, where = blocks[n + 1][3], (blocks[n + 1][0], blocks[n + 1][1])
+                if n + 2 < len(blocks) and blocks[n + 2][2] == "output sql-edition" and all(
+                        not line.strip() for line in lines[blocks[n + 1][1] + 1 : blocks[n + 2][0]]):
+                    found_sql[closed] = blocks[n + 2][3]
         found.append((closed, body, expected, where))
+    examples.sql_edition = found_sql
     return found
 
 
@@ -67,6 +79,28 @@ def update(lines, found, outputs):
             lines[closed + 1 : where[1] + 1] = [""] + block if block else []
         elif block:
             lines[closed + 1 : closed + 1] = [""] + block
+    return lines
+
+
+def update_sql(lines, found, outputs):
+    """The lines with an `output sql-edition` block after each example whose output differs
+    from its output block (replaced where there is one), none where they agree."""
+    lines = list(lines)
+    for (closed, _, expected, where), have in reversed(list(zip(found, outputs))):
+        if where is None:
+            continue
+        after = where[1] + 1
+        # an existing sql-edition block right after the output block
+        j = after
+        while j < len(lines) and not lines[j].strip():
+            j += 1
+        end = None
+        if j < len(lines) and lines[j].strip() == "```output sql-edition":
+            end = j + 1
+            while lines[end].strip() != "```":
+                end += 1
+        block = [] if have == normalise(expected or "") else ["", "```output sql-edition"] + have + ["```"]
+        lines[after : (end + 1 if end is not None else after)] = block
     return lines
 
 
@@ -105,6 +139,8 @@ def main():
     ap.add_argument("--psql", required=True)
     ap.add_argument("--conn", required=True, help="libpq connection string without dbname")
     ap.add_argument("--citus-db", help="an existing database of a Citus cluster, for documents that need one")
+    ap.add_argument("--edition", choices=["native", "sql"], default="native",
+                    help="which edition the server runs (sql: compare with `output sql-edition` blocks)")
     ap.add_argument("--update", action="store_true",
                     help="write what psql printed into the documents instead of comparing")
     ap.add_argument("files", nargs="+")
@@ -138,11 +174,14 @@ def main():
         got = {int(parts[k]): parts[k + 1] for k in range(1, len(parts) - 1, 2)}
         outputs = [normalise(got.get(n, "(psql stopped before this example)\n")) for n in range(len(found))]
         if args.update:
-            open(path, "w", encoding="utf-8").write("\n".join(update(lines, found, outputs)))
+            new = update(lines, found, outputs) if args.edition == "native" else update_sql(lines, found, outputs)
+            open(path, "w", encoding="utf-8").write("\n".join(new))
             print(f"updated: {path}: {len(found)} examples")
             continue
         bad = 0
         for (closed, body, expected, _), have in zip(found, outputs):
+            if args.edition == "sql" and closed in examples.sql_edition:
+                expected = examples.sql_edition[closed]
             want = normalise(expected or "")
             if have != want:
                 bad += 1

@@ -255,7 +255,8 @@ BEGIN
     ELSIF s.form = 'lease' THEN
         statement := 'claim'; sql := @extschema@._settle_take_lease(s); RETURN NEXT;
     ELSE
-        statement := 'claim_candidates'; sql := @extschema@._settle_candidates(s); RETURN NEXT;
+        statement := 'claim_candidates'; sql := @extschema@._settle_candidates(s, false); RETURN NEXT;
+        statement := 'claim_candidates_after'; sql := @extschema@._settle_candidates(s, true); RETURN NEXT;
         statement := 'claim_take'; sql := @extschema@._settle_take_advisory(s); RETURN NEXT;
     END IF;
     IF s.form <> 'row_lock' AND (s.dead_group IS NOT NULL OR s.dead_table IS NOT NULL) THEN

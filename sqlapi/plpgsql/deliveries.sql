@@ -129,7 +129,7 @@ BEGIN
         locked := '{}';
         keys := '{}';
         i := 0;
-        FOR cand, cand_key IN EXECUTE @extschema@._settle_candidates(s) USING page, last_id LOOP
+        FOR cand, cand_key IN EXECUTE @extschema@._settle_candidates(s, last_id IS NOT NULL) USING page, last_id LOOP
             i := i + 1;
             IF pg_catalog.cardinality(locked) < want THEN
                 last_id := cand;

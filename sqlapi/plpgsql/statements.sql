@@ -51,16 +51,16 @@ CREATE FUNCTION @extschema@._settle_take_lease(s @extschema@.settle_shape) RETUR
     @extschema@._settle_attempt_out(s, '_s_took'), @extschema@._settle_payload(s, '_s_took'))
 $$;
 
--- advisory candidates: ready rows in id order with their keys, past an id.
--- $1 int8 limit, $2 text: the last id of the previous page (NULL: from the lowest).
-CREATE FUNCTION @extschema@._settle_candidates(s @extschema@.settle_shape) RETURNS text
+-- advisory candidates: ready rows in id order with their keys. $1 int8 limit;
+-- after: $2 text, the last id of the previous page.
+CREATE FUNCTION @extschema@._settle_candidates(s @extschema@.settle_shape, after boolean) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT pg_catalog.format(
     'SELECT (_s_t.%1$s)::pg_catalog.text, pg_catalog.hashtextextended(%2$L OPERATOR(pg_catalog.||) (_s_t.%1$s)::pg_catalog.text, 0) '
-    'FROM %3$s _s_t WHERE %4$s AND ($2 IS NULL OR _s_t.%1$s OPERATOR(pg_catalog.>) ($2::pg_catalog.text)::%5$s) '
-    'ORDER BY _s_t.%1$s LIMIT $1',
-    s.id, pg_catalog.length(s.queue) || ':' || s.queue || ':', s.tbl, @extschema@._settle_ready(s, '_s_t'), s.id_type)
+    'FROM %3$s _s_t WHERE %4$s%5$s ORDER BY _s_t.%1$s LIMIT $1',
+    s.id, pg_catalog.length(s.queue) || ':' || s.queue || ':', s.tbl, @extschema@._settle_ready(s, '_s_t'),
+    CASE WHEN after THEN pg_catalog.format(' AND _s_t.%s OPERATOR(pg_catalog.>) ($2::pg_catalog.text)::%s', s.id, s.id_type) ELSE '' END)
 $$;
 
 -- The advisory take: the rows whose keys this session just locked, still
