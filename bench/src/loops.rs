@@ -78,7 +78,7 @@ async fn worker(
         }
         let t0 = Instant::now();
         let n = match (imp, form) {
-            (Impl::Settle, Form::Lease) => {
+            (Impl::Settle | Impl::SqlEdition, Form::Lease) => {
                 let rows = c
                     .query(
                         "SELECT id, token, payload FROM queue_claim($1, $2, interval '30 seconds')",
@@ -139,7 +139,7 @@ async fn worker(
                 }
                 rows.len()
             }
-            (Impl::Settle, Form::RowLock) => {
+            (Impl::Settle | Impl::SqlEdition, Form::RowLock) => {
                 c.batch_execute("BEGIN").await.unwrap();
                 let rows = c
                     .query("SELECT id, payload FROM queue_claim($1, $2)", &[&q, &b])
@@ -187,7 +187,7 @@ async fn worker(
                 c.batch_execute("COMMIT").await.unwrap();
                 rows.len()
             }
-            (Impl::Settle, Form::Advisory) => {
+            (Impl::Settle | Impl::SqlEdition, Form::Advisory) => {
                 let rows = c
                     .query("SELECT id, payload FROM queue_claim($1, $2)", &[&q, &b])
                     .await

@@ -5,7 +5,9 @@
 //!     cargo run --release -p settle-bench -- --conn "host=/run/postgresql dbname=bench user=postgres"
 //!     cargo run --release -p settle-bench -- --quick      # seconds; the test command runs this
 //!
-//! The database needs the extension (`CREATE EXTENSION settle`). Each case
+//! The database needs the extension (`CREATE EXTENSION settle`); `--sql-edition
+//! CONN` adds the SQL edition (a database of the same server where it is
+//! installed) beside it in every form. Each case
 //! enqueues a backlog, runs W connections claiming B rows at a time and acking
 //! them, and reports jobs/s, p50/p99 claim→settled latency, and CPU seconds per
 //! 1000 jobs of the server (its processes in /proc) and of this process. Results
@@ -55,6 +57,9 @@ enum Impl {
     /// pgmq (its SQL, installed by bench/peers.sh into its own database):
     /// `pgmq.read` with a visibility timeout + `pgmq.delete`, the lease form's peer
     Pgmq,
+    /// the SQL edition (`--sql-edition`, a database with it installed on the
+    /// same server): the same SQL functions in PL/pgSQL
+    SqlEdition,
     /// Graphile Worker 0.17 in Node (bench/graphile.cjs), its own database
     Graphile,
     /// awa 0.6 (bench/awa, built by bench/peers.sh), its own database
@@ -65,6 +70,8 @@ struct Args {
     conn: String,
     /// a database with pgmq's SQL installed (bench/peers.sh), or none
     pgmq: Option<String>,
+    /// a database (on the --conn server) with the SQL edition installed, or none
+    sql_edition: Option<String>,
     /// the database (on the --conn server) for Graphile Worker, or none
     graphile: Option<String>,
     /// the database (on the --conn server) for awa, or none
@@ -129,6 +136,7 @@ fn args() -> Args {
             .or_else(|_| std::env::var("SETTLE_TEST_PG"))
             .unwrap_or_default(),
         pgmq: std::env::var("SETTLE_BENCH_PGMQ").ok(),
+        sql_edition: None,
         graphile: None,
         awa: None,
         backlogs: Vec::new(),
@@ -167,6 +175,10 @@ fn args() -> Args {
             "--repeat" => {
                 a.repeat = v[i + 1].parse().expect("--repeat N");
                 assert!(a.repeat >= 1, "--repeat N: at least 1");
+                i += 1;
+            }
+            "--sql-edition" => {
+                a.sql_edition = Some(v[i + 1].clone());
                 i += 1;
             }
             "--pgmq" => {
@@ -492,6 +504,10 @@ async fn prepare_queue(
     if imp == Impl::Pgmq {
         prepare_pgmq(a, jobs).await;
         a.pgmq.clone().expect("--pgmq")
+    } else if imp == Impl::SqlEdition {
+        let conn = a.sql_edition.clone().expect("--sql-edition");
+        prepare_table(&connect(&conn).await, a, q, form, jobs).await;
+        conn
     } else {
         prepare_table(admin, a, q, form, jobs).await;
         a.conn.clone()
@@ -540,6 +556,7 @@ async fn case(
             Impl::Client => "client",
             Impl::Raw => "raw",
             Impl::Pgmq => "pgmq",
+            Impl::SqlEdition => "sqled",
             Impl::Graphile => "graphile",
             Impl::Awa => "awa",
         }
@@ -722,12 +739,13 @@ fn svg(results: &[Result_]) -> String {
     let w = 60 + results.len() * 28;
     let max = results.iter().map(|r| r.rate()).fold(1.0, f64::max);
     let mut s = format!("<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='420' font-family='sans-serif' font-size='10'>\n");
-    let _ = writeln!(s, "<text x='10' y='16' font-size='13'>jobs/s: settle (blue), hand-written floor (grey), pgmq (orange), Graphile Worker (purple), awa (red), Rust client (green), raw driver loop (light green)</text>");
+    let _ = writeln!(s, "<text x='10' y='16' font-size='13'>jobs/s: settle (blue), its SQL edition (light blue), hand-written floor (grey), pgmq (orange), Graphile Worker (purple), awa (red), Rust client (green), raw driver loop (light green)</text>");
     for (i, r) in results.iter().enumerate() {
         let h = (r.rate() / max * 300.0).max(1.0);
         let x = 40 + i * 28;
         let color = match r.imp {
             Impl::Settle => "#3b6fd6",
+            Impl::SqlEdition => "#7aa2ec",
             Impl::Floor => "#999999",
             Impl::Client => "#3a9a4a",
             Impl::Raw => "#8fd19e",
@@ -935,13 +953,15 @@ async fn main_() {
         for &w in &a.workers {
             for &b in &a.batches {
                 let peers: Vec<Impl> = [
-                    (Impl::Pgmq, a.pgmq.is_some()),
-                    (Impl::Graphile, a.graphile.is_some()),
-                    (Impl::Awa, a.awa.is_some()),
+                    (Impl::SqlEdition, a.sql_edition.is_some(), true),
+                    (Impl::Pgmq, a.pgmq.is_some(), false),
+                    (Impl::Graphile, a.graphile.is_some(), false),
+                    (Impl::Awa, a.awa.is_some(), false),
                 ]
                 .into_iter()
-                .filter(|&(_, wanted)| wanted && form == Form::Lease)
-                .map(|(p, _)| p)
+                // the SQL edition runs every form; the other peers are lease-form queues
+                .filter(|&(_, wanted, any_form)| wanted && (any_form || form == Form::Lease))
+                .map(|(p, _, _)| p)
                 .collect();
                 let imps: Vec<Impl> = [Impl::Floor, Impl::Settle]
                     .into_iter()
@@ -982,7 +1002,7 @@ async fn main_() {
                     println!(
                         "{:<8} {:<9} {:>3} {:>4} {:>9.0} {:>8.2} {:>8.2} {:>13.3} {:>13.3}   settle/{name} {:.2}",
                         name,
-                        "lease",
+                        form.name(),
                         w,
                         b,
                         r.rate(),

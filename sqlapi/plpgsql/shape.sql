@@ -59,76 +59,81 @@ BEGIN
 END $$;
 
 -- A registered queue's shape (SQ002 when it is not registered, SQ003 when its
--- table or a column no longer exists).
+-- table or a column no longer exists): one query, every call.
 CREATE FUNCTION @extschema@._settle_shape(queue text) RETURNS @extschema@.settle_shape
     LANGUAGE plpgsql STABLE
     AS $$
 DECLARE
     r record;
     s @extschema@.settle_shape;
-    role text;
-    col text;
-    a record;
+    missing record;
 BEGIN
-    SELECT q.tbl::oid AS rel, q.form, q.max_attempts, q.dead_letter, q.dead_letter_table::oid AS dlt,
-           q.columns, q.outcomes
-      INTO r FROM @extschema@.settle_queues q WHERE q.queue = $1;
+    SELECT q.tbl::oid AS rel, q.form, q.max_attempts, q.dead_letter, q.outcomes, q.columns,
+           pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname) AS tbl,
+           c.relkind = 'r' AS plain_heap,
+           (SELECT pg_catalog.quote_ident(dn.nspname) || '.' || pg_catalog.quote_ident(d.relname)
+              FROM pg_catalog.pg_class d JOIN pg_catalog.pg_namespace dn ON dn.oid = d.relnamespace
+             WHERE d.oid = q.dead_letter_table) AS dead_table,
+           q.dead_letter_table IS NOT NULL AS has_dead_table,
+           -- each role's column: its quoted name and type
+           (SELECT pg_catalog.jsonb_object_agg(k.key, pg_catalog.jsonb_build_array(pg_catalog.quote_ident(a.attname), a.atttypid))
+              FROM pg_catalog.jsonb_each_text(q.columns) k
+              JOIN pg_catalog.pg_attribute a ON a.attrelid = q.tbl AND a.attname = k.value AND a.attnum > 0 AND NOT a.attisdropped
+           ) AS cols,
+           (SELECT pg_catalog.count(*) FROM pg_catalog.jsonb_each_text(q.columns) k WHERE k.value IS NOT NULL) AS roles
+      INTO r
+      FROM @extschema@.settle_queues q
+      LEFT JOIN pg_catalog.pg_class c ON c.oid = q.tbl
+      LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+     WHERE q.queue = $1;
     IF NOT FOUND THEN
-        PERFORM @extschema@._settle_error('SQ002', format('queue "%s" is not registered', $1));
+        PERFORM @extschema@._settle_error('SQ002', pg_catalog.format('queue "%s" is not registered', $1));
+    END IF;
+    IF r.tbl IS NULL THEN
+        PERFORM @extschema@._settle_error('SQ003', pg_catalog.format('the table of queue "%s" no longer exists; register the queue again', $1));
+    END IF;
+    IF r.cols IS NULL OR (SELECT pg_catalog.count(*) FROM pg_catalog.jsonb_object_keys(r.cols)) <> r.roles THEN
+        SELECT k.key AS role, k.value AS col INTO missing FROM pg_catalog.jsonb_each_text(r.columns) k
+         WHERE k.value IS NOT NULL AND NOT (COALESCE(r.cols, '{}') ? k.key) LIMIT 1;
+        PERFORM @extschema@._settle_error('SQ003', pg_catalog.format(
+            'column "%s" (%s) of queue "%s" no longer exists in %s; register the queue again', missing.col, missing.role, $1, r.tbl));
     END IF;
     s.queue := $1;
     s.form := r.form;
     s.rel := r.rel;
+    s.tbl := r.tbl;
+    s.plain_heap := r.plain_heap;
     s.outcomes := r.outcomes;
     s.max_attempts := r.max_attempts;
-    s.group_value := quote_literal($1);
-    SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname), c.relkind = 'r'
-      INTO s.tbl, s.plain_heap
-      FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-     WHERE c.oid = r.rel;
-    IF s.tbl IS NULL THEN
-        PERFORM @extschema@._settle_error('SQ003', format('the table of queue "%s" no longer exists; register the queue again', $1));
+    s.group_value := pg_catalog.quote_literal($1);
+    s.id := r.cols -> 'id' ->> 0;
+    s.attempt := r.cols -> 'attempt' ->> 0;
+    s.retry_after := r.cols -> 'retry_after' ->> 0;
+    s.locked_until := r.cols -> 'locked_until' ->> 0;
+    s.processed_at := r.cols -> 'processed_at' ->> 0;
+    s.grp := r.cols -> 'group' ->> 0;
+    s.created_at := r.cols -> 'created_at' ->> 0;
+    s.payload := r.cols -> 'payload' ->> 0;
+    s.payload_kind := CASE (r.cols -> 'payload' ->> 1)::oid WHEN 3802 THEN 'jsonb' WHEN 114 THEN 'json'
+                      WHEN NULL THEN NULL ELSE 'text' END;
+    IF s.payload IS NULL THEN
+        s.payload_kind := NULL;
     END IF;
-    FOR role, col IN SELECT e.key, e.value FROM jsonb_each_text(r.columns) e WHERE e.value IS NOT NULL LOOP
-        SELECT at.atttypid, format_type(at.atttypid, NULL) AS tname INTO a
-          FROM pg_catalog.pg_attribute at
-         WHERE at.attrelid = r.rel AND at.attname = col AND at.attnum > 0 AND NOT at.attisdropped;
-        IF NOT FOUND THEN
-            PERFORM @extschema@._settle_error('SQ003', format('column "%s" (%s) of queue "%s" no longer exists in %s; register the queue again',
-                                                              col, role, $1, s.tbl));
-        END IF;
-        CASE role
-            WHEN 'id' THEN
-                s.id := quote_ident(col);
-                SELECT quote_ident(tn.nspname) || '.' || quote_ident(t.typname), t.oid IN (20, 21, 23)
-                  INTO s.id_type, s.int_id
-                  FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace tn ON tn.oid = t.typnamespace
-                 WHERE t.oid = a.atttypid;
-            WHEN 'attempt' THEN s.attempt := quote_ident(col);
-            WHEN 'retry_after' THEN s.retry_after := quote_ident(col);
-            WHEN 'locked_until' THEN s.locked_until := quote_ident(col);
-            WHEN 'processed_at' THEN s.processed_at := quote_ident(col);
-            WHEN 'group' THEN s.grp := quote_ident(col);
-            WHEN 'created_at' THEN s.created_at := quote_ident(col);
-            WHEN 'payload' THEN
-                s.payload := quote_ident(col);
-                s.payload_kind := CASE a.atttypid WHEN 3802 THEN 'jsonb' WHEN 114 THEN 'json' ELSE 'text' END;
-            ELSE NULL;
-        END CASE;
-    END LOOP;
     IF s.id IS NULL THEN
-        PERFORM @extschema@._settle_error('SQ003', format('queue "%s" has no id column', $1));
+        PERFORM @extschema@._settle_error('SQ003', pg_catalog.format('queue "%s" has no id column', $1));
     END IF;
+    SELECT pg_catalog.quote_ident(tn.nspname) || '.' || pg_catalog.quote_ident(t.typname), t.oid IN (20, 21, 23)
+      INTO s.id_type, s.int_id
+      FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace tn ON tn.oid = t.typnamespace
+     WHERE t.oid = (r.cols -> 'id' ->> 1)::oid;
     IF r.max_attempts IS NOT NULL THEN
-        IF r.dlt IS NOT NULL THEN
-            SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) INTO s.dead_table
-              FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-             WHERE c.oid = r.dlt;
-            IF s.dead_table IS NULL THEN
-                PERFORM @extschema@._settle_error('SQ003', format('the dead-letter table of queue "%s" no longer exists; register the queue again', $1));
+        IF r.has_dead_table THEN
+            IF r.dead_table IS NULL THEN
+                PERFORM @extschema@._settle_error('SQ003', pg_catalog.format('the dead-letter table of queue "%s" no longer exists; register the queue again', $1));
             END IF;
+            s.dead_table := r.dead_table;
         ELSIF s.grp IS NOT NULL THEN
-            s.dead_group := quote_literal(r.dead_letter);
+            s.dead_group := pg_catalog.quote_literal(r.dead_letter);
         END IF;
     END IF;
     RETURN s;
