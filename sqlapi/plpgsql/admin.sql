@@ -3,7 +3,7 @@
 
 -- Where a queue's dead rows are (alias _s_t): the table, and the condition
 -- that picks them, ending in ' AND ' (or empty).
-CREATE FUNCTION @extschema@._settle_dead_from(s @extschema@.settle_shape, OUT tbl text, OUT cond text)
+CREATE FUNCTION @extschema@._settle_dead_from(s @extschema@.settle_queue_shape, OUT tbl text, OUT cond text)
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT CASE WHEN s.dead_group IS NOT NULL THEN s.tbl ELSE s.dead_table END,
@@ -12,14 +12,14 @@ CREATE FUNCTION @extschema@._settle_dead_from(s @extschema@.settle_shape, OUT tb
 $$;
 
 -- $n (text[] ids, or NULL for every one) as a condition on _s_t.
-CREATE FUNCTION @extschema@._settle_ids_pick(s @extschema@.settle_shape, n integer) RETURNS text
+CREATE FUNCTION @extschema@._settle_ids_pick(s @extschema@.settle_queue_shape, n integer) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT pg_catalog.format('($%1$s IS NULL OR _s_t.%2$s OPERATOR(pg_catalog.=) ANY (($%1$s::pg_catalog.text[])::%3$s[]))', n, s.id, s.id_type)
 $$;
 
 -- Counts: ready, delayed, in_flight, the oldest ready row's age.
-CREATE FUNCTION @extschema@._settle_stats_sql(s @extschema@.settle_shape) RETURNS text
+CREATE FUNCTION @extschema@._settle_stats_sql(s @extschema@.settle_queue_shape) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT pg_catalog.format(
@@ -56,7 +56,7 @@ CREATE FUNCTION @extschema@._settle_stats(one text)
     AS $$
 DECLARE
     name text;
-    s @extschema@.settle_shape;
+    s @extschema@.settle_queue_shape;
     d record;
 BEGIN
     FOR name IN SELECT q.queue FROM @extschema@.settle_queues q WHERE $1 IS NULL OR q.queue = $1 ORDER BY q.queue LOOP
@@ -99,11 +99,11 @@ CREATE FUNCTION @extschema@.queue_stats(queue text DEFAULT NULL)
     AS $$ SELECT * FROM @extschema@._settle_stats($1) $$;
 
 -- The queue, which must have a dead letter.
-CREATE FUNCTION @extschema@._settle_with_dead(queue text) RETURNS @extschema@.settle_shape
+CREATE FUNCTION @extschema@._settle_with_dead(queue text) RETURNS @extschema@.settle_queue_shape
     LANGUAGE plpgsql STABLE
     AS $$
 DECLARE
-    s @extschema@.settle_shape := @extschema@._settle_shape($1);
+    s @extschema@.settle_queue_shape := @extschema@._settle_shape($1);
 BEGIN
     IF s.dead_group IS NULL AND s.dead_table IS NULL THEN
         PERFORM @extschema@._settle_error('SQ004', pg_catalog.format(
@@ -118,7 +118,7 @@ CREATE FUNCTION @extschema@._settle_dead_rows(queue text, lim bigint, ids text[]
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
-    s @extschema@.settle_shape;
+    s @extschema@.settle_queue_shape;
     d record;
 BEGIN
     PERFORM @extschema@._settle_need($1, 'queue');
@@ -148,7 +148,7 @@ CREATE FUNCTION @extschema@._settle_requeue_dead(queue text, ids text[], caller_
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
-    s @extschema@.settle_shape;
+    s @extschema@.settle_queue_shape;
     resets jsonb := '{}';
     sets text[] := '{}';
     cols text[];
@@ -202,7 +202,7 @@ CREATE FUNCTION @extschema@._settle_purge_dead(queue text, older_than interval, 
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
-    s @extschema@.settle_shape;
+    s @extschema@.settle_queue_shape;
     d record;
     n bigint;
     stmt text;
@@ -245,7 +245,7 @@ CREATE FUNCTION @extschema@.queue_sql(queue text) RETURNS TABLE(statement text, 
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
-    s @extschema@.settle_shape;
+    s @extschema@.settle_queue_shape;
 BEGIN
     PERFORM @extschema@._settle_need($1, 'queue');
     s := @extschema@._settle_shape($1);

@@ -28,7 +28,7 @@ CREATE FUNCTION @extschema@._settle_keys_held() RETURNS bigint[]
 $$;
 
 -- Rows a take flagged dead: moved to the dead letter with a WARNING (01SQ2).
-CREATE FUNCTION @extschema@._settle_dead_at_claim(s @extschema@.settle_shape, dead text[], caller_path text) RETURNS void
+CREATE FUNCTION @extschema@._settle_dead_at_claim(s @extschema@.settle_queue_shape, dead text[], caller_path text) RETURNS void
     LANGUAGE plpgsql VOLATILE
     AS $$
 DECLARE
@@ -56,7 +56,7 @@ CREATE FUNCTION @extschema@._settle_claim(queue text, batch integer, lease inter
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
-    s @extschema@.settle_shape;
+    s @extschema@.settle_queue_shape;
     held jsonb;
     mine text[];
     is_dead boolean;
@@ -179,7 +179,7 @@ CREATE FUNCTION @extschema@._settle_settle(queue text, ids text[], action text, 
     LANGUAGE plpgsql VOLATILE
     AS $$
 DECLARE
-    s @extschema@.settle_shape;
+    s @extschema@.settle_queue_shape;
     w text;
     custom text;
     held jsonb;
@@ -419,7 +419,7 @@ CREATE FUNCTION @extschema@._settle_extend_lease(queue text, id text, token time
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
-    s @extschema@.settle_shape;
+    s @extschema@.settle_queue_shape;
     next timestamptz;
     tok timestamptz;
     stmt text;

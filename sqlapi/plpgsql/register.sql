@@ -292,7 +292,7 @@ CREATE FUNCTION @extschema@._settle_register_outcome(queue text, name text, sql 
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
-    s @extschema@.settle_shape;
+    s @extschema@.settle_queue_shape;
 BEGIN
     PERFORM @extschema@._settle_need($1, 'queue');
     PERFORM @extschema@._settle_need($2, 'name');

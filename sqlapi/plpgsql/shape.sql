@@ -6,7 +6,7 @@
 -- operators in generated SQL are schema-qualified, so a caller's search_path
 -- cannot swap them.
 
-CREATE TYPE @extschema@.settle_shape AS (
+CREATE TYPE @extschema@.settle_queue_shape AS (
     queue        text,
     form         text,
     rel          oid,
@@ -29,7 +29,7 @@ CREATE TYPE @extschema@.settle_shape AS (
     dead_table   text,     -- qualified, quoted: dead rows move to this table
     outcomes     jsonb
 );
-COMMENT ON TYPE @extschema@.settle_shape IS 'settle (SQL edition): a registered queue as its statements see it';
+COMMENT ON TYPE @extschema@.settle_queue_shape IS 'settle (SQL edition): a registered queue as its statements see it';
 
 -- Raise a product error: SQ001 … SQ006 with the hint the native extension gives.
 CREATE FUNCTION @extschema@._settle_error(code text, message text) RETURNS void
@@ -60,12 +60,12 @@ END $$;
 
 -- A registered queue's shape (SQ002 when it is not registered, SQ003 when its
 -- table or a column no longer exists): one query, every call.
-CREATE FUNCTION @extschema@._settle_shape(queue text) RETURNS @extschema@.settle_shape
+CREATE FUNCTION @extschema@._settle_shape(queue text) RETURNS @extschema@.settle_queue_shape
     LANGUAGE plpgsql STABLE
     AS $$
 DECLARE
     r record;
-    s @extschema@.settle_shape;
+    s @extschema@.settle_queue_shape;
     missing record;
 BEGIN
     SELECT q.tbl::oid AS rel, q.form, q.max_attempts, q.dead_letter, q.outcomes, q.columns,
@@ -161,7 +161,7 @@ CREATE FUNCTION @extschema@._settle_type_name(t oid) RETURNS text
 $$;
 
 -- Conditions of a row (alias a) that belongs to the queue and is not settled.
-CREATE FUNCTION @extschema@._settle_mine(s @extschema@.settle_shape, a text) RETURNS text
+CREATE FUNCTION @extschema@._settle_mine(s @extschema@.settle_queue_shape, a text) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT pg_catalog.concat_ws(' AND ',
@@ -170,7 +170,7 @@ CREATE FUNCTION @extschema@._settle_mine(s @extschema@.settle_shape, a text) RET
 $$;
 
 -- Conditions every candidate row (alias a) satisfies.
-CREATE FUNCTION @extschema@._settle_ready(s @extschema@.settle_shape, a text) RETURNS text
+CREATE FUNCTION @extschema@._settle_ready(s @extschema@.settle_queue_shape, a text) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT COALESCE(NULLIF(pg_catalog.concat_ws(' AND ',
@@ -182,14 +182,14 @@ CREATE FUNCTION @extschema@._settle_ready(s @extschema@.settle_shape, a text) RE
 $$;
 
 -- `a.group = 'queue' AND ` on a grouped table, else nothing.
-CREATE FUNCTION @extschema@._settle_in_group(s @extschema@.settle_shape, a text) RETURNS text
+CREATE FUNCTION @extschema@._settle_in_group(s @extschema@.settle_queue_shape, a text) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT CASE WHEN s.grp IS NOT NULL THEN a || '.' || s.grp || ' OPERATOR(pg_catalog.=) ' || s.group_value || ' AND ' ELSE '' END
 $$;
 
 -- The payload as a claim returns it, from the row of alias a.
-CREATE FUNCTION @extschema@._settle_payload(s @extschema@.settle_shape, a text) RETURNS text
+CREATE FUNCTION @extschema@._settle_payload(s @extschema@.settle_queue_shape, a text) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT CASE s.payload_kind
@@ -201,7 +201,7 @@ CREATE FUNCTION @extschema@._settle_payload(s @extschema@.settle_shape, a text) 
 $$;
 
 -- The row's attempt counter as int4 (NULL without an attempt column).
-CREATE FUNCTION @extschema@._settle_attempt_out(s @extschema@.settle_shape, a text) RETURNS text
+CREATE FUNCTION @extschema@._settle_attempt_out(s @extschema@.settle_queue_shape, a text) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT CASE WHEN s.attempt IS NOT NULL THEN '(' || a || '.' || s.attempt || ')::pg_catalog.int4'

@@ -5,7 +5,7 @@
 -- row_lock claim. $1 int8 batch; again: $2 text[] ids this transaction already
 -- holds (SKIP LOCKED does not skip a transaction's own row locks).
 -- Columns: id text, attempt int4, token timestamptz, payload jsonb.
-CREATE FUNCTION @extschema@._settle_claim_row_lock(s @extschema@.settle_shape, again boolean) RETURNS text
+CREATE FUNCTION @extschema@._settle_claim_row_lock(s @extschema@.settle_queue_shape, again boolean) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT pg_catalog.format(
@@ -21,7 +21,7 @@ CREATE FUNCTION @extschema@._settle_claim_row_lock(s @extschema@.settle_shape, a
 $$;
 
 -- Whether a row a take just counted (alias a) is past max_attempts.
-CREATE FUNCTION @extschema@._settle_taken_dead(s @extschema@.settle_shape, a text) RETURNS text
+CREATE FUNCTION @extschema@._settle_taken_dead(s @extschema@.settle_queue_shape, a text) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT CASE WHEN s.max_attempts IS NOT NULL AND s.attempt IS NOT NULL
@@ -34,7 +34,7 @@ $$;
 -- first ready rows. $1 int8 batch, $2 timestamptz token.
 -- Columns: dead bool (past max_attempts: its last delivery died unsettled),
 -- id text, attempt int4, token timestamptz, payload jsonb; oldest first.
-CREATE FUNCTION @extschema@._settle_take_lease(s @extschema@.settle_shape) RETURNS text
+CREATE FUNCTION @extschema@._settle_take_lease(s @extschema@.settle_queue_shape) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT pg_catalog.format(
@@ -53,7 +53,7 @@ $$;
 
 -- advisory candidates: ready rows in id order with their keys. $1 int8 limit;
 -- after: $2 text, the last id of the previous page.
-CREATE FUNCTION @extschema@._settle_candidates(s @extschema@.settle_shape, after boolean) RETURNS text
+CREATE FUNCTION @extschema@._settle_candidates(s @extschema@.settle_queue_shape, after boolean) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT pg_catalog.format(
@@ -66,7 +66,7 @@ $$;
 -- The advisory take: the rows whose keys this session just locked, still
 -- ready (re-checked by the write itself), attempt counted. $1 text[] ids.
 -- Columns as the lease take's.
-CREATE FUNCTION @extschema@._settle_take_advisory(s @extschema@.settle_shape) RETURNS text
+CREATE FUNCTION @extschema@._settle_take_advisory(s @extschema@.settle_queue_shape) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT CASE WHEN s.attempt IS NOT NULL THEN pg_catalog.format(
@@ -87,7 +87,7 @@ $$;
 -- CTEs that move the rows of src (a CTE with _s_id, _s_dead) flagged dead into
 -- the dead letter, ending in _s_d(_s_id). count: 'keep' (counted at claim),
 -- 'add' (row_lock counts the delivery it settles), 'undo' (a take counted it).
-CREATE FUNCTION @extschema@._settle_dead_ctes(s @extschema@.settle_shape, src text, count text) RETURNS text
+CREATE FUNCTION @extschema@._settle_dead_ctes(s @extschema@.settle_queue_shape, src text, count text) RETURNS text
     LANGUAGE plpgsql STABLE
     AS $$
 DECLARE
@@ -128,7 +128,7 @@ END $$;
 
 -- Move rows a take flagged dead into the dead letter, their attempt counter
 -- as before the take. $1 text[] ids. Rows: the ids moved.
-CREATE FUNCTION @extschema@._settle_move_taken_dead(s @extschema@.settle_shape) RETURNS text
+CREATE FUNCTION @extschema@._settle_move_taken_dead(s @extschema@.settle_queue_shape) RETURNS text
     LANGUAGE sql STABLE
     AS $$
   SELECT pg_catalog.format(
@@ -139,7 +139,7 @@ $$;
 
 -- The held rows of a settle call, locked: CTE _s_h(_s_id, _s_att).
 -- $1 text[] ids, $2 timestamptz[] tokens (lease).
-CREATE FUNCTION @extschema@._settle_held_cte(s @extschema@.settle_shape) RETURNS text
+CREATE FUNCTION @extschema@._settle_held_cte(s @extschema@.settle_queue_shape) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT CASE s.form
@@ -164,7 +164,7 @@ $$;
 -- mark), retry, retry_after, held (custom outcomes: lock and check only),
 -- release. $1 text[] ids, $2 timestamptz[] tokens, $3 timestamptz: when a
 -- retry_after row is ready again. Rows: (id text, result text) per row settled.
-CREATE FUNCTION @extschema@._settle_write(s @extschema@.settle_shape, w text) RETURNS text
+CREATE FUNCTION @extschema@._settle_write(s @extschema@.settle_queue_shape, w text) RETURNS text
     LANGUAGE plpgsql STABLE
     AS $$
 DECLARE
@@ -229,7 +229,7 @@ BEGIN
 END $$;
 
 -- Lease heartbeat. $1 text id, $2 timestamptz token, $3 timestamptz new token.
-CREATE FUNCTION @extschema@._settle_extend(s @extschema@.settle_shape) RETURNS text
+CREATE FUNCTION @extschema@._settle_extend(s @extschema@.settle_queue_shape) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT pg_catalog.format(
