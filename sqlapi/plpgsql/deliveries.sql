@@ -75,16 +75,43 @@ DECLARE
     i integer;
     stmt text;
     n bigint;
+    e record;
+    deads boolean[];
+    ids text[];
+    atts integer[];
+    toks timestamptz[];
+    pays jsonb[];
 BEGIN
     PERFORM @extschema@._settle_need($1, 'queue');
     batch := COALESCE(batch, 1);
     IF batch < 1 OR batch > 10000 THEN
         PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('batch must be between 1 and 10000, got %s', batch));
     END IF;
-    s := @extschema@._settle_shape($1);
-    IF s.form <> 'lease' AND lease IS NOT NULL THEN
-        PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('lease applies to the lease form only; queue "%s" uses %s', $1, s.form));
+    SELECT * INTO e FROM @extschema@._settle_entry($1);
+    IF e.version IS NULL THEN
+        s := @extschema@._settle_shape($1);
     END IF;
+    IF e.form <> 'lease' AND lease IS NOT NULL THEN
+        PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('lease applies to the lease form only; queue "%s" uses %s', $1, e.form));
+    END IF;
+    IF e.form = 'lease' THEN
+        tok := @extschema@._settle_lease_token(lease);
+        stmt := pg_catalog.format('EXECUTE %I(%L, %L)',
+            @extschema@._settle_prepared($1, e.version, 'take:' || batch, caller_path), batch, tok);
+        -- (under the caller's search_path: only qualified calls until it is back)
+        PERFORM @extschema@._settle_as(caller_path);
+        EXECUTE stmt INTO deads, ids, atts, toks, pays;
+        PERFORM @extschema@._settle_as('pg_catalog, pg_temp');
+        RETURN QUERY SELECT x.i, x.a, x.t, x.p FROM ROWS FROM (pg_catalog.unnest(ids), pg_catalog.unnest(atts), pg_catalog.unnest(toks),
+                                       pg_catalog.unnest(pays), pg_catalog.unnest(deads)) WITH ORDINALITY x(i, a, t, p, d, o)
+                      WHERE NOT x.d ORDER BY x.o;
+        dead := ARRAY(SELECT x.i FROM ROWS FROM (pg_catalog.unnest(ids), pg_catalog.unnest(deads)) x(i, d) WHERE x.d);
+        IF pg_catalog.cardinality(dead) > 0 THEN
+            PERFORM @extschema@._settle_dead_at_claim(@extschema@._settle_shape($1), dead, caller_path);
+        END IF;
+        RETURN;
+    END IF;
+    s := @extschema@._settle_shape($1);
     IF s.form = 'row_lock' THEN
         -- (SQL cannot see whether the caller is inside a transaction block: in
         -- autocommit the rows' locks end with this statement, and their
@@ -97,25 +124,6 @@ BEGIN
             RETURN NEXT;
         END LOOP;
         PERFORM @extschema@._settle_set_row_locks(pg_catalog.jsonb_set(held, ARRAY[$1], pg_catalog.to_jsonb(mine)));
-        RETURN;
-    END IF;
-    IF s.form = 'lease' THEN
-        tok := @extschema@._settle_lease_token(lease);
-        stmt := @extschema@._settle_take_lease(s);
-        n := batch;
-        -- (under the caller's search_path: only qualified calls until it is back)
-        PERFORM @extschema@._settle_as(caller_path);
-        FOR is_dead, id, attempt, token, payload IN EXECUTE stmt USING n, tok LOOP
-            IF is_dead THEN
-                dead := pg_catalog.array_append(dead, id);
-            ELSE
-                RETURN NEXT;
-            END IF;
-        END LOOP;
-        PERFORM @extschema@._settle_as('pg_catalog, pg_temp');
-        IF pg_catalog.cardinality(dead) > 0 THEN
-            PERFORM @extschema@._settle_dead_at_claim(s, dead, caller_path);
-        END IF;
         RETURN;
     END IF;
     -- advisory: walk ready rows in id order and lock their keys; a key locked
@@ -187,6 +195,9 @@ DECLARE
     run text[] := '{}';
     run_tokens timestamptz[] := '{}';
     res jsonb := '{}';
+    e record;
+    rids text[];
+    rress text[];
     rid text;
     rres text;
     stmt text;
@@ -218,8 +229,11 @@ BEGIN
     ELSIF delay IS NOT NULL THEN
         PERFORM @extschema@._settle_error('SQ004', 'a delay applies to the retry_after outcome only');
     END IF;
-    s := @extschema@._settle_shape($1);
-    IF s.form = 'lease' THEN
+    SELECT * INTO e FROM @extschema@._settle_entry($1);
+    IF e.version IS NULL THEN
+        s := @extschema@._settle_shape($1);
+    END IF;
+    IF e.form = 'lease' THEN
         IF tokens IS NULL THEN
             PERFORM @extschema@._settle_error('SQ004', 'the lease form needs the delivery''s token');
         END IF;
@@ -230,9 +244,9 @@ BEGIN
             PERFORM @extschema@._settle_error('SQ004', 'the lease form needs the delivery''s token (got NULL)');
         END IF;
     ELSIF tokens IS NOT NULL THEN
-        PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('a token applies to the lease form only; queue "%s" uses %s', $1, s.form));
+        PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('a token applies to the lease form only; queue "%s" uses %s', $1, e.form));
     END IF;
-    IF s.form = 'row_lock' THEN
+    IF e.form = 'row_lock' THEN
         IF action = 'release' THEN
             PERFORM @extschema@._settle_error('SQ004',
                 'a row_lock delivery is given back by rolling back its transaction (ROLLBACK), not by queue_release');
@@ -245,24 +259,24 @@ BEGIN
         WHEN 'retry' THEN 'retry'
         WHEN 'retry_after' THEN 'retry_after'
     END;
-    IF action = 'retry_after' AND s.retry_after IS NULL THEN
+    IF action = 'retry_after' AND NOT e.has_retry_after THEN
         RAISE WARNING 'settle: queue "%" has no retry_after column: retry_after is settled as retry', $1;
         w := 'retry';
     END IF;
     IF w IS NULL THEN
         custom := pg_catalog.substr(action, 8);
-        IF NOT s.outcomes ? custom THEN
+        IF NOT e.outcomes ? custom THEN
             PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('queue "%s" has no custom outcome "%s"', $1, custom));
         END IF;
         w := 'held';
     END IF;
     -- the ids that reach the statement: row_lock only those this transaction
     -- claimed, advisory only those whose key this session holds
-    IF s.form = 'row_lock' THEN
+    IF e.form = 'row_lock' THEN
         held := @extschema@._settle_row_locks();
         mine := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(held -> $1, '[]')));
         run := ARRAY(SELECT u.v FROM pg_catalog.unnest(ids) u(v) WHERE u.v = ANY (mine));
-    ELSIF s.form = 'advisory' THEN
+    ELSIF e.form = 'advisory' THEN
         held_keys := @extschema@._settle_keys_held();
         run := ARRAY(SELECT u.v FROM pg_catalog.unnest(ids) u(v)
                      WHERE @extschema@.queue_advisory_key($1, u.v) = ANY (held_keys));
@@ -278,18 +292,21 @@ BEGIN
         run_tokens := tokens;
     END IF;
     IF pg_catalog.cardinality(run) > 0 THEN
-        stmt := @extschema@._settle_write(s, w);
         until := pg_catalog.clock_timestamp() + delay;
+        stmt := pg_catalog.format('EXECUTE %I(%L, %L, %L)',
+            @extschema@._settle_prepared($1, e.version, 'write:' || w, caller_path), run, run_tokens, until);
         -- (under the caller's search_path: only qualified calls until it is back)
         PERFORM @extschema@._settle_as(caller_path);
-        FOR rid, rres IN EXECUTE stmt USING run, run_tokens, until LOOP
-            res := pg_catalog.jsonb_concat(res, pg_catalog.jsonb_build_object(rid, rres));
-        END LOOP;
+        EXECUTE stmt INTO rids, rress;
         PERFORM @extschema@._settle_as('pg_catalog, pg_temp');
+        SELECT COALESCE(pg_catalog.jsonb_object_agg(x.i, x.r), '{}') INTO res FROM ROWS FROM (pg_catalog.unnest(rids), pg_catalog.unnest(rress)) x(i, r);
     END IF;
     -- a text id that is not in canonical form ('007' for a bigint) comes back canonical
     FOREACH given IN ARRAY run LOOP
         IF NOT res ? given THEN
+            IF s.queue IS NULL THEN
+                s := @extschema@._settle_shape($1);
+            END IF;
             EXECUTE pg_catalog.format('SELECT (($1::pg_catalog.text)::%s)::pg_catalog.text', s.id_type) INTO canon USING given;
             IF canon <> given AND res ? canon THEN
                 res := res || pg_catalog.jsonb_build_object(given, res ->> canon);
@@ -299,19 +316,22 @@ BEGIN
     FOREACH given IN ARRAY run LOOP
         IF res ->> given = 'dead_lettered' THEN
             RAISE WARNING USING ERRCODE = '01SQ1', MESSAGE = pg_catalog.format(
-                'settle: queue "%s": row %s reached max_attempts (%s) and was moved to the dead letter', $1, given, s.max_attempts);
+                'settle: queue "%s": row %s reached max_attempts (%s) and was moved to the dead letter', $1, given, e.max_attempts);
         END IF;
         IF custom IS NOT NULL AND res ? given THEN
             -- a custom outcome's SQL means what it means to the caller
+            IF s.queue IS NULL THEN
+                s := @extschema@._settle_shape($1);
+            END IF;
             stmt := pg_catalog.format('SELECT @extschema@._settle_run_custom($1, ($2::pg_catalog.text)::%s)', s.id_type);
-            rres := s.outcomes ->> custom;
+            rres := e.outcomes ->> custom;
             PERFORM @extschema@._settle_as(caller_path);
             EXECUTE stmt USING rres, given;
             PERFORM @extschema@._settle_as('pg_catalog, pg_temp');
             res := res || pg_catalog.jsonb_build_object(given, 'custom');
         END IF;
     END LOOP;
-    IF s.form = 'row_lock' THEN
+    IF e.form = 'row_lock' THEN
         mine := ARRAY(SELECT m FROM pg_catalog.unnest(mine) m WHERE NOT res ? m);
         PERFORM @extschema@._settle_set_row_locks(pg_catalog.jsonb_set(held, ARRAY[$1], pg_catalog.to_jsonb(mine)));
     END IF;

@@ -34,13 +34,19 @@ $$;
 -- first ready rows. $1 int8 batch, $2 timestamptz token.
 -- Columns: dead bool (past max_attempts: its last delivery died unsettled),
 -- id text, attempt int4, token timestamptz, payload jsonb; oldest first.
-CREATE FUNCTION @extschema@._settle_take_lease(s @extschema@.settle_queue_shape) RETURNS text
+-- agg: the same columns as arrays in one row, oldest first (how a prepared
+-- statement's rows come back to PL/pgSQL, see _settle_prepared).
+CREATE FUNCTION @extschema@._settle_take_lease(s @extschema@.settle_queue_shape, agg boolean DEFAULT false) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT pg_catalog.format(
     'WITH _s_took AS (UPDATE %1$s _s_t SET %2$s = $2%3$s WHERE %4$s%5$s OPERATOR(pg_catalog.=) ANY (ARRAY('
       'SELECT %6$s FROM %1$s _s_c WHERE %7$s ORDER BY _s_c.%8$s LIMIT $1 FOR UPDATE OF _s_c SKIP LOCKED)) RETURNING _s_t.*) '
-    'SELECT %9$s, (_s_took.%8$s)::pg_catalog.text, %10$s, _s_took.%2$s, %11$s FROM _s_took ORDER BY _s_took.%8$s',
+    || CASE WHEN agg THEN
+         'SELECT pg_catalog.array_agg(%9$s ORDER BY _s_took.%8$s), pg_catalog.array_agg((_s_took.%8$s)::pg_catalog.text ORDER BY _s_took.%8$s), '
+         'pg_catalog.array_agg(%10$s ORDER BY _s_took.%8$s), pg_catalog.array_agg(_s_took.%2$s ORDER BY _s_took.%8$s), '
+         'pg_catalog.array_agg(%11$s ORDER BY _s_took.%8$s) FROM _s_took'
+       ELSE 'SELECT %9$s, (_s_took.%8$s)::pg_catalog.text, %10$s, _s_took.%2$s, %11$s FROM _s_took ORDER BY _s_took.%8$s' END,
     s.tbl, s.locked_until,
     CASE WHEN s.attempt IS NOT NULL THEN ', ' || s.attempt || ' = COALESCE(_s_t.' || s.attempt || ', 0) OPERATOR(pg_catalog.+) 1' ELSE '' END,
     @extschema@._settle_in_group(s, '_s_t'),
@@ -164,7 +170,8 @@ $$;
 -- mark), retry, retry_after, held (custom outcomes: lock and check only),
 -- release. $1 text[] ids, $2 timestamptz[] tokens, $3 timestamptz: when a
 -- retry_after row is ready again. Rows: (id text, result text) per row settled.
-CREATE FUNCTION @extschema@._settle_write(s @extschema@.settle_queue_shape, w text) RETURNS text
+-- agg: the (id, result) rows as two arrays in one row (see _settle_prepared).
+CREATE FUNCTION @extschema@._settle_write(s @extschema@.settle_queue_shape, w text, agg boolean DEFAULT false) RETURNS text
     LANGUAGE plpgsql STABLE
     AS $$
 DECLARE
@@ -225,6 +232,11 @@ BEGIN
             outs := outs || pg_catalog.format('SELECT (_s_r._s_id)::pg_catalog.text, %L::pg_catalog.text FROM _s_r', result);
         END IF;
     END IF;
+    IF agg THEN
+        RETURN 'WITH ' || pg_catalog.array_to_string(ctes, E',\n ') || E',\n _s_res(_s_i, _s_r) AS ('
+            || pg_catalog.array_to_string(outs, E'\nUNION ALL ')
+            || E')\nSELECT pg_catalog.array_agg(_s_res._s_i), pg_catalog.array_agg(_s_res._s_r) FROM _s_res';
+    END IF;
     RETURN 'WITH ' || pg_catalog.array_to_string(ctes, E',\n ') || E'\n' || pg_catalog.array_to_string(outs, E'\nUNION ALL ');
 END $$;
 
@@ -237,3 +249,56 @@ CREATE FUNCTION @extschema@._settle_extend(s @extschema@.settle_queue_shape) RET
     'AND _s_t.%2$s OPERATOR(pg_catalog.=) $2 RETURNING _s_t.%2$s',
     s.tbl, s.locked_until, COALESCE(NULLIF(@extschema@._settle_mine(s, '_s_t'), '') || ' AND ', ''), s.id, s.id_type)
 $$;
+
+-- What a hot call needs of a registered queue without building its shape, and
+-- the version its prepared statements are named by: the registry row's and the
+-- queue (and dead-letter) tables' catalog row versions, which every
+-- registration change and every ALTER TABLE writes anew. version is NULL when
+-- the queue or its table is gone (_settle_shape then says which).
+CREATE FUNCTION @extschema@._settle_entry(queue text, OUT version text, OUT form text, OUT max_attempts integer,
+                                          OUT has_retry_after boolean, OUT outcomes jsonb)
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT q.xmin::pg_catalog.text OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) c.xmin::pg_catalog.text
+           OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) COALESCE(d.xmin::pg_catalog.text, '-'),
+         q.form, q.max_attempts, (q.columns OPERATOR(pg_catalog.->>) 'retry_after') IS NOT NULL, q.outcomes
+  FROM @extschema@.settle_queues q
+  JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) q.tbl
+  LEFT JOIN pg_catalog.pg_class d ON d.oid OPERATOR(pg_catalog.=) q.dead_letter_table
+  WHERE q.queue OPERATOR(pg_catalog.=) $1
+$$;
+
+-- The name of this session's prepared statement for one of a queue's
+-- statements, prepared now if the session has none: take:N (the lease take,
+-- LIMIT N), write:W (a settle write). Planned once per session instead of on
+-- every call; prepared under the caller's search_path, the one it runs under
+-- (a plan made under another path is made again). Run by name with literal
+-- arguments (EXECUTE of a prepared statement takes no USING parameters); the
+-- rows come back as one row of arrays (agg), as a cursor cannot be opened on it.
+CREATE FUNCTION @extschema@._settle_prepared(queue text, version text, kind text, caller_path text) RETURNS text
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    pname text := 'settle_' || pg_catalog.md5(queue || '/' || version || '/' || kind);
+    s @extschema@.settle_queue_shape;
+    stmt text;
+    types text;
+BEGIN
+    IF EXISTS (SELECT FROM pg_catalog.pg_prepared_statements p WHERE p.name = pname) THEN
+        RETURN pname;
+    END IF;
+    s := @extschema@._settle_shape(queue);
+    IF pg_catalog.split_part(kind, ':', 1) = 'take' THEN
+        stmt := pg_catalog.replace(@extschema@._settle_take_lease(s, true), 'LIMIT $1',
+                                   'LIMIT ' || pg_catalog.split_part(kind, ':', 2)::integer);
+        types := 'pg_catalog.int8, pg_catalog.timestamptz';
+    ELSE
+        stmt := @extschema@._settle_write(s, pg_catalog.split_part(kind, ':', 2), true);
+        types := 'pg_catalog.text[], pg_catalog.timestamptz[], pg_catalog.timestamptz';
+    END IF;
+    stmt := pg_catalog.format('PREPARE %I(%s) AS %s', pname, types, stmt);
+    PERFORM @extschema@._settle_as(caller_path);
+    EXECUTE stmt;
+    PERFORM @extschema@._settle_as('pg_catalog, pg_temp');
+    RETURN pname;
+END $$;
