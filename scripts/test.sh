@@ -39,6 +39,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 PGRX_VERSION=0.18.0
+# the extension's version, which both editions carry
+VERSION=$(sed -n 's/^version = "\(.*\)"$/\1/p' extension/Cargo.toml | head -1)
 read -r -a MAJORS <<<"${SETTLE_PG_MAJORS:-15 16 17 18}"
 ONCE=${MAJORS[0]}
 for m in "${MAJORS[@]}"; do if [ "$m" = 15 ]; then ONCE=15; fi; done
@@ -280,7 +282,7 @@ sql_edition_install() {
     && ! psql_q -U settle_installer -d settle_sqled -f "$SQLED" >>"$WORK/sqled-install.log" 2>&1 \
     && grep -q 'already exists' "$WORK/sqled-install.log" \
     && [ "$("$PG_BIN/psql" -X -tA -d settle_sqled -c "SELECT edition || ' ' || version FROM settle_edition()")" \
-      = "sql $(sed -n 's/^version = "\(.*\)"$/\1/p' extension/Cargo.toml | head -1)" ] \
+      = "sql $VERSION" ] \
     || { cat "$WORK/sqled-install.log"; return 1; }
 }
 
@@ -548,7 +550,7 @@ if [ -n "${DEB[15]:-}" ]; then
         && psql_q -d postgres -c "CREATE ROLE settle_tle_owner LOGIN" -c "CREATE DATABASE settle_tle OWNER settle_tle_owner" \
         && psql_q -U settle_tle_owner -d settle_tle -c "CREATE EXTENSION settle" \
         && [ "$("$PG_BIN/psql" -X -tA -d settle_tle -c "SELECT extversion FROM pg_extension WHERE extname = 'settle'")" \
-          = "$(sed -n 's/^version = "\(.*\)"$/\1/p' extension/Cargo.toml | head -1)" ]
+          = "$VERSION" ]
     }
     check "the SQL edition registers with pg_tle and CREATE EXTENSION takes it" tle_register
     reg=$WORK/regress-sql

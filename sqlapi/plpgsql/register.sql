@@ -1,8 +1,8 @@
 -- The SQL edition: queue registration (SQ003 names what is wrong), custom
 -- outcomes, queue_create.
 
--- A registration checked against its table, its column roles resolved, as
--- the registry stores it: {tbl, form, max_attempts, dead_letter,
+-- A registration checked against its table (SQ004 for a NULL queue, table or
+-- form), its column roles resolved, as the registry stores it: {tbl, form, max_attempts, dead_letter,
 -- dead_letter_table, columns}. Writes nothing.
 CREATE FUNCTION @extschema@._settle_resolve(queue text, tbl regclass, form text, max_attempts integer,
                                             dead_letter text, columns jsonb, dead_letter_table regclass,
@@ -28,6 +28,9 @@ DECLARE
     c record;
     d record;
 BEGIN
+    PERFORM @extschema@._settle_need($1, 'queue');
+    PERFORM @extschema@._settle_need($2, 'tbl');
+    PERFORM @extschema@._settle_need($3, 'form');
     IF $1 = '' OR pg_catalog.length($1) > 200 OR $1 ~ '[[:cntrl:]]' THEN
         PERFORM @extschema@._settle_error('SQ003', 'queue name must be 1 to 200 characters without control characters');
     END IF;
@@ -233,9 +236,6 @@ DECLARE
     d jsonb;
     stored jsonb;
 BEGIN
-    PERFORM @extschema@._settle_need($1, 'queue');
-    PERFORM @extschema@._settle_need($2, 'tbl');
-    PERFORM @extschema@._settle_need($3, 'form');
     d := @extschema@._settle_resolve($1, $2, $3, $4, $5, $6, $7, caller_path);
     stored := @extschema@._settle_stored($1);
     IF stored IS NOT NULL AND NOT EXISTS (SELECT 1 FROM @extschema@._settle_compare(stored, d)) THEN
@@ -268,9 +268,6 @@ DECLARE
     d jsonb;
     stored jsonb;
 BEGIN
-    PERFORM @extschema@._settle_need($1, 'queue');
-    PERFORM @extschema@._settle_need($2, 'tbl');
-    PERFORM @extschema@._settle_need($3, 'form');
     d := @extschema@._settle_resolve($1, $2, $3, $4, $5, $6, $7, caller_path);
     stored := @extschema@._settle_stored($1);
     IF stored IS NULL THEN
