@@ -20,10 +20,25 @@ install)
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends flex bison >/dev/null
   build=$(mktemp -d /tmp/settle-pgtle.XXXXXX)
   tar -xzf "$tarball" -C "$build"
+  # the compiler pg_config names, unless it rejects the flags pg_config gives (a server built
+  # with clang records clang-only warnings): then clang
+  cc=$("$bin/pg_config" --cc)
+  # shellcheck disable=SC2046 # the flags are a list
+  if ! echo 'int main(void){return 0;}' | $cc $("$bin/pg_config" --cflags) -x c - -o /dev/null 2>/dev/null; then
+    cc=clang
+  fi
+  # A server older than its headers (17's wheel is 17.10, Debian's headers 17.12) lacks
+  # heap_datum_check, which those headers' inline heap_getattr calls for datums marked versioned;
+  # that server marks none, so a no-op stands in for it.
+  if ! nm -D "$bin/postgres" | grep -q ' T heap_datum_check$' \
+    && grep -q 'heap_datum_check' "$("$bin/pg_config" --includedir-server)/access/htup_details.h"; then
+    printf '\nvoid heap_datum_check(HeapTupleHeader tup, TupleDesc tupleDesc) {}\n' \
+      >>"$build/pg_tle-$version/src/tleextension.c"
+  fi
   (
     cd "$build/pg_tle-$version"
-    make -s with_llvm=no PG_CONFIG="$bin/pg_config" >"$build/make.log" 2>&1
-    make -s install with_llvm=no PG_CONFIG="$bin/pg_config" >"$build/install.log" 2>&1
+    make -s with_llvm=no CC="$cc" PG_CONFIG="$bin/pg_config" >"$build/make.log" 2>&1
+    make -s install with_llvm=no CC="$cc" PG_CONFIG="$bin/pg_config" >"$build/install.log" 2>&1
   ) || { echo "pg_tle: build failed, logs in $build" >&2; exit 1; }
   rm -rf "$build"
   echo "pg_tle: $version built and installed into $pkglib"

@@ -32,9 +32,10 @@
 # The SQL edition (sqlapi/, scripts/package.sh sql):
 #  11. on each major: installed with psql by a database owner who is no superuser, then the
 #      client's tests and the conformance suite's PostgreSQL cells against it
-#  12. on 15, once the package is gone: pg_tle built from ../shared/pg_tle, the edition
-#      registered by a pgtle_admin role that is no superuser, CREATE EXTENSION, and pg_regress
-#      (expected-sql/ where it differs), the isolation specs and the documents' SQL examples
+#  12. on each major, once settle's native files are gone from it (15: the package removed):
+#      pg_tle built from ../shared/pg_tle, the edition registered by a pgtle_admin role that is
+#      no superuser, CREATE EXTENSION, and pg_regress (expected-sql/ where it differs), the
+#      isolation specs and the documents' SQL examples
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -136,6 +137,12 @@ remove_stale_15() {
   # files a from-source install (cargo pgrx install) left, which the package would shadow
   if ! pkg_installed; then rm -f "$EXT15_LIB/settle.so" "$EXT15_SHARE"/settle.control "$EXT15_SHARE"/settle--*.sql; fi
 }
+# remove_files MAJOR: settle's files out of that server (not 15's package: apt removes it)
+remove_files() {
+  local m=$1
+  rm -f "$("${BIN[$m]}/pg_config" --pkglibdir)/settle.so" "$("${BIN[$m]}/pg_config" --sharedir)/extension"/settle.control \
+    "$("${BIN[$m]}/pg_config" --sharedir)/extension"/settle--*.sql
+}
 # install_files MAJOR: the package's files into that server (15: apt, others: unpacked into its dirs)
 install_files() {
   local m=$1
@@ -149,7 +156,7 @@ install_files() {
     share=$("${BIN[$m]}/pg_config" --sharedir)/extension
     rm -rf "$x"
     dpkg-deb -x "${DEB[$m]}" "$x"
-    rm -f "$lib/settle.so" "$share"/settle.control "$share"/settle--*.sql
+    remove_files "$m"
     cp "$x/usr/lib/postgresql/$m/lib/settle.so" "$lib/"
     cp "$x/usr/share/postgresql/$m/extension/"* "$share/"
     (cd "$x" && find usr -type f -name 'settle*' | sort)
@@ -284,6 +291,54 @@ sql_edition_install() {
     && [ "$("$PG_BIN/psql" -X -tA -d settle_sqled -c "SELECT edition || ' ' || version FROM settle_edition()")" \
       = "sql $VERSION" ] \
     || { cat "$WORK/sqled-install.log"; return 1; }
+}
+
+# tle_tier MAJOR: the SQL edition through pg_tle (as Amazon RDS and Aurora install it), on a
+# server of that major without settle's native files (pg_tle refuses a name they use)
+tle_tier() {
+  local m=$1
+  step "PostgreSQL $m: the SQL edition through pg_tle"
+  set +e
+  SETTLE_PGBIN=${BIN[$m]} scripts/pg-tle.sh install
+  local tle_rc=$?
+  set -e
+  if [ "$tle_rc" = 3 ]; then
+    echo "skipped: the pg_tle tier (PostgreSQL $m has no pg_tle and ../shared/pg_tle has no source)"
+    return
+  elif [ "$tle_rc" != 0 ]; then
+    echo "FAILED: pg_tle build on $m"
+    failed=$((failed + 1))
+    return
+  fi
+  MAJOR=$m-sql PG_BIN=${BIN[$m]} PGXS=$("${BIN[$m]}/pg_config" --pkglibdir)/pgxs
+  CLUSTER=$WORK/pg$m-tle CLUSTER_BIN=$PG_BIN
+  SETTLE_PGBIN=$PG_BIN SETTLE_PG_PRELOAD=pg_tle scripts/pg-cluster.sh start "$CLUSTER"
+  export PGHOST="$CLUSTER/sock"
+  check "the SQL edition registers with pg_tle and CREATE EXTENSION takes it on $m" tle_register
+  local reg=$WORK/regress-sql
+  rm -rf "$reg" && mkdir -p "$reg"
+  cp -r extension/tests/pg_regress/sql extension/tests/pg_regress/expected "$reg/"
+  cp extension/tests/pg_regress/expected-sql/*.out "$reg/expected/"
+  # not 12_upgrade (the native upgrade path) nor 14_mark (no mark); 11_reinstall drops it: last
+  run_regress regress "$PGXS/src/test/regress/pg_regress" "$reg" \
+    $(cd "$reg/sql" && ls *.sql | sed 's/\.sql$//' | grep -v '^1[124]_' | sort) 11_reinstall
+  local iso=$ROOT/extension/tests/isolation
+  run_regress isolation "$PGXS/src/test/isolation/pg_isolation_regress" "$iso" \
+    $(cd "$iso/specs" && ls *.spec | sed 's/\.spec$//' | sort)
+  check "SQL examples on the SQL edition on $m" python3 scripts/doc-examples.py --edition sql --psql "$PG_BIN/psql" \
+    --conn "host=$PGHOST port=$PGPORT user=postgres" README.md docs/*.md
+  SETTLE_PGBIN=$PG_BIN scripts/pg-cluster.sh stop "$CLUSTER"
+  CLUSTER=
+}
+# registered in template1 by a pgtle_admin role, so every database made after it has it
+tle_register() {
+  psql_q -d template1 -c "CREATE EXTENSION pg_tle" -c "CREATE ROLE settle_tle_admin LOGIN" \
+    -c "GRANT pgtle_admin TO settle_tle_admin" \
+    && psql_q -U settle_tle_admin -d template1 -f "$SQLED_TLE" >/dev/null \
+    && psql_q -d postgres -c "CREATE ROLE settle_tle_owner LOGIN" -c "CREATE DATABASE settle_tle OWNER settle_tle_owner" \
+    && psql_q -U settle_tle_owner -d settle_tle -c "CREATE EXTENSION settle" \
+    && [ "$("$PG_BIN/psql" -X -tA -d settle_tle -c "SELECT extversion FROM pg_extension WHERE extname = 'settle'")" \
+      = "$VERSION" ]
 }
 
 # cargo_tests LOG ARGS...: cargo test, its passed/failed counts into the totals
@@ -490,6 +545,11 @@ for MAJOR in "${MAJORS[@]}"; do
   fi
   SETTLE_PGBIN=$PG_BIN scripts/pg-cluster.sh stop "$CLUSTER"
   CLUSTER=
+  if [ "$MAJOR" != 15 ]; then
+    # 15's runs once its package is removed (below)
+    remove_files "$MAJOR"
+    tle_tier "$MAJOR"
+  fi
 done
 
 if [ -n "${DEB[15]:-}" ]; then
@@ -527,47 +587,7 @@ if [ -n "${DEB[15]:-}" ]; then
 fi
 
 if [ -n "${DEB[15]:-}" ]; then
-  step "the SQL edition through pg_tle on 15 (as Amazon RDS and Aurora install it)"
-  set +e
-  SETTLE_PGBIN=${BIN[15]} scripts/pg-tle.sh install
-  tle_rc=$?
-  set -e
-  if [ "$tle_rc" = 3 ]; then
-    echo "skipped: the pg_tle tier (PostgreSQL 15 has no pg_tle and ../shared/pg_tle has no source)"
-  elif [ "$tle_rc" != 0 ]; then
-    echo "FAILED: pg_tle build"
-    failed=$((failed + 1))
-  else
-    MAJOR=15-sql PG_BIN=${BIN[15]} PGXS=$("${BIN[15]}/pg_config" --pkglibdir)/pgxs
-    CLUSTER=$WORK/pg15-tle CLUSTER_BIN=$PG_BIN
-    SETTLE_PGBIN=$PG_BIN SETTLE_PG_PRELOAD=pg_tle scripts/pg-cluster.sh start "$CLUSTER"
-    export PGHOST="$CLUSTER/sock"
-    # registered in template1 by a pgtle_admin role, so every database made below has it
-    tle_register() {
-      psql_q -d template1 -c "CREATE EXTENSION pg_tle" -c "CREATE ROLE settle_tle_admin LOGIN" \
-        -c "GRANT pgtle_admin TO settle_tle_admin" \
-        && psql_q -U settle_tle_admin -d template1 -f "$SQLED_TLE" >/dev/null \
-        && psql_q -d postgres -c "CREATE ROLE settle_tle_owner LOGIN" -c "CREATE DATABASE settle_tle OWNER settle_tle_owner" \
-        && psql_q -U settle_tle_owner -d settle_tle -c "CREATE EXTENSION settle" \
-        && [ "$("$PG_BIN/psql" -X -tA -d settle_tle -c "SELECT extversion FROM pg_extension WHERE extname = 'settle'")" \
-          = "$VERSION" ]
-    }
-    check "the SQL edition registers with pg_tle and CREATE EXTENSION takes it" tle_register
-    reg=$WORK/regress-sql
-    rm -rf "$reg" && mkdir -p "$reg"
-    cp -r extension/tests/pg_regress/sql extension/tests/pg_regress/expected "$reg/"
-    cp extension/tests/pg_regress/expected-sql/*.out "$reg/expected/"
-    # not 12_upgrade (the native upgrade path) nor 14_mark (no mark); 11_reinstall drops it: last
-    run_regress regress "$PGXS/src/test/regress/pg_regress" "$reg" \
-      $(cd "$reg/sql" && ls *.sql | sed 's/\.sql$//' | grep -v '^1[124]_' | sort) 11_reinstall
-    iso=$ROOT/extension/tests/isolation
-    run_regress isolation "$PGXS/src/test/isolation/pg_isolation_regress" "$iso" \
-      $(cd "$iso/specs" && ls *.spec | sed 's/\.spec$//' | sort)
-    check "SQL examples on the SQL edition" python3 scripts/doc-examples.py --edition sql --psql "$PG_BIN/psql" \
-      --conn "host=$PGHOST port=$PGPORT user=postgres" README.md docs/*.md
-    SETTLE_PGBIN=$PG_BIN scripts/pg-cluster.sh stop "$CLUSTER"
-    CLUSTER=
-  fi
+  tle_tier 15
 fi
 
 echo
