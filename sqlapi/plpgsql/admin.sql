@@ -148,6 +148,7 @@ CREATE FUNCTION @extschema@._settle_requeue_dead(queue text, ids text[], caller_
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
+    ignored text;
     s @extschema@.settle_queue_shape;
     resets jsonb := '{}';
     sets text[] := '{}';
@@ -171,9 +172,9 @@ BEGIN
              || ARRAY(SELECT r.key || ' = ' || r.value FROM pg_catalog.jsonb_each_text(resets) r);
         stmt := pg_catalog.format('WITH _s_m AS (UPDATE %s _s_t SET %s WHERE _s_t.%s OPERATOR(pg_catalog.=) %s AND %s RETURNING 1) SELECT pg_catalog.count(*) FROM _s_m',
             s.tbl, pg_catalog.array_to_string(sets, ', '), s.grp, s.dead_group, @extschema@._settle_ids_pick(s, 1));
-        PERFORM @extschema@._settle_as(caller_path);
+        ignored := @extschema@._settle_as(caller_path);
         EXECUTE stmt INTO n USING $2;
-        PERFORM @extschema@._settle_as('pg_catalog, pg_temp');
+        ignored := @extschema@._settle_as('pg_catalog, pg_temp');
         RETURN n;
     END IF;
     cols := @extschema@._settle_copy_cols(s.rel);
@@ -185,9 +186,9 @@ BEGIN
         '_s_i AS (INSERT INTO %s (%s) OVERRIDING SYSTEM VALUE SELECT %s FROM _s_m) SELECT pg_catalog.count(*) FROM _s_m',
         s.dead_table, @extschema@._settle_in_group(s, '_s_t'), @extschema@._settle_ids_pick(s, 1),
         s.tbl, pg_catalog.array_to_string(cols, ', '), pg_catalog.array_to_string(vals, ', '));
-    PERFORM @extschema@._settle_as(caller_path);
+    ignored := @extschema@._settle_as(caller_path);
     EXECUTE stmt INTO n USING $2;
-    PERFORM @extschema@._settle_as('pg_catalog, pg_temp');
+    ignored := @extschema@._settle_as('pg_catalog, pg_temp');
     RETURN n;
 END $$;
 
@@ -202,6 +203,7 @@ CREATE FUNCTION @extschema@._settle_purge_dead(queue text, older_than interval, 
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
+    ignored text;
     s @extschema@.settle_queue_shape;
     d record;
     n bigint;
@@ -227,9 +229,9 @@ BEGIN
              THEN '($1 IS NULL OR _s_t.' || s.created_at || ' OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $1::pg_catalog.interval))'
              ELSE '$1 IS NULL' END,
         @extschema@._settle_ids_pick(s, 2));
-    PERFORM @extschema@._settle_as(caller_path);
+    ignored := @extschema@._settle_as(caller_path);
     EXECUTE stmt INTO n USING $2, $3;
-    PERFORM @extschema@._settle_as('pg_catalog, pg_temp');
+    ignored := @extschema@._settle_as('pg_catalog, pg_temp');
     RETURN n;
 END $$;
 

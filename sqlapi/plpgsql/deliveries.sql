@@ -11,9 +11,11 @@ CREATE FUNCTION @extschema@._settle_set_row_locks(held jsonb) RETURNS void
     LANGUAGE sql VOLATILE
     AS $$ SELECT pg_catalog.set_config('settle_sql.row_locks', held::pg_catalog.text, true) $$;
 
--- Switch this transaction's search_path (back in the caller's function when
--- it returns): to the caller's while a statement writes the queue table.
-CREATE FUNCTION @extschema@._settle_as(search_path text) RETURNS void
+-- Switch this transaction's search_path: to the caller's while a statement
+-- writes the queue table, to pg_catalog, pg_temp for settle's own statements.
+-- (Returns set_config's text so that the planner inlines it: a void SQL
+-- function is called through the function manager every time.)
+CREATE FUNCTION @extschema@._settle_as(search_path text) RETURNS text
     LANGUAGE sql VOLATILE
     AS $$ SELECT pg_catalog.set_config('search_path', $1, true) $$;
 
@@ -32,30 +34,39 @@ CREATE FUNCTION @extschema@._settle_dead_at_claim(s @extschema@.settle_queue_sha
     LANGUAGE plpgsql VOLATILE
     AS $$
 DECLARE
+    ignored text;
     moved text;
     n bigint := 0;
     stmt text := @extschema@._settle_move_taken_dead(s);
 BEGIN
     -- (under the caller's search_path: only qualified calls until it is back)
-    PERFORM @extschema@._settle_as(caller_path);
+    ignored := @extschema@._settle_as(caller_path);
     FOR moved IN EXECUTE stmt USING dead LOOP
         n := pg_catalog.int8pl(n, 1);
         RAISE WARNING USING ERRCODE = '01SQ2', MESSAGE = pg_catalog.format(
             'settle: queue "%s": row %s reached max_attempts (%s) without an outcome (a crash loop) and was moved to the dead letter',
             s.queue, moved, s.max_attempts);
     END LOOP;
-    PERFORM @extschema@._settle_as('pg_catalog, pg_temp');
+    ignored := @extschema@._settle_as('pg_catalog, pg_temp');
     IF n <> pg_catalog.cardinality(dead) THEN
         RAISE EXCEPTION 'settle: queue "%": a claim moved % of the % rows it took past max_attempts', s.queue, n, pg_catalog.cardinality(dead);
     END IF;
 END $$;
 
-CREATE FUNCTION @extschema@._settle_claim(queue text, batch integer, lease interval, caller_path text)
+-- The hot calls (queue_claim, queue_complete, queue_complete_many,
+-- queue_release) pin their search_path themselves rather than with a SET
+-- clause and an SQL shell around them: they read the caller's path first (for
+-- the statements that write the queue table, whose triggers expect it), run
+-- under pg_catalog, pg_temp, and put the caller's back before they return. An
+-- error leaves the pinned path only to a transaction (or savepoint) that is
+-- rolled back, which restores the caller's with it.
+CREATE FUNCTION @extschema@.queue_claim(queue text, batch integer DEFAULT 1, lease interval DEFAULT NULL)
     RETURNS TABLE(id text, attempt integer, token timestamptz, payload jsonb)
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
+    ignored text;
+    caller_path text := pg_catalog.current_setting('search_path');
     s @extschema@.settle_queue_shape;
     held jsonb;
     mine text[];
@@ -82,7 +93,8 @@ DECLARE
     toks timestamptz[];
     pays jsonb[];
 BEGIN
-    PERFORM @extschema@._settle_need($1, 'queue');
+    ignored := pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    ignored := @extschema@._settle_need($1, 'queue');
     batch := COALESCE(batch, 1);
     IF batch < 1 OR batch > 10000 THEN
         PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('batch must be between 1 and 10000, got %s', batch));
@@ -99,16 +111,22 @@ BEGIN
         stmt := pg_catalog.format('EXECUTE %I(%L, %L)',
             @extschema@._settle_prepared($1, e.version, 'take:' || batch, caller_path), batch, tok);
         -- (under the caller's search_path: only qualified calls until it is back)
-        PERFORM @extschema@._settle_as(caller_path);
+        ignored := @extschema@._settle_as(caller_path);
         EXECUTE stmt INTO deads, ids, atts, toks, pays;
-        PERFORM @extschema@._settle_as('pg_catalog, pg_temp');
-        RETURN QUERY SELECT x.i, x.a, x.t, x.p FROM ROWS FROM (pg_catalog.unnest(ids), pg_catalog.unnest(atts), pg_catalog.unnest(toks),
-                                       pg_catalog.unnest(pays), pg_catalog.unnest(deads)) WITH ORDINALITY x(i, a, t, p, d, o)
-                      WHERE NOT x.d ORDER BY x.o;
-        dead := ARRAY(SELECT x.i FROM ROWS FROM (pg_catalog.unnest(ids), pg_catalog.unnest(deads)) x(i, d) WHERE x.d);
-        IF pg_catalog.cardinality(dead) > 0 THEN
+        ignored := @extschema@._settle_as('pg_catalog, pg_temp');
+        IF pg_catalog.cardinality(ids) = 1 AND NOT deads[1] THEN
+            id := ids[1]; attempt := atts[1]; token := toks[1]; payload := pays[1];
+            RETURN NEXT;
+        ELSE
+            RETURN QUERY SELECT x.i, x.a, x.t, x.p FROM ROWS FROM (pg_catalog.unnest(ids), pg_catalog.unnest(atts), pg_catalog.unnest(toks),
+                                           pg_catalog.unnest(pays), pg_catalog.unnest(deads)) WITH ORDINALITY x(i, a, t, p, d, o)
+                          WHERE NOT x.d ORDER BY x.o;
+        END IF;
+        IF true = ANY (deads) THEN
+            dead := ARRAY(SELECT x.i FROM ROWS FROM (pg_catalog.unnest(ids), pg_catalog.unnest(deads)) x(i, d) WHERE x.d);
             PERFORM @extschema@._settle_dead_at_claim(@extschema@._settle_shape($1), dead, caller_path);
         END IF;
+        ignored := @extschema@._settle_as(caller_path);
         RETURN;
     END IF;
     s := @extschema@._settle_shape($1);
@@ -124,6 +142,7 @@ BEGIN
             RETURN NEXT;
         END LOOP;
         PERFORM @extschema@._settle_set_row_locks(pg_catalog.jsonb_set(held, ARRAY[$1], pg_catalog.to_jsonb(mine)));
+        ignored := @extschema@._settle_as(caller_path);
         RETURN;
     END IF;
     -- advisory: walk ready rows in id order and lock their keys; a key locked
@@ -152,7 +171,7 @@ BEGIN
         IF pg_catalog.cardinality(locked) > 0 THEN
             stmt := @extschema@._settle_take_advisory(s);
             -- (under the caller's search_path: only qualified calls until it is back)
-            PERFORM @extschema@._settle_as(caller_path);
+            ignored := @extschema@._settle_as(caller_path);
             FOR is_dead, id, attempt, token, payload IN EXECUTE stmt USING locked LOOP
                 IF is_dead THEN
                     dead := pg_catalog.array_append(dead, id);
@@ -164,29 +183,26 @@ BEGIN
                     RETURN NEXT;
                 END IF;
             END LOOP;
-            PERFORM @extschema@._settle_as('pg_catalog, pg_temp');
+            ignored := @extschema@._settle_as('pg_catalog, pg_temp');
         END IF;
         EXIT WHEN NOT full_page;
     END LOOP;
     IF pg_catalog.cardinality(dead) > 0 THEN
         PERFORM @extschema@._settle_dead_at_claim(s, dead, caller_path);
     END IF;
+    ignored := @extschema@._settle_as(caller_path);
 END $$;
 
--- (the caller's search_path travels along: statements that write the queue table run with it, so its triggers see what they expect)
-CREATE FUNCTION @extschema@.queue_claim(queue text, batch integer DEFAULT 1, lease interval DEFAULT NULL)
-    RETURNS TABLE(id text, attempt integer, token timestamptz, payload jsonb)
-    LANGUAGE sql VOLATILE
-    AS $$ SELECT * FROM @extschema@._settle_claim($1, $2, $3, pg_catalog.current_setting('search_path')) $$;
-
 -- Settle the given ids of one queue with one action (an outcome, or
--- 'release'). One row per id, in the order given; result NULL: not held.
+-- 'release'): the result of each id, in the order given; NULL: not held.
+-- Runs under the pinned search_path of its caller (queue_complete & co.).
 CREATE FUNCTION @extschema@._settle_settle(queue text, ids text[], action text, delay interval, tokens timestamptz[],
                                             caller_path text)
-    RETURNS TABLE(id text, result text)
+    RETURNS text[]
     LANGUAGE plpgsql VOLATILE
     AS $$
 DECLARE
+    ignored text;
     s @extschema@.settle_queue_shape;
     w text;
     custom text;
@@ -194,17 +210,18 @@ DECLARE
     mine text[];
     run text[] := '{}';
     run_tokens timestamptz[] := '{}';
-    res jsonb := '{}';
+    out text[];
     e record;
     rids text[];
     rress text[];
-    rid text;
     rres text;
     stmt text;
     until timestamptz;
     held_keys bigint[];
     k bigint;
     n integer := pg_catalog.cardinality(ids);
+    p integer;
+    caller_mode text := pg_catalog.current_setting('plan_cache_mode');
     canon text;
     given text;
 BEGIN
@@ -214,9 +231,11 @@ BEGIN
     IF pg_catalog.array_position(ids, NULL) IS NOT NULL THEN
         PERFORM @extschema@._settle_error('SQ004', 'ids must not be NULL');
     END IF;
-    SELECT u.v INTO given FROM pg_catalog.unnest(ids) u(v) GROUP BY u.v HAVING count(*) > 1 LIMIT 1;
-    IF FOUND THEN
-        PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('id %s is given twice', given));
+    IF n > 1 THEN
+        SELECT u.v INTO given FROM pg_catalog.unnest(ids) u(v) GROUP BY u.v HAVING count(*) > 1 LIMIT 1;
+        IF FOUND THEN
+            PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('id %s is given twice', given));
+        END IF;
     END IF;
     IF action = 'retry_after' THEN
         IF delay IS NULL THEN
@@ -246,11 +265,9 @@ BEGIN
     ELSIF tokens IS NOT NULL THEN
         PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('a token applies to the lease form only; queue "%s" uses %s', $1, e.form));
     END IF;
-    IF e.form = 'row_lock' THEN
-        IF action = 'release' THEN
-            PERFORM @extschema@._settle_error('SQ004',
-                'a row_lock delivery is given back by rolling back its transaction (ROLLBACK), not by queue_release');
-        END IF;
+    IF e.form = 'row_lock' AND action = 'release' THEN
+        PERFORM @extschema@._settle_error('SQ004',
+            'a row_lock delivery is given back by rolling back its transaction (ROLLBACK), not by queue_release');
     END IF;
     w := CASE action
         WHEN 'release' THEN 'release'
@@ -291,51 +308,68 @@ BEGIN
         run := ids;
         run_tokens := tokens;
     END IF;
-    IF pg_catalog.cardinality(run) > 0 THEN
-        until := pg_catalog.clock_timestamp() + delay;
+    out := pg_catalog.array_fill(NULL::text, ARRAY[n]);
+    IF pg_catalog.cardinality(run) = 0 THEN
+        RETURN out;
+    END IF;
+    until := pg_catalog.clock_timestamp() + delay;
+    IF pg_catalog.cardinality(run) = 1 THEN
+        stmt := pg_catalog.format('EXECUTE %I(%L, %L, %L)',
+            @extschema@._settle_prepared($1, e.version, 'write1:' || w, caller_path), run[1], run_tokens[1], until);
+        -- (under the caller's search_path: only qualified calls until it is back)
+        ignored := @extschema@._settle_as(caller_path);
+        EXECUTE stmt INTO rids, rress;
+    ELSE
         stmt := pg_catalog.format('EXECUTE %I(%L, %L, %L)',
             @extschema@._settle_prepared($1, e.version, 'write:' || w, caller_path), run, run_tokens, until);
-        -- (under the caller's search_path: only qualified calls until it is back)
-        PERFORM @extschema@._settle_as(caller_path);
+        -- the generic plan: with text[] parameters PostgreSQL would keep
+        -- choosing a custom plan, made anew on every call
+        ignored := @extschema@._settle_as(caller_path);
+        ignored := pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
         EXECUTE stmt INTO rids, rress;
-        PERFORM @extschema@._settle_as('pg_catalog, pg_temp');
-        SELECT COALESCE(pg_catalog.jsonb_object_agg(x.i, x.r), '{}') INTO res FROM ROWS FROM (pg_catalog.unnest(rids), pg_catalog.unnest(rress)) x(i, r);
+        ignored := pg_catalog.set_config('plan_cache_mode', caller_mode, true);
     END IF;
-    -- a text id that is not in canonical form ('007' for a bigint) comes back canonical
-    FOREACH given IN ARRAY run LOOP
-        IF NOT res ? given THEN
-            IF s.queue IS NULL THEN
-                s := @extschema@._settle_shape($1);
+    ignored := @extschema@._settle_as('pg_catalog, pg_temp');
+    IF n = 1 THEN
+        -- the one row the statement settled is the id given, in whatever text form it was given
+        out[1] := rress[1];
+    ELSE
+        FOR i IN 1 .. n LOOP
+            p := pg_catalog.array_position(rids, ids[i]);
+            IF p IS NULL AND ids[i] = ANY (run) THEN
+                -- a text id that is not in canonical form ('007' for a bigint) comes back canonical
+                IF s.queue IS NULL THEN
+                    s := @extschema@._settle_shape($1);
+                END IF;
+                EXECUTE pg_catalog.format('SELECT (($1::pg_catalog.text)::%s)::pg_catalog.text', s.id_type) INTO canon USING ids[i];
+                p := pg_catalog.array_position(rids, canon);
             END IF;
-            EXECUTE pg_catalog.format('SELECT (($1::pg_catalog.text)::%s)::pg_catalog.text', s.id_type) INTO canon USING given;
-            IF canon <> given AND res ? canon THEN
-                res := res || pg_catalog.jsonb_build_object(given, res ->> canon);
-            END IF;
-        END IF;
-    END LOOP;
-    FOREACH given IN ARRAY run LOOP
-        IF res ->> given = 'dead_lettered' THEN
+            out[i] := rress[p];
+        END LOOP;
+    END IF;
+    FOR i IN 1 .. n LOOP
+        IF out[i] = 'dead_lettered' THEN
             RAISE WARNING USING ERRCODE = '01SQ1', MESSAGE = pg_catalog.format(
-                'settle: queue "%s": row %s reached max_attempts (%s) and was moved to the dead letter', $1, given, e.max_attempts);
+                'settle: queue "%s": row %s reached max_attempts (%s) and was moved to the dead letter', $1, ids[i], e.max_attempts);
         END IF;
-        IF custom IS NOT NULL AND res ? given THEN
+        IF custom IS NOT NULL AND out[i] IS NOT NULL THEN
             -- a custom outcome's SQL means what it means to the caller
             IF s.queue IS NULL THEN
                 s := @extschema@._settle_shape($1);
             END IF;
             stmt := pg_catalog.format('SELECT @extschema@._settle_run_custom($1, ($2::pg_catalog.text)::%s)', s.id_type);
             rres := e.outcomes ->> custom;
-            PERFORM @extschema@._settle_as(caller_path);
-            EXECUTE stmt USING rres, given;
-            PERFORM @extschema@._settle_as('pg_catalog, pg_temp');
-            res := res || pg_catalog.jsonb_build_object(given, 'custom');
+            ignored := @extschema@._settle_as(caller_path);
+            EXECUTE stmt USING rres, ids[i];
+            ignored := @extschema@._settle_as('pg_catalog, pg_temp');
+            out[i] := 'custom';
         END IF;
     END LOOP;
     IF e.form = 'row_lock' THEN
-        mine := ARRAY(SELECT m FROM pg_catalog.unnest(mine) m WHERE NOT res ? m);
+        mine := ARRAY(SELECT m FROM pg_catalog.unnest(mine) m WHERE NOT m = ANY (COALESCE(rids, '{}')));
         PERFORM @extschema@._settle_set_row_locks(pg_catalog.jsonb_set(held, ARRAY[$1], pg_catalog.to_jsonb(mine)));
     END IF;
-    RETURN QUERY SELECT u.v, res ->> u.v FROM pg_catalog.unnest(ids) WITH ORDINALITY u(v, o) ORDER BY u.o;
+    RETURN out;
 END $$;
 
 -- A custom outcome's SQL, with $1 the row's id as a value of the id column's type.
@@ -372,66 +406,66 @@ BEGIN
     RETURN NULL;
 END $$;
 
-CREATE FUNCTION @extschema@._settle_complete(queue text, id text, outcome text, delay interval,
-                                           token timestamptz, caller_path text) RETURNS text
-    LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-DECLARE
-    res text;
-BEGIN
-    PERFORM @extschema@._settle_need($1, 'queue');
-    PERFORM @extschema@._settle_need($2, 'id');
-    PERFORM @extschema@._settle_need($3, 'outcome');
-    SELECT x.result INTO res FROM @extschema@._settle_settle($1, ARRAY[$2], @extschema@._settle_outcome($3), $4,
-        CASE WHEN $5 IS NULL THEN NULL ELSE ARRAY[$5] END, caller_path) x;
-    RETURN @extschema@._settle_one($1, $2, res, $5 IS NOT NULL);
-END $$;
-
--- (the caller's search_path travels along: custom outcome SQL runs with it)
 CREATE FUNCTION @extschema@.queue_complete(queue text, id text, outcome text, delay interval DEFAULT NULL,
                                            token timestamptz DEFAULT NULL) RETURNS text
-    LANGUAGE sql VOLATILE
-    AS $$ SELECT @extschema@._settle_complete($1, $2, $3, $4, $5, pg_catalog.current_setting('search_path')) $$;
-
-CREATE FUNCTION @extschema@._settle_complete_many(queue text, ids text[], outcome text, delay interval,
-                                                tokens timestamptz[], caller_path text)
-    RETURNS TABLE(id text, result text)
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
     AS $$
+DECLARE
+    ignored text;
+    caller_path text := pg_catalog.current_setting('search_path');
+    res text;
 BEGIN
-    PERFORM @extschema@._settle_need($1, 'queue');
-    PERFORM @extschema@._settle_need($3, 'outcome');
-    RETURN QUERY SELECT x.id, COALESCE(x.result, CASE WHEN $5 IS NULL THEN 'not_held' ELSE 'lease_lost' END)
-        FROM @extschema@._settle_settle($1, $2, @extschema@._settle_outcome($3), $4, $5, caller_path) x;
+    ignored := pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    ignored := @extschema@._settle_need($1, 'queue');
+    ignored := @extschema@._settle_need($2, 'id');
+    ignored := @extschema@._settle_need($3, 'outcome');
+    res := (@extschema@._settle_settle($1, ARRAY[$2], @extschema@._settle_outcome($3), $4,
+            CASE WHEN $5 IS NULL THEN NULL ELSE ARRAY[$5] END, caller_path))[1];
+    IF res IS NULL THEN
+        PERFORM @extschema@._settle_one($1, $2, res, $5 IS NOT NULL);
+    END IF;
+    ignored := @extschema@._settle_as(caller_path);
+    RETURN res;
 END $$;
 
--- (the caller's search_path travels along: custom outcome SQL runs with it)
 CREATE FUNCTION @extschema@.queue_complete_many(queue text, ids text[], outcome text, delay interval DEFAULT NULL,
                                                 tokens timestamptz[] DEFAULT NULL)
     RETURNS TABLE(id text, result text)
-    LANGUAGE sql VOLATILE
-    AS $$ SELECT * FROM @extschema@._settle_complete_many($1, $2, $3, $4, $5, pg_catalog.current_setting('search_path')) $$;
-
-CREATE FUNCTION @extschema@._settle_release(queue text, id text, token timestamptz, caller_path text) RETURNS text
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
-    res text;
+    ignored text;
+    caller_path text := pg_catalog.current_setting('search_path');
+    res text[];
 BEGIN
-    PERFORM @extschema@._settle_need($1, 'queue');
-    PERFORM @extschema@._settle_need($2, 'id');
-    SELECT x.result INTO res FROM @extschema@._settle_settle($1, ARRAY[$2], 'release', NULL,
-        CASE WHEN $3 IS NULL THEN NULL ELSE ARRAY[$3] END, caller_path) x;
-    RETURN @extschema@._settle_one($1, $2, res, $3 IS NOT NULL);
+    ignored := pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    ignored := @extschema@._settle_need($1, 'queue');
+    ignored := @extschema@._settle_need($3, 'outcome');
+    res := @extschema@._settle_settle($1, $2, @extschema@._settle_outcome($3), $4, $5, caller_path);
+    RETURN QUERY SELECT x.i, COALESCE(x.r, CASE WHEN $5 IS NULL THEN 'not_held' ELSE 'lease_lost' END)
+        FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest(res)) WITH ORDINALITY x(i, r, o) ORDER BY x.o;
+    ignored := @extschema@._settle_as(caller_path);
 END $$;
 
--- (the caller's search_path travels along: statements that write the queue table run with it, so its triggers see what they expect)
 CREATE FUNCTION @extschema@.queue_release(queue text, id text, token timestamptz DEFAULT NULL) RETURNS text
-    LANGUAGE sql VOLATILE
-    AS $$ SELECT @extschema@._settle_release($1, $2, $3, pg_catalog.current_setting('search_path')) $$;
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    ignored text;
+    caller_path text := pg_catalog.current_setting('search_path');
+    res text;
+BEGIN
+    ignored := pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    ignored := @extschema@._settle_need($1, 'queue');
+    ignored := @extschema@._settle_need($2, 'id');
+    res := (@extschema@._settle_settle($1, ARRAY[$2], 'release', NULL,
+            CASE WHEN $3 IS NULL THEN NULL ELSE ARRAY[$3] END, caller_path))[1];
+    IF res IS NULL THEN
+        PERFORM @extschema@._settle_one($1, $2, res, $3 IS NOT NULL);
+    END IF;
+    ignored := @extschema@._settle_as(caller_path);
+    RETURN res;
+END $$;
 
 CREATE FUNCTION @extschema@._settle_extend_lease(queue text, id text, token timestamptz, lease interval, caller_path text)
     RETURNS timestamptz
@@ -439,13 +473,14 @@ CREATE FUNCTION @extschema@._settle_extend_lease(queue text, id text, token time
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
+    ignored text;
     s @extschema@.settle_queue_shape;
     next timestamptz;
     tok timestamptz;
     stmt text;
 BEGIN
-    PERFORM @extschema@._settle_need($1, 'queue');
-    PERFORM @extschema@._settle_need($2, 'id');
+    ignored := @extschema@._settle_need($1, 'queue');
+    ignored := @extschema@._settle_need($2, 'id');
     next := @extschema@._settle_lease_token($4);
     IF $3 IS NULL THEN
         PERFORM @extschema@._settle_error('SQ004', 'queue_extend needs the delivery''s token');
@@ -455,9 +490,9 @@ BEGIN
         PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('queue_extend applies to the lease form only; queue "%s" uses %s', $1, s.form));
     END IF;
     stmt := @extschema@._settle_extend(s);
-    PERFORM @extschema@._settle_as(caller_path);
+    ignored := @extschema@._settle_as(caller_path);
     EXECUTE stmt INTO tok USING $2, $3, next;
-    PERFORM @extschema@._settle_as('pg_catalog, pg_temp');
+    ignored := @extschema@._settle_as('pg_catalog, pg_temp');
     IF tok IS NULL THEN
         PERFORM @extschema@._settle_error('SQ001', pg_catalog.format(
             'lease lost: row %s of queue "%s" no longer holds this delivery''s token', $2, $1));

@@ -11,6 +11,7 @@ CREATE FUNCTION @extschema@._settle_resolve(queue text, tbl regclass, form text,
     LANGUAGE plpgsql STABLE
     AS $$
 DECLARE
+    ignored text;
     roles constant text[] := ARRAY['id', 'attempt', 'retry_after', 'locked_until', 'processed_at', 'group', 'created_at', 'payload'];
     defaults constant text[] := ARRAY['id', 'attempt', 'retry_after', 'locked_until', 'processed_at', 'queue', 'created_at', 'payload'];
     t text;
@@ -143,9 +144,9 @@ BEGIN
         ELSE
             IF dlt IS NULL THEN
                 -- a dead-letter table's name means what it means to the caller
-                PERFORM pg_catalog.set_config('search_path', caller_path, true);
+                ignored := pg_catalog.set_config('search_path', caller_path, true);
                 dlt := pg_catalog.to_regclass(dl);
-                PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+                ignored := pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
             END IF;
             IF dlt IS NULL THEN
                 PERFORM @extschema@._settle_error('SQ003', pg_catalog.format(
@@ -289,6 +290,7 @@ CREATE FUNCTION @extschema@._settle_register_outcome(queue text, name text, sql 
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
+    ignored text;
     s @extschema@.settle_queue_shape;
 BEGIN
     PERFORM @extschema@._settle_need($1, 'queue');
@@ -304,10 +306,10 @@ BEGIN
         END IF;
         -- parse and plan it now ($1 = the id, of the id column's type), so a
         -- mistake shows at registration rather than at the first delivery
-        PERFORM pg_catalog.set_config('search_path', caller_path, true);
+        ignored := pg_catalog.set_config('search_path', caller_path, true);
         EXECUTE pg_catalog.format('PREPARE _settle_outcome_check(%s) AS %s', s.id_type, $3);
         DEALLOCATE _settle_outcome_check;
-        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        ignored := pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
         UPDATE @extschema@.settle_queues q SET outcomes = q.outcomes || pg_catalog.jsonb_build_object($2, $3) WHERE q.queue = $1;
     ELSE
         UPDATE @extschema@.settle_queues q SET outcomes = q.outcomes - $2 WHERE q.queue = $1;
@@ -325,15 +327,16 @@ CREATE FUNCTION @extschema@._settle_create(queue text, form text, max_attempts i
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
+    ignored text;
     schema text;
     t text;
     dl text := $4;
     dl_exists boolean;
 BEGIN
-    PERFORM pg_catalog.set_config('search_path', caller_path, true);
+    ignored := pg_catalog.set_config('search_path', caller_path, true);
     schema := pg_catalog.current_schema();
     dl_exists := pg_catalog.to_regclass(dl) IS NOT NULL;
-    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    ignored := pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     PERFORM @extschema@._settle_need($1, 'queue');
     PERFORM @extschema@._settle_need($2, 'form');
     IF $2 NOT IN ('row_lock', 'lease', 'advisory') THEN

@@ -257,20 +257,25 @@ $$;
 -- the queue or its table is gone (_settle_shape then says which).
 CREATE FUNCTION @extschema@._settle_entry(queue text, OUT version text, OUT form text, OUT max_attempts integer,
                                           OUT has_retry_after boolean, OUT outcomes jsonb)
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     AS $$
-  SELECT q.xmin::pg_catalog.text OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) c.xmin::pg_catalog.text
-           OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) COALESCE(d.xmin::pg_catalog.text, '-'),
-         q.form, q.max_attempts, (q.columns OPERATOR(pg_catalog.->>) 'retry_after') IS NOT NULL, q.outcomes
-  FROM @extschema@.settle_queues q
-  JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) q.tbl
-  LEFT JOIN pg_catalog.pg_class d ON d.oid OPERATOR(pg_catalog.=) q.dead_letter_table
-  WHERE q.queue OPERATOR(pg_catalog.=) $1
-$$;
+BEGIN
+    -- (PL/pgSQL: its plan is kept for the session, an SQL function's is made on
+    -- every call; no SET clause, which costs as much as the query: every name
+    -- is qualified instead)
+    SELECT q.xmin::pg_catalog.text OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) c.xmin::pg_catalog.text
+             OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) COALESCE(d.xmin::pg_catalog.text, '-'),
+           q.form, q.max_attempts, (q.columns OPERATOR(pg_catalog.->>) 'retry_after') IS NOT NULL, q.outcomes
+      INTO version, form, max_attempts, has_retry_after, outcomes
+      FROM @extschema@.settle_queues q
+      JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) q.tbl
+      LEFT JOIN pg_catalog.pg_class d ON d.oid OPERATOR(pg_catalog.=) q.dead_letter_table
+     WHERE q.queue OPERATOR(pg_catalog.=) $1;
+END $$;
 
 -- The name of this session's prepared statement for one of a queue's
 -- statements, prepared now if the session has none: take:N (the lease take,
--- LIMIT N), write:W (a settle write). Planned once per session instead of on
+-- LIMIT N), write:W (a settle write), write1:W (the same for one id). Planned once per session instead of on
 -- every call; prepared under the caller's search_path, the one it runs under
 -- (a plan made under another path is made again). Run by name with literal
 -- arguments (EXECUTE of a prepared statement takes no USING parameters); the
@@ -279,6 +284,7 @@ CREATE FUNCTION @extschema@._settle_prepared(queue text, version text, kind text
     LANGUAGE plpgsql VOLATILE
     AS $$
 DECLARE
+    ignored text;
     pname text := 'settle_' || pg_catalog.md5(queue || '/' || version || '/' || kind);
     s @extschema@.settle_queue_shape;
     stmt text;
@@ -292,13 +298,23 @@ BEGIN
         stmt := pg_catalog.replace(@extschema@._settle_take_lease(s, true), 'LIMIT $1',
                                    'LIMIT ' || pg_catalog.split_part(kind, ':', 2)::integer);
         types := 'pg_catalog.int8, pg_catalog.timestamptz';
+    ELSIF pg_catalog.split_part(kind, ':', 1) = 'write1' THEN
+        -- one id and token as scalars, in arrays the planner counts (ARRAY[$1]):
+        -- the generic plan then costs what a custom one does and is kept, where
+        -- a text[] parameter makes PostgreSQL plan every call anew
+        stmt := pg_catalog.regexp_replace(@extschema@._settle_write(s, pg_catalog.split_part(kind, ':', 2), true),
+                    '\(\$1::pg_catalog\.text\[\]\)::(.+?)\[\]', 'ARRAY[($1::pg_catalog.text)::\1]', 'g');
+        stmt := pg_catalog.replace(stmt, 'pg_catalog.unnest($1::pg_catalog.text[])', 'pg_catalog.unnest(ARRAY[$1::pg_catalog.text])');
+        stmt := pg_catalog.replace(stmt, 'pg_catalog.unnest($2::pg_catalog.timestamptz[])',
+                                   'pg_catalog.unnest(ARRAY[$2::pg_catalog.timestamptz])');
+        types := 'pg_catalog.text, pg_catalog.timestamptz, pg_catalog.timestamptz';
     ELSE
         stmt := @extschema@._settle_write(s, pg_catalog.split_part(kind, ':', 2), true);
         types := 'pg_catalog.text[], pg_catalog.timestamptz[], pg_catalog.timestamptz';
     END IF;
     stmt := pg_catalog.format('PREPARE %I(%s) AS %s', pname, types, stmt);
-    PERFORM @extschema@._settle_as(caller_path);
+    ignored := @extschema@._settle_as(caller_path);
     EXECUTE stmt;
-    PERFORM @extschema@._settle_as('pg_catalog, pg_temp');
+    ignored := @extschema@._settle_as('pg_catalog, pg_temp');
     RETURN pname;
 END $$;
