@@ -31,7 +31,8 @@
 #      compared with PostgreSQL's own jsonb bytes
 # The SQL edition (sqlapi/, scripts/package.sh sql):
 #  11. on each major: installed with psql by a database owner who is no superuser, then the
-#      client's tests and the conformance suite's PostgreSQL cells against it
+#      client's tests and the conformance suite's PostgreSQL cells against it; a database
+#      moved from it to the native extension and back (sqlapi/tests/move.sql)
 #  12. on each major, once settle's native files are gone from it (15: the package removed):
 #      pg_tle built from ../shared/pg_tle, the edition registered by a pgtle_admin role that is
 #      no superuser, CREATE EXTENSION, and pg_regress (expected-sql/ where it differs), the
@@ -127,7 +128,9 @@ step "the SQL edition (scripts/package.sh sql)"
 scripts/package.sh sql >"$WORK/packages-sql"
 SQLED=$(sed -n 1p "$WORK/packages-sql")
 SQLED_TLE=$(sed -n 2p "$WORK/packages-sql")
-echo "$SQLED ($(du -k "$SQLED" | cut -f1) kB), $SQLED_TLE"
+SQLED_TO_NATIVE=$(sed -n 3p "$WORK/packages-sql")
+SQLED_TO_SQL=$(sed -n 4p "$WORK/packages-sql")
+echo "$SQLED ($(du -k "$SQLED" | cut -f1) kB), $SQLED_TLE, $SQLED_TO_NATIVE, $SQLED_TO_SQL"
 
 # From here on every SQL tier runs against the packaged files, nothing built in place.
 EXT15_LIB=/usr/lib/postgresql/15/lib
@@ -341,6 +344,16 @@ tle_register() {
       = "$VERSION" ]
 }
 
+# move_between_editions: sqlapi/tests/move.sql in a fresh database (the SQL edition, to the
+# native extension and back, rows in flight settled after each move), its output compared
+# with sqlapi/tests/move.out
+move_between_editions() {
+  psql_q -d postgres -c "DROP DATABASE IF EXISTS settle_move" -c "CREATE DATABASE settle_move" \
+    && "$PG_BIN/psql" -X -q -d settle_move -v install="$SQLED" -v to_native="$SQLED_TO_NATIVE" -v to_sql="$SQLED_TO_SQL" \
+      -v version="$VERSION" -f sqlapi/tests/move.sql >"$WORK/move-$MAJOR.out" 2>&1 \
+    && diff -u sqlapi/tests/move.out "$WORK/move-$MAJOR.out"
+}
+
 # cargo_tests LOG ARGS...: cargo test, its passed/failed counts into the totals
 cargo_tests() {
   local log=$1
@@ -489,6 +502,8 @@ for MAJOR in "${MAJORS[@]}"; do
     SETTLE_TEST_BOUNCER="host=127.0.0.1 port=$sqled_bouncer user=postgres" \
     SETTLE_TEST_BACKENDS=PgExtension cargo_tests "$WORK/cargo-test-sqled-$MAJOR.log" -p settle -p settle-conformance
   SETTLE_BOUNCER_PORT=$sqled_bouncer scripts/pgbouncer.sh stop "$CLUSTER-bouncer-sql"
+  step "PostgreSQL $MAJOR: a database moves from the SQL edition to the native extension and back, in place"
+  check "moving between the editions on $MAJOR" move_between_editions
 
   if [ "$MAJOR" = 15 ]; then
     step "Citus 13.2 on PostgreSQL 15: a coordinator and two workers"

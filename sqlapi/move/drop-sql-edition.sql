@@ -1,0 +1,18 @@
+-- Moving from the SQL edition (installed with psql): drop its objects from the
+-- schema in settle_sql.install_schema — the functions of the SQL edition's own
+-- text (@functions@: their names, listed by scripts/package.sh), then its
+-- type and the registry (kept by keep.sql). Without CASCADE: an object of
+-- yours that depends on one of them stops the move, with PostgreSQL's message.
+DO $settle_drop$
+DECLARE
+    ns regnamespace := pg_catalog.quote_ident(pg_catalog.current_setting('settle_sql.install_schema'))::regnamespace;
+    f regprocedure;
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog', true);
+    FOR f IN SELECT p.oid FROM pg_catalog.pg_proc p
+              WHERE p.pronamespace = ns AND p.proname = ANY ('{@functions@}'::text[]) LOOP
+        EXECUTE pg_catalog.format('DROP FUNCTION %s', f);
+    END LOOP;
+    EXECUTE pg_catalog.format('DROP TYPE %s.settle_queue_shape', ns);
+    EXECUTE pg_catalog.format('DROP TABLE %s.settle_queues', ns);
+END $settle_drop$;
