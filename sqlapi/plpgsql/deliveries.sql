@@ -67,15 +67,16 @@ CREATE FUNCTION @extschema@.queue_claim(queue text, batch integer DEFAULT 1, lea
 DECLARE
     ignored text;
     caller_path text := pg_catalog.current_setting('search_path');
+    caller_mode text := pg_catalog.current_setting('plan_cache_mode');
     s @extschema@.settle_queue_shape;
     held jsonb;
     mine text[];
-    is_dead boolean;
     dead text[] := '{}';
     tok timestamptz;
     page bigint;
     last_id text;
-    cand text;
+    cands text[];
+    cand_keys bigint[];
     cand_key bigint;
     held_keys bigint[];
     locked text[];
@@ -83,9 +84,7 @@ DECLARE
     want integer;
     got integer := 0;
     full_page boolean;
-    i integer;
     stmt text;
-    n bigint;
     e record;
     deads boolean[];
     ids text[];
@@ -129,19 +128,38 @@ BEGIN
         ignored := @extschema@._settle_as(caller_path);
         RETURN;
     END IF;
-    s := @extschema@._settle_shape($1);
-    IF s.form = 'row_lock' THEN
+    IF e.form = 'row_lock' THEN
         -- (SQL cannot see whether the caller is inside a transaction block: in
         -- autocommit the rows' locks end with this statement, and their
         -- completion finds them not held, SQ006; docs/editions.md)
         held := @extschema@._settle_row_locks();
         mine := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(held -> $1, '[]')));
-        FOR id, attempt, token, payload IN EXECUTE @extschema@._settle_claim_row_lock(s, pg_catalog.cardinality(mine) > 0)
-                                              USING batch::bigint, mine LOOP
-            mine := mine || id;
+        IF pg_catalog.cardinality(mine) = 0 THEN
+            stmt := pg_catalog.format('EXECUTE %I(%L, NULL)',
+                @extschema@._settle_prepared($1, e.version, 'rowlock:' || batch, caller_path), batch);
+            ignored := @extschema@._settle_as(caller_path);
+            EXECUTE stmt INTO ids, atts, pays;
+        ELSE
+            stmt := pg_catalog.format('EXECUTE %I(%L, %L)',
+                @extschema@._settle_prepared($1, e.version, 'rowlock_again:' || batch, caller_path), batch, mine);
+            -- the generic plan (a text[] parameter: see _settle_settle)
+            ignored := @extschema@._settle_as(caller_path);
+            ignored := pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
+            EXECUTE stmt INTO ids, atts, pays;
+            ignored := pg_catalog.set_config('plan_cache_mode', caller_mode, true);
+        END IF;
+        ignored := @extschema@._settle_as('pg_catalog, pg_temp');
+        IF pg_catalog.cardinality(ids) = 1 THEN
+            id := ids[1]; attempt := atts[1]; token := NULL; payload := pays[1];
             RETURN NEXT;
-        END LOOP;
-        PERFORM @extschema@._settle_set_row_locks(pg_catalog.jsonb_set(held, ARRAY[$1], pg_catalog.to_jsonb(mine)));
+        ELSIF pg_catalog.cardinality(ids) > 1 THEN
+            RETURN QUERY SELECT x.i, x.a, NULL::timestamptz, x.p
+                FROM ROWS FROM (pg_catalog.unnest(ids), pg_catalog.unnest(atts), pg_catalog.unnest(pays)) WITH ORDINALITY x(i, a, p, o)
+                ORDER BY x.o;
+        END IF;
+        IF pg_catalog.cardinality(ids) > 0 THEN
+            PERFORM @extschema@._settle_set_row_locks(pg_catalog.jsonb_set(held, ARRAY[$1], pg_catalog.to_jsonb(mine || ids)));
+        END IF;
         ignored := @extschema@._settle_as(caller_path);
         RETURN;
     END IF;
@@ -155,40 +173,52 @@ BEGIN
         EXIT WHEN want = 0;
         locked := '{}';
         keys := '{}';
-        i := 0;
-        FOR cand, cand_key IN EXECUTE @extschema@._settle_candidates(s, last_id IS NOT NULL) USING page, last_id LOOP
-            i := i + 1;
-            IF pg_catalog.cardinality(locked) < want THEN
-                last_id := cand;
-                -- a session lock is re-entrant: never hand this session a row it already holds
-                IF NOT (cand_key = ANY (held_keys)) AND pg_catalog.pg_try_advisory_xact_lock(cand_key) THEN
-                    locked := locked || cand;
-                    keys := keys || cand_key;
-                END IF;
+        IF last_id IS NULL THEN
+            stmt := pg_catalog.format('EXECUTE %I(%L, NULL)',
+                @extschema@._settle_prepared($1, e.version, 'cand:' || page, caller_path), page);
+        ELSE
+            stmt := pg_catalog.format('EXECUTE %I(%L, %L)',
+                @extschema@._settle_prepared($1, e.version, 'cand_after:' || page, caller_path), page, last_id);
+        END IF;
+        ignored := @extschema@._settle_as(caller_path);
+        EXECUTE stmt INTO cands, cand_keys;
+        ignored := @extschema@._settle_as('pg_catalog, pg_temp');
+        FOR j IN 1 .. COALESCE(pg_catalog.cardinality(cands), 0) LOOP
+            EXIT WHEN pg_catalog.cardinality(locked) >= want;
+            last_id := cands[j];
+            -- a session lock is re-entrant: never hand this session a row it already holds
+            IF NOT (cand_keys[j] = ANY (held_keys)) AND pg_catalog.pg_try_advisory_xact_lock(cand_keys[j]) THEN
+                locked := locked || cands[j];
+                keys := keys || cand_keys[j];
             END IF;
         END LOOP;
-        full_page := i = page;
+        full_page := COALESCE(pg_catalog.cardinality(cands), 0) = page;
         IF pg_catalog.cardinality(locked) > 0 THEN
-            stmt := @extschema@._settle_take_advisory(s);
-            -- (under the caller's search_path: only qualified calls until it is back)
+            stmt := pg_catalog.format('EXECUTE %I(%L)',
+                @extschema@._settle_prepared($1, e.version, 'take_advisory', caller_path), locked);
+            -- the generic plan (a text[] parameter: see _settle_settle)
             ignored := @extschema@._settle_as(caller_path);
-            FOR is_dead, id, attempt, token, payload IN EXECUTE stmt USING locked LOOP
-                IF is_dead THEN
-                    dead := pg_catalog.array_append(dead, id);
+            ignored := pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
+            EXECUTE stmt INTO deads, ids, atts, toks, pays;
+            ignored := pg_catalog.set_config('plan_cache_mode', caller_mode, true);
+            ignored := @extschema@._settle_as('pg_catalog, pg_temp');
+            FOR j IN 1 .. COALESCE(pg_catalog.cardinality(ids), 0) LOOP
+                IF deads[j] THEN
+                    dead := dead || ids[j];
                 ELSE
-                    cand_key := keys[pg_catalog.array_position(locked, id)];
+                    cand_key := keys[pg_catalog.array_position(locked, ids[j])];
                     PERFORM pg_catalog.pg_advisory_lock(cand_key);
-                    held_keys := pg_catalog.array_append(held_keys, cand_key);
-                    got := pg_catalog.int4pl(got, 1);
+                    held_keys := held_keys || cand_key;
+                    got := got + 1;
+                    id := ids[j]; attempt := atts[j]; token := NULL; payload := pays[j];
                     RETURN NEXT;
                 END IF;
             END LOOP;
-            ignored := @extschema@._settle_as('pg_catalog, pg_temp');
         END IF;
         EXIT WHEN NOT full_page;
     END LOOP;
     IF pg_catalog.cardinality(dead) > 0 THEN
-        PERFORM @extschema@._settle_dead_at_claim(s, dead, caller_path);
+        PERFORM @extschema@._settle_dead_at_claim(@extschema@._settle_shape($1), dead, caller_path);
     END IF;
     ignored := @extschema@._settle_as(caller_path);
 END $$;

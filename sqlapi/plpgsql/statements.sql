@@ -5,12 +5,20 @@
 -- row_lock claim. $1 int8 batch; again: $2 text[] ids this transaction already
 -- holds (SKIP LOCKED does not skip a transaction's own row locks).
 -- Columns: id text, attempt int4, token timestamptz, payload jsonb.
-CREATE FUNCTION @extschema@._settle_claim_row_lock(s @extschema@.settle_queue_shape, again boolean) RETURNS text
+-- agg: id, attempt and payload as arrays in one row, in id order (how a
+-- prepared statement's rows come back to PL/pgSQL, see _settle_prepared).
+CREATE FUNCTION @extschema@._settle_claim_row_lock(s @extschema@.settle_queue_shape, again boolean, agg boolean DEFAULT false)
+    RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT pg_catalog.format(
-    'SELECT (_s_t.%1$s)::pg_catalog.text, %2$s, NULL::pg_catalog.timestamptz, %3$s FROM %4$s _s_t '
-    'WHERE %5$s%7$s ORDER BY _s_t.%1$s LIMIT $1 FOR UPDATE OF _s_t SKIP LOCKED',
+    CASE WHEN agg THEN
+      'SELECT pg_catalog.array_agg((_s_t.%1$s)::pg_catalog.text ORDER BY _s_t.%1$s), '
+      'pg_catalog.array_agg(%2$s ORDER BY _s_t.%1$s), pg_catalog.array_agg(%3$s ORDER BY _s_t.%1$s) '
+      'FROM (SELECT * FROM %4$s _s_t WHERE %5$s%7$s ORDER BY _s_t.%1$s LIMIT $1 FOR UPDATE OF _s_t SKIP LOCKED) _s_t'
+    ELSE
+      'SELECT (_s_t.%1$s)::pg_catalog.text, %2$s, NULL::pg_catalog.timestamptz, %3$s FROM %4$s _s_t '
+      'WHERE %5$s%7$s ORDER BY _s_t.%1$s LIMIT $1 FOR UPDATE OF _s_t SKIP LOCKED' END,
     s.id,
     CASE WHEN s.attempt IS NOT NULL THEN '(COALESCE(_s_t.' || s.attempt || ', 0) OPERATOR(pg_catalog.+) 1)::pg_catalog.int4'
          ELSE 'NULL::pg_catalog.int4' END,
@@ -59,33 +67,51 @@ $$;
 
 -- advisory candidates: ready rows in id order with their keys. $1 int8 limit;
 -- after: $2 text, the last id of the previous page.
-CREATE FUNCTION @extschema@._settle_candidates(s @extschema@.settle_queue_shape, after boolean) RETURNS text
+-- agg: ids and keys as two arrays in one row, in id order.
+CREATE FUNCTION @extschema@._settle_candidates(s @extschema@.settle_queue_shape, after boolean, agg boolean DEFAULT false)
+    RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT pg_catalog.format(
-    'SELECT (_s_t.%1$s)::pg_catalog.text, pg_catalog.hashtextextended(%2$L OPERATOR(pg_catalog.||) (_s_t.%1$s)::pg_catalog.text, 0) '
-    'FROM %3$s _s_t WHERE %4$s%5$s ORDER BY _s_t.%1$s LIMIT $1',
+    CASE WHEN agg THEN
+      'SELECT pg_catalog.array_agg((_s_t.%1$s)::pg_catalog.text ORDER BY _s_t.%1$s), '
+      'pg_catalog.array_agg(pg_catalog.hashtextextended(%2$L OPERATOR(pg_catalog.||) (_s_t.%1$s)::pg_catalog.text, 0) ORDER BY _s_t.%1$s) '
+      'FROM (SELECT * FROM %3$s _s_t WHERE %4$s%5$s ORDER BY _s_t.%1$s LIMIT $1) _s_t'
+    ELSE
+      'SELECT (_s_t.%1$s)::pg_catalog.text, pg_catalog.hashtextextended(%2$L OPERATOR(pg_catalog.||) (_s_t.%1$s)::pg_catalog.text, 0) '
+      'FROM %3$s _s_t WHERE %4$s%5$s ORDER BY _s_t.%1$s LIMIT $1' END,
     s.id, pg_catalog.length(s.queue) || ':' || s.queue || ':', s.tbl, @extschema@._settle_ready(s, '_s_t'),
     CASE WHEN after THEN pg_catalog.format(' AND _s_t.%s OPERATOR(pg_catalog.>) ($2::pg_catalog.text)::%s', s.id, s.id_type) ELSE '' END)
 $$;
 
 -- The advisory take: the rows whose keys this session just locked, still
 -- ready (re-checked by the write itself), attempt counted. $1 text[] ids.
--- Columns as the lease take's.
-CREATE FUNCTION @extschema@._settle_take_advisory(s @extschema@.settle_queue_shape) RETURNS text
+-- Columns as the lease take's; agg: as arrays in one row, in id order.
+CREATE FUNCTION @extschema@._settle_take_advisory(s @extschema@.settle_queue_shape, agg boolean DEFAULT false) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT CASE WHEN s.attempt IS NOT NULL THEN pg_catalog.format(
     'WITH _s_took AS (UPDATE %1$s _s_t SET %2$s = COALESCE(_s_t.%2$s, 0) OPERATOR(pg_catalog.+) 1 '
       'WHERE _s_t.%3$s OPERATOR(pg_catalog.=) ANY (($1::pg_catalog.text[])::%4$s[]) AND %5$s RETURNING _s_t.*) '
-    'SELECT %6$s, (_s_took.%3$s)::pg_catalog.text, %7$s, NULL::pg_catalog.timestamptz, %8$s FROM _s_took ORDER BY _s_took.%3$s',
+    || CASE WHEN agg THEN
+         'SELECT pg_catalog.array_agg(%6$s ORDER BY _s_took.%3$s), pg_catalog.array_agg((_s_took.%3$s)::pg_catalog.text ORDER BY _s_took.%3$s), '
+         'pg_catalog.array_agg(%7$s ORDER BY _s_took.%3$s), pg_catalog.array_agg(NULL::pg_catalog.timestamptz), '
+         'pg_catalog.array_agg(%8$s ORDER BY _s_took.%3$s) FROM _s_took'
+       ELSE 'SELECT %6$s, (_s_took.%3$s)::pg_catalog.text, %7$s, NULL::pg_catalog.timestamptz, %8$s FROM _s_took ORDER BY _s_took.%3$s' END,
     s.tbl, s.attempt, s.id, s.id_type, @extschema@._settle_ready(s, '_s_t'),
     @extschema@._settle_taken_dead(s, '_s_took'), @extschema@._settle_attempt_out(s, '_s_took'),
     @extschema@._settle_payload(s, '_s_took'))
   ELSE pg_catalog.format(
-    'SELECT false, (_s_t.%1$s)::pg_catalog.text, NULL::pg_catalog.int4, NULL::pg_catalog.timestamptz, %2$s '
-    'FROM %3$s _s_t WHERE _s_t.%1$s OPERATOR(pg_catalog.=) ANY (($1::pg_catalog.text[])::%4$s[]) AND %5$s '
-    'ORDER BY _s_t.%1$s FOR UPDATE OF _s_t',
+    CASE WHEN agg THEN
+      'SELECT pg_catalog.array_agg(false), pg_catalog.array_agg((_s_t.%1$s)::pg_catalog.text ORDER BY _s_t.%1$s), '
+      'pg_catalog.array_agg(NULL::pg_catalog.int4), pg_catalog.array_agg(NULL::pg_catalog.timestamptz), '
+      'pg_catalog.array_agg(%2$s ORDER BY _s_t.%1$s) FROM (SELECT * FROM %3$s _s_t '
+      'WHERE _s_t.%1$s OPERATOR(pg_catalog.=) ANY (($1::pg_catalog.text[])::%4$s[]) AND %5$s '
+      'ORDER BY _s_t.%1$s FOR UPDATE OF _s_t) _s_t'
+    ELSE
+      'SELECT false, (_s_t.%1$s)::pg_catalog.text, NULL::pg_catalog.int4, NULL::pg_catalog.timestamptz, %2$s '
+      'FROM %3$s _s_t WHERE _s_t.%1$s OPERATOR(pg_catalog.=) ANY (($1::pg_catalog.text[])::%4$s[]) AND %5$s '
+      'ORDER BY _s_t.%1$s FOR UPDATE OF _s_t' END,
     s.id, @extschema@._settle_payload(s, '_s_t'), s.tbl, s.id_type, @extschema@._settle_ready(s, '_s_t'))
   END
 $$;
@@ -275,7 +301,9 @@ END $$;
 
 -- The name of this session's prepared statement for one of a queue's
 -- statements, prepared now if the session has none: take:N (the lease take,
--- LIMIT N), write:W (a settle write), write1:W (the same for one id). Planned once per session instead of on
+-- LIMIT N), rowlock:N and rowlock_again:N (the row_lock claim, the second with the ids
+-- the transaction holds), cand:N and cand_after:N (advisory candidates), take_advisory,
+-- write:W (a settle write), write1:W (the same for one id). Planned once per session instead of on
 -- every call; prepared under the caller's search_path, the one it runs under
 -- (a plan made under another path is made again). Run by name with literal
 -- arguments (EXECUTE of a prepared statement takes no USING parameters); the
@@ -298,6 +326,19 @@ BEGIN
         stmt := pg_catalog.replace(@extschema@._settle_take_lease(s, true), 'LIMIT $1',
                                    'LIMIT ' || pg_catalog.split_part(kind, ':', 2)::integer);
         types := 'pg_catalog.int8, pg_catalog.timestamptz';
+    ELSIF pg_catalog.split_part(kind, ':', 1) IN ('rowlock', 'rowlock_again') THEN
+        stmt := pg_catalog.replace(
+            @extschema@._settle_claim_row_lock(s, pg_catalog.split_part(kind, ':', 1) = 'rowlock_again', true),
+            'LIMIT $1', 'LIMIT ' || pg_catalog.split_part(kind, ':', 2)::integer);
+        types := 'pg_catalog.int8, pg_catalog.text[]';
+    ELSIF pg_catalog.split_part(kind, ':', 1) IN ('cand', 'cand_after') THEN
+        stmt := pg_catalog.replace(
+            @extschema@._settle_candidates(s, pg_catalog.split_part(kind, ':', 1) = 'cand_after', true),
+            'LIMIT $1', 'LIMIT ' || pg_catalog.split_part(kind, ':', 2)::integer);
+        types := 'pg_catalog.int8, pg_catalog.text';
+    ELSIF kind = 'take_advisory' THEN
+        stmt := @extschema@._settle_take_advisory(s, true);
+        types := 'pg_catalog.text[]';
     ELSIF pg_catalog.split_part(kind, ':', 1) = 'write1' THEN
         -- one id and token as scalars, in arrays the planner counts (ARRAY[$1]):
         -- the generic plan then costs what a custom one does and is kept, where
