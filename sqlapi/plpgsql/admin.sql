@@ -163,6 +163,8 @@ BEGIN
         PERFORM @extschema@._settle_error('SQ004', 'ids must not be NULL');
     END IF;
     s := @extschema@._settle_with_dead($1);
+    -- requeued rows keep their ids: this session's next claim scans from the lowest id
+    ignored := @extschema@._settle_mark_rescan($1);
     IF s.attempt IS NOT NULL THEN resets := resets || pg_catalog.jsonb_build_object(s.attempt, '0'); END IF;
     IF s.retry_after IS NOT NULL THEN resets := resets || pg_catalog.jsonb_build_object(s.retry_after, 'NULL'); END IF;
     IF s.locked_until IS NOT NULL THEN resets := resets || pg_catalog.jsonb_build_object(s.locked_until, 'NULL'); END IF;

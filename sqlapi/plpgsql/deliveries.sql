@@ -7,7 +7,8 @@ CREATE FUNCTION @extschema@._settle_row_locks() RETURNS jsonb
     LANGUAGE sql STABLE
     AS $$ SELECT COALESCE(NULLIF(pg_catalog.current_setting('settle_sql.row_locks', true), ''), '{}')::pg_catalog.jsonb $$;
 
-CREATE FUNCTION @extschema@._settle_set_row_locks(held jsonb) RETURNS void
+-- (returns set_config's text so that the planner inlines it, see _settle_as)
+CREATE FUNCTION @extschema@._settle_set_row_locks(held jsonb) RETURNS text
     LANGUAGE sql VOLATILE
     AS $$ SELECT pg_catalog.set_config('settle_sql.row_locks', held::pg_catalog.text, true) $$;
 
@@ -19,15 +20,17 @@ CREATE FUNCTION @extschema@._settle_as(search_path text) RETURNS text
     LANGUAGE sql VOLATILE
     AS $$ SELECT pg_catalog.set_config('search_path', $1, true) $$;
 
--- The advisory keys (bigint form) this session holds.
+-- The advisory keys (bigint form) this session holds. (PL/pgSQL: its plan is
+-- kept for the session, an SQL function with a FROM clause is planned on every call.)
 CREATE FUNCTION @extschema@._settle_keys_held() RETURNS bigint[]
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     AS $$
-  SELECT COALESCE(pg_catalog.array_agg((l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8), '{}')
-  FROM pg_catalog.pg_locks l
-  WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory' AND l.objsubid OPERATOR(pg_catalog.=) 1
-    AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid() AND l.granted
-$$;
+BEGIN
+    RETURN (SELECT COALESCE(pg_catalog.array_agg((l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8), '{}')
+              FROM pg_catalog.pg_locks l
+             WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory' AND l.objsubid OPERATOR(pg_catalog.=) 1
+               AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid() AND l.granted);
+END $$;
 
 -- Rows a take flagged dead: moved to the dead letter with a WARNING (01SQ2).
 CREATE FUNCTION @extschema@._settle_dead_at_claim(s @extschema@.settle_queue_shape, dead text[], caller_path text) RETURNS void
@@ -69,6 +72,9 @@ DECLARE
     caller_path text := pg_catalog.current_setting('search_path');
     caller_mode text := pg_catalog.current_setting('plan_cache_mode');
     s @extschema@.settle_queue_shape;
+    from_id text;
+    started timestamptz;
+    last_got text;
     held jsonb;
     mine text[];
     dead text[] := '{}';
@@ -105,10 +111,16 @@ BEGIN
     IF e.form <> 'lease' AND lease IS NOT NULL THEN
         PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('lease applies to the lease form only; queue "%s" uses %s', $1, e.form));
     END IF;
+    -- where the scan starts: the mark, or (NULL) the lowest id, timed
+    from_id := @extschema@._settle_mark_start($1, e.version);
+    IF from_id IS NULL THEN
+        started := pg_catalog.clock_timestamp();
+    END IF;
     IF e.form = 'lease' THEN
         tok := @extschema@._settle_lease_token(lease);
-        stmt := pg_catalog.format('EXECUTE %I(%L, %L)',
-            @extschema@._settle_prepared($1, e.version, 'take:' || batch, caller_path), batch, tok);
+        stmt := pg_catalog.format('EXECUTE %I(%L, %L, %L)',
+            @extschema@._settle_prepared($1, e.version, CASE WHEN from_id IS NULL THEN 'take:' ELSE 'take_from:' END || batch,
+                                         caller_path), batch, tok, from_id);
         -- (under the caller's search_path: only qualified calls until it is back)
         ignored := @extschema@._settle_as(caller_path);
         EXECUTE stmt INTO deads, ids, atts, toks, pays;
@@ -125,6 +137,7 @@ BEGIN
             dead := ARRAY(SELECT x.i FROM ROWS FROM (pg_catalog.unnest(ids), pg_catalog.unnest(deads)) x(i, d) WHERE x.d);
             PERFORM @extschema@._settle_dead_at_claim(@extschema@._settle_shape($1), dead, caller_path);
         END IF;
+        ignored := @extschema@._settle_mark_claimed($1, e.version, started, ids[pg_catalog.cardinality(ids)]);
         ignored := @extschema@._settle_as(caller_path);
         RETURN;
     END IF;
@@ -135,13 +148,16 @@ BEGIN
         held := @extschema@._settle_row_locks();
         mine := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(held -> $1, '[]')));
         IF pg_catalog.cardinality(mine) = 0 THEN
-            stmt := pg_catalog.format('EXECUTE %I(%L, NULL)',
-                @extschema@._settle_prepared($1, e.version, 'rowlock:' || batch, caller_path), batch);
+            stmt := pg_catalog.format('EXECUTE %I(%L, NULL, %L)',
+                @extschema@._settle_prepared($1, e.version, CASE WHEN from_id IS NULL THEN 'rowlock:' ELSE 'rowlock_from:' END || batch,
+                                             caller_path), batch, from_id);
             ignored := @extschema@._settle_as(caller_path);
             EXECUTE stmt INTO ids, atts, pays;
         ELSE
-            stmt := pg_catalog.format('EXECUTE %I(%L, %L)',
-                @extschema@._settle_prepared($1, e.version, 'rowlock_again:' || batch, caller_path), batch, mine);
+            stmt := pg_catalog.format('EXECUTE %I(%L, %L, %L)',
+                @extschema@._settle_prepared($1, e.version,
+                                             CASE WHEN from_id IS NULL THEN 'rowlock_again:' ELSE 'rowlock_again_from:' END || batch,
+                                             caller_path), batch, mine, from_id);
             -- the generic plan (a text[] parameter: see _settle_settle)
             ignored := @extschema@._settle_as(caller_path);
             ignored := pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
@@ -158,8 +174,9 @@ BEGIN
                 ORDER BY x.o;
         END IF;
         IF pg_catalog.cardinality(ids) > 0 THEN
-            PERFORM @extschema@._settle_set_row_locks(pg_catalog.jsonb_set(held, ARRAY[$1], pg_catalog.to_jsonb(mine || ids)));
+            ignored := @extschema@._settle_set_row_locks(pg_catalog.jsonb_set(held, ARRAY[$1], pg_catalog.to_jsonb(mine || ids)));
         END IF;
+        ignored := @extschema@._settle_mark_claimed($1, e.version, started, ids[pg_catalog.cardinality(ids)]);
         ignored := @extschema@._settle_as(caller_path);
         RETURN;
     END IF;
@@ -174,8 +191,9 @@ BEGIN
         locked := '{}';
         keys := '{}';
         IF last_id IS NULL THEN
-            stmt := pg_catalog.format('EXECUTE %I(%L, NULL)',
-                @extschema@._settle_prepared($1, e.version, 'cand:' || page, caller_path), page);
+            stmt := pg_catalog.format('EXECUTE %I(%L, %L)',
+                @extschema@._settle_prepared($1, e.version, CASE WHEN from_id IS NULL THEN 'cand:' ELSE 'cand_from:' END || page,
+                                             caller_path), page, from_id);
         ELSE
             stmt := pg_catalog.format('EXECUTE %I(%L, %L)',
                 @extschema@._settle_prepared($1, e.version, 'cand_after:' || page, caller_path), page, last_id);
@@ -211,6 +229,7 @@ BEGIN
                     held_keys := held_keys || cand_key;
                     got := got + 1;
                     id := ids[j]; attempt := atts[j]; token := NULL; payload := pays[j];
+                    last_got := ids[j];
                     RETURN NEXT;
                 END IF;
             END LOOP;
@@ -220,6 +239,7 @@ BEGIN
     IF pg_catalog.cardinality(dead) > 0 THEN
         PERFORM @extschema@._settle_dead_at_claim(@extschema@._settle_shape($1), dead, caller_path);
     END IF;
+    ignored := @extschema@._settle_mark_claimed($1, e.version, started, last_got);
     ignored := @extschema@._settle_as(caller_path);
 END $$;
 
@@ -395,9 +415,14 @@ BEGIN
             out[i] := 'custom';
         END IF;
     END LOOP;
+    -- ready again now: this session's next claim starts at or below them
+    IF 'retried' = ANY (out) OR 'released' = ANY (out) THEN
+        ignored := @extschema@._settle_mark_ready($1, e.version, ARRAY(SELECT ids[i] FROM pg_catalog.generate_subscripts(out, 1) i
+                                                            WHERE out[i] IN ('retried', 'released')));
+    END IF;
     IF e.form = 'row_lock' THEN
         mine := ARRAY(SELECT m FROM pg_catalog.unnest(mine) m WHERE NOT m = ANY (COALESCE(rids, '{}')));
-        PERFORM @extschema@._settle_set_row_locks(pg_catalog.jsonb_set(held, ARRAY[$1], pg_catalog.to_jsonb(mine)));
+        ignored := @extschema@._settle_set_row_locks(pg_catalog.jsonb_set(held, ARRAY[$1], pg_catalog.to_jsonb(mine)));
     END IF;
     RETURN out;
 END $$;

@@ -2,12 +2,20 @@
 -- statements as the native extension's (queue_sql lists them), with the batch
 -- size as a parameter.
 
+-- Where a claim starts (docs/semantics.md, "Claim order"): alias a's id at or
+-- past the mark, parameter $n (text).
+CREATE FUNCTION @extschema@._settle_from_mark(s @extschema@.settle_queue_shape, a text, n integer) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT pg_catalog.format(' AND %s.%s OPERATOR(pg_catalog.>=) ($%s::pg_catalog.text)::%s', a, s.id, n, s.id_type) $$;
+
 -- row_lock claim. $1 int8 batch; again: $2 text[] ids this transaction already
--- holds (SKIP LOCKED does not skip a transaction's own row locks).
+-- holds (SKIP LOCKED does not skip a transaction's own row locks); from_mark:
+-- $3 text, the mark.
 -- Columns: id text, attempt int4, token timestamptz, payload jsonb.
 -- agg: id, attempt and payload as arrays in one row, in id order (how a
 -- prepared statement's rows come back to PL/pgSQL, see _settle_prepared).
-CREATE FUNCTION @extschema@._settle_claim_row_lock(s @extschema@.settle_queue_shape, again boolean, agg boolean DEFAULT false)
+CREATE FUNCTION @extschema@._settle_claim_row_lock(s @extschema@.settle_queue_shape, again boolean, agg boolean DEFAULT false,
+                                                    from_mark boolean DEFAULT false)
     RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
@@ -25,7 +33,8 @@ CREATE FUNCTION @extschema@._settle_claim_row_lock(s @extschema@.settle_queue_sh
     @extschema@._settle_payload(s, '_s_t'), s.tbl, @extschema@._settle_ready(s, '_s_t'), s.id_type,
     CASE WHEN again THEN pg_catalog.format(
       ' AND _s_t.%s NOT IN (SELECT _s_h FROM pg_catalog.unnest(($2::pg_catalog.text[])::%s[]) _s_h)', s.id, s.id_type)
-    ELSE '' END)
+    ELSE '' END
+    || CASE WHEN from_mark THEN @extschema@._settle_from_mark(s, '_s_t', 3) ELSE '' END)
 $$;
 
 -- Whether a row a take just counted (alias a) is past max_attempts.
@@ -39,12 +48,13 @@ CREATE FUNCTION @extschema@._settle_taken_dead(s @extschema@.settle_queue_shape,
 $$;
 
 -- The lease take: counts the attempt and writes the token in one UPDATE of the
--- first ready rows. $1 int8 batch, $2 timestamptz token.
+-- first ready rows. $1 int8 batch, $2 timestamptz token; from_mark: $3 text, the mark.
 -- Columns: dead bool (past max_attempts: its last delivery died unsettled),
 -- id text, attempt int4, token timestamptz, payload jsonb; oldest first.
 -- agg: the same columns as arrays in one row, oldest first (how a prepared
 -- statement's rows come back to PL/pgSQL, see _settle_prepared).
-CREATE FUNCTION @extschema@._settle_take_lease(s @extschema@.settle_queue_shape, agg boolean DEFAULT false) RETURNS text
+CREATE FUNCTION @extschema@._settle_take_lease(s @extschema@.settle_queue_shape, agg boolean DEFAULT false,
+                                               from_mark boolean DEFAULT false) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT pg_catalog.format(
@@ -60,15 +70,16 @@ CREATE FUNCTION @extschema@._settle_take_lease(s @extschema@.settle_queue_shape,
     @extschema@._settle_in_group(s, '_s_t'),
     CASE WHEN s.plain_heap THEN '_s_t.ctid' ELSE '_s_t.' || s.id END,
     CASE WHEN s.plain_heap THEN '_s_c.ctid' ELSE '_s_c.' || s.id END,
-    @extschema@._settle_ready(s, '_s_c'), s.id,
+    @extschema@._settle_ready(s, '_s_c') || CASE WHEN from_mark THEN @extschema@._settle_from_mark(s, '_s_c', 3) ELSE '' END, s.id,
     @extschema@._settle_taken_dead(s, '_s_took'),
     @extschema@._settle_attempt_out(s, '_s_took'), @extschema@._settle_payload(s, '_s_took'))
 $$;
 
 -- advisory candidates: ready rows in id order with their keys. $1 int8 limit;
--- after: $2 text, the last id of the previous page.
+-- after: $2 text, the last id of the previous page; from_mark: $2 text, the mark.
 -- agg: ids and keys as two arrays in one row, in id order.
-CREATE FUNCTION @extschema@._settle_candidates(s @extschema@.settle_queue_shape, after boolean, agg boolean DEFAULT false)
+CREATE FUNCTION @extschema@._settle_candidates(s @extschema@.settle_queue_shape, after boolean, agg boolean DEFAULT false,
+                                               from_mark boolean DEFAULT false)
     RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
@@ -81,7 +92,8 @@ CREATE FUNCTION @extschema@._settle_candidates(s @extschema@.settle_queue_shape,
       'SELECT (_s_t.%1$s)::pg_catalog.text, pg_catalog.hashtextextended(%2$L OPERATOR(pg_catalog.||) (_s_t.%1$s)::pg_catalog.text, 0) '
       'FROM %3$s _s_t WHERE %4$s%5$s ORDER BY _s_t.%1$s LIMIT $1' END,
     s.id, pg_catalog.length(s.queue) || ':' || s.queue || ':', s.tbl, @extschema@._settle_ready(s, '_s_t'),
-    CASE WHEN after THEN pg_catalog.format(' AND _s_t.%s OPERATOR(pg_catalog.>) ($2::pg_catalog.text)::%s', s.id, s.id_type) ELSE '' END)
+    CASE WHEN after THEN pg_catalog.format(' AND _s_t.%s OPERATOR(pg_catalog.>) ($2::pg_catalog.text)::%s', s.id, s.id_type)
+         WHEN from_mark THEN @extschema@._settle_from_mark(s, '_s_t', 2) ELSE '' END)
 $$;
 
 -- The advisory take: the rows whose keys this session just locked, still
@@ -302,7 +314,8 @@ END $$;
 -- The name of this session's prepared statement for one of a queue's
 -- statements, prepared now if the session has none: take:N (the lease take,
 -- LIMIT N), rowlock:N and rowlock_again:N (the row_lock claim, the second with the ids
--- the transaction holds), cand:N and cand_after:N (advisory candidates), take_advisory,
+-- the transaction holds), cand:N and cand_after:N (advisory candidates; each claim
+-- kind also as <kind>_from, starting at the mark), take_advisory,
 -- write:W (a settle write), write1:W (the same for one id). Planned once per session instead of on
 -- every call; prepared under the caller's search_path, the one it runs under
 -- (a plan made under another path is made again). Run by name with literal
@@ -322,18 +335,20 @@ BEGIN
         RETURN pname;
     END IF;
     s := @extschema@._settle_shape(queue);
-    IF pg_catalog.split_part(kind, ':', 1) = 'take' THEN
-        stmt := pg_catalog.replace(@extschema@._settle_take_lease(s, true), 'LIMIT $1',
-                                   'LIMIT ' || pg_catalog.split_part(kind, ':', 2)::integer);
-        types := 'pg_catalog.int8, pg_catalog.timestamptz';
-    ELSIF pg_catalog.split_part(kind, ':', 1) IN ('rowlock', 'rowlock_again') THEN
+    IF pg_catalog.split_part(kind, ':', 1) IN ('take', 'take_from') THEN
+        stmt := pg_catalog.replace(@extschema@._settle_take_lease(s, true, pg_catalog.split_part(kind, ':', 1) = 'take_from'),
+                                   'LIMIT $1', 'LIMIT ' || pg_catalog.split_part(kind, ':', 2)::integer);
+        types := 'pg_catalog.int8, pg_catalog.timestamptz, pg_catalog.text';
+    ELSIF pg_catalog.split_part(kind, ':', 1) IN ('rowlock', 'rowlock_again', 'rowlock_from', 'rowlock_again_from') THEN
         stmt := pg_catalog.replace(
-            @extschema@._settle_claim_row_lock(s, pg_catalog.split_part(kind, ':', 1) = 'rowlock_again', true),
+            @extschema@._settle_claim_row_lock(s, pg_catalog.split_part(kind, ':', 1) IN ('rowlock_again', 'rowlock_again_from'), true,
+                                               pg_catalog.split_part(kind, ':', 1) IN ('rowlock_from', 'rowlock_again_from')),
             'LIMIT $1', 'LIMIT ' || pg_catalog.split_part(kind, ':', 2)::integer);
-        types := 'pg_catalog.int8, pg_catalog.text[]';
-    ELSIF pg_catalog.split_part(kind, ':', 1) IN ('cand', 'cand_after') THEN
+        types := 'pg_catalog.int8, pg_catalog.text[], pg_catalog.text';
+    ELSIF pg_catalog.split_part(kind, ':', 1) IN ('cand', 'cand_after', 'cand_from') THEN
         stmt := pg_catalog.replace(
-            @extschema@._settle_candidates(s, pg_catalog.split_part(kind, ':', 1) = 'cand_after', true),
+            @extschema@._settle_candidates(s, pg_catalog.split_part(kind, ':', 1) = 'cand_after', true,
+                                           pg_catalog.split_part(kind, ':', 1) = 'cand_from'),
             'LIMIT $1', 'LIMIT ' || pg_catalog.split_part(kind, ':', 2)::integer);
         types := 'pg_catalog.int8, pg_catalog.text';
     ELSIF kind = 'take_advisory' THEN
