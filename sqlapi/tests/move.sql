@@ -10,6 +10,10 @@
 \pset null '(null)'
 SET client_min_messages = warning;
 \i :install
+-- what must survive a move: the registry's rows, and every row of the queue and dead-letter tables
+\set registry_now 'SELECT queue, tbl::text, form, max_attempts, dead_letter, dead_letter_table::text, columns, outcomes FROM settle_queues'
+\set rows_now 'SELECT to_jsonb(q) AS r FROM mv_lease q UNION ALL SELECT to_jsonb(d) - ''dead_at'' FROM mv_lease_dead d UNION ALL SELECT to_jsonb(a) FROM mv_adv a'
+\set kept 'SELECT (SELECT count(*) FROM registry_before) AS registry_rows, (SELECT count(*) FROM (SELECT * FROM registry_before EXCEPT ALL (:registry_now)) x) AS registry_changed, (SELECT count(*) FROM rows_before) AS rows_before, (SELECT count(*) FROM (SELECT * FROM rows_before EXCEPT ALL (:rows_now)) x) AS rows_changed'
 \echo '== the SQL edition, installed with psql'
 SELECT edition FROM settle_edition();
 SELECT queue_create('mv_lease', 'lease', 2);
@@ -27,11 +31,8 @@ SELECT queue_complete('mv_lease', c.id, 'retry', NULL, c.token) FROM queue_claim
 SELECT id AS lease_id, token AS lease_token FROM queue_claim('mv_lease', 1) \gset
 SELECT id AS adv_id FROM queue_claim('mv_adv', 1) \gset
 \echo lease in flight: :lease_id, advisory in flight: :adv_id
-CREATE TEMP TABLE before AS
-  SELECT queue, tbl::text, form, max_attempts, dead_letter, dead_letter_table::text, columns, outcomes FROM settle_queues;
-CREATE TEMP TABLE rows_before AS SELECT 'mv_lease' AS t, to_jsonb(q) AS r FROM mv_lease q
-  UNION ALL SELECT 'mv_lease_dead', to_jsonb(d) - 'dead_at' FROM mv_lease_dead d
-  UNION ALL SELECT 'mv_adv', to_jsonb(a) FROM mv_adv a;
+CREATE TEMP TABLE registry_before AS :registry_now;
+CREATE TEMP TABLE rows_before AS :rows_now;
 SELECT queue, ready, delayed, in_flight, dead FROM queue_stats() ORDER BY queue;
 
 \echo '== to the native extension'
@@ -39,12 +40,7 @@ SELECT queue, ready, delayed, in_flight, dead FROM queue_stats() ORDER BY queue;
 SELECT extversion = :'version' AS native_extension, to_regprocedure('settle_edition()') IS NULL AS sql_edition_gone
   FROM pg_extension WHERE extname = 'settle';
 -- the registry, the rows, the notify triggers (now calling the native function)
-SELECT count(*) AS registry_rows, count(*) FILTER (WHERE b IS NULL) AS changed FROM settle_queues q
-  LEFT JOIN before b ON (q.queue, q.tbl::text, q.form, q.max_attempts, q.dead_letter, q.dead_letter_table::text, q.columns, q.outcomes)
-                      IS NOT DISTINCT FROM (b.queue, b.tbl, b.form, b.max_attempts, b.dead_letter, b.dead_letter_table, b.columns, b.outcomes);
-SELECT (SELECT count(*) FROM rows_before) AS rows_before,
-       (SELECT count(*) FROM rows_before b WHERE b.r IN (SELECT to_jsonb(q) FROM mv_lease q UNION ALL SELECT to_jsonb(d) - 'dead_at' FROM mv_lease_dead d
-                                                        UNION ALL SELECT to_jsonb(a) FROM mv_adv a)) AS kept;
+:kept;
 SELECT t.tgrelid::regclass AS notify_trigger_on, e.extname AS its_function_from
   FROM pg_trigger t JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = t.tgfoid AND d.deptype = 'e'
   JOIN pg_extension e ON e.oid = d.refobjid WHERE t.tgname = 'settle_notify' ORDER BY 1;
@@ -65,21 +61,14 @@ COMMIT;
 SELECT id AS lease_id, token AS lease_token FROM queue_claim('mv_lease', 1) \gset
 SELECT id AS adv_id FROM queue_claim('mv_adv', 1) \gset
 \echo lease in flight: :lease_id, advisory in flight: :adv_id
-TRUNCATE before, rows_before;
-INSERT INTO before SELECT queue, tbl::text, form, max_attempts, dead_letter, dead_letter_table::text, columns, outcomes FROM settle_queues;
-INSERT INTO rows_before SELECT 'mv_lease', to_jsonb(q) FROM mv_lease q
-  UNION ALL SELECT 'mv_lease_dead', to_jsonb(d) - 'dead_at' FROM mv_lease_dead d
-  UNION ALL SELECT 'mv_adv', to_jsonb(a) FROM mv_adv a;
+TRUNCATE registry_before, rows_before;
+INSERT INTO registry_before :registry_now;
+INSERT INTO rows_before :rows_now;
 
 \echo '== back to the SQL edition'
 \i :to_sql
 SELECT edition, (SELECT count(*) FROM pg_extension WHERE extname = 'settle') AS extensions FROM settle_edition();
-SELECT count(*) AS registry_rows, count(*) FILTER (WHERE b IS NULL) AS changed FROM settle_queues q
-  LEFT JOIN before b ON (q.queue, q.tbl::text, q.form, q.max_attempts, q.dead_letter, q.dead_letter_table::text, q.columns, q.outcomes)
-                      IS NOT DISTINCT FROM (b.queue, b.tbl, b.form, b.max_attempts, b.dead_letter, b.dead_letter_table, b.columns, b.outcomes);
-SELECT (SELECT count(*) FROM rows_before) AS rows_before,
-       (SELECT count(*) FROM rows_before b WHERE b.r IN (SELECT to_jsonb(q) FROM mv_lease q UNION ALL SELECT to_jsonb(d) - 'dead_at' FROM mv_lease_dead d
-                                                        UNION ALL SELECT to_jsonb(a) FROM mv_adv a)) AS kept;
+:kept;
 SELECT t.tgrelid::regclass AS notify_trigger_on, t.tgfoid = 'queue_notify_trigger()'::regprocedure AS calls_the_sql_edition
   FROM pg_trigger t WHERE t.tgname = 'settle_notify' ORDER BY 1;
 SELECT queue_complete('mv_lease', :'lease_id', 'ack', NULL, :'lease_token') AS lease_in_flight;
