@@ -33,7 +33,7 @@ if [ "${1:-}" = sql ]; then
   # one text for both artefacts: the objects shared with the native extension, then the
   # PL/pgSQL functions; @extschema@ is the schema it is installed in
   body=$(cat sqlapi/common/registry.sql sqlapi/common/helpers.sql sqlapi/common/health.sql \
-    sqlapi/plpgsql/shape.sql sqlapi/plpgsql/statements.sql sqlapi/plpgsql/mark.sql sqlapi/plpgsql/deliveries.sql \
+    sqlapi/plpgsql/shape.sql sqlapi/plpgsql/statements.sql sqlapi/plpgsql/mark.sql sqlapi/plpgsql/claims.sql sqlapi/plpgsql/settles.sql \
     sqlapi/plpgsql/register.sql sqlapi/plpgsql/admin.sql | sed "s/@version@/$version/g")
   if grep -q 'settle_body\$' <<<"$body"; then echo "sqlapi/ must not contain the quote tag settle_body" >&2; exit 1; fi
   # install_block: the DO block that creates every object of $body in the schema named by
