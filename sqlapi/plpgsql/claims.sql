@@ -162,6 +162,8 @@ DECLARE
     t_atts integer[];
     t_toks timestamptz[];
     t_pays jsonb[];
+    t_keys bigint[];
+    t_dead text[];
 BEGIN
     ids := '{}'; atts := '{}'; pays := '{}';
     FOR pass IN 1 .. 16 LOOP
@@ -198,18 +200,30 @@ BEGIN
             EXECUTE stmt INTO t_deads, t_ids, t_atts, t_toks, t_pays;
             ignored := pg_catalog.set_config('plan_cache_mode', caller_mode, true);
             ignored := @extschema@._settle_as('pg_catalog, pg_temp');
-            FOR j IN 1 .. COALESCE(pg_catalog.cardinality(t_ids), 0) LOOP
-                IF t_deads[j] THEN
-                    dead := dead || t_ids[j];
-                ELSE
-                    PERFORM pg_catalog.pg_advisory_lock(keys[pg_catalog.array_position(locked, t_ids[j])]);
-                    held_keys := held_keys || keys[pg_catalog.array_position(locked, t_ids[j])];
-                    got := got + 1;
-                    ids := pg_catalog.array_append(ids, t_ids[j]);
-                    atts := pg_catalog.array_append(atts, t_atts[j]);
-                    pays := pg_catalog.array_append(pays, t_pays[j]);
+            -- the rows taken, in id order: their keys held for the session now; dead ones apart
+            IF pg_catalog.cardinality(t_ids) = 1 THEN
+                t_keys := CASE WHEN t_deads[1] THEN '{}' ELSE ARRAY[keys[pg_catalog.array_position(locked, t_ids[1])]] END;
+                t_dead := CASE WHEN t_deads[1] THEN t_ids ELSE '{}' END;
+                IF t_deads[1] THEN
+                    t_ids := '{}'; t_atts := '{}'; t_pays := '{}';
                 END IF;
-            END LOOP;
+            ELSE
+                SELECT COALESCE(pg_catalog.array_agg(x.i ORDER BY x.o) FILTER (WHERE NOT x.d), '{}'),
+                       COALESCE(pg_catalog.array_agg(x.a ORDER BY x.o) FILTER (WHERE NOT x.d), '{}'),
+                       COALESCE(pg_catalog.array_agg(x.p ORDER BY x.o) FILTER (WHERE NOT x.d), '{}'),
+                       COALESCE(pg_catalog.array_agg(keys[pg_catalog.array_position(locked, x.i)]) FILTER (WHERE NOT x.d), '{}'),
+                       COALESCE(pg_catalog.array_agg(x.i) FILTER (WHERE x.d), '{}')
+                  INTO t_ids, t_atts, t_pays, t_keys, t_dead
+                  FROM ROWS FROM (pg_catalog.unnest(t_ids), pg_catalog.unnest(t_atts), pg_catalog.unnest(t_pays),
+                                  pg_catalog.unnest(t_deads)) WITH ORDINALITY x(i, a, p, d, o);
+            END IF;
+            PERFORM pg_catalog.pg_advisory_lock(k) FROM pg_catalog.unnest(t_keys) k;
+            held_keys := held_keys || t_keys;
+            got := got + pg_catalog.cardinality(t_ids);
+            ids := ids || t_ids;
+            atts := atts || t_atts;
+            pays := pays || t_pays;
+            dead := dead || t_dead;
         END IF;
         EXIT WHEN NOT full_page;
     END LOOP;

@@ -104,6 +104,7 @@ DECLARE
     k record;
     held jsonb;
     mine text[];
+    held_keys bigint[];
     run text[] := '{}';
     run_tokens timestamptz[] := '{}';
     out text[];
@@ -134,8 +135,9 @@ BEGIN
         mine := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(held -> $1, '[]')));
         run := ARRAY(SELECT u.v FROM pg_catalog.unnest(ids) u(v) WHERE u.v = ANY (mine));
     ELSIF e.form = 'advisory' THEN
+        held_keys := @extschema@._settle_keys_held();
         run := ARRAY(SELECT u.v FROM pg_catalog.unnest(ids) u(v)
-                     WHERE @extschema@.queue_advisory_key($1, u.v) = ANY (@extschema@._settle_keys_held()));
+                     WHERE @extschema@.queue_advisory_key($1, u.v) = ANY (held_keys));
         -- each key stays held until this transaction ends: after the outcome
         -- commits, or after a failed statement rolls it back
         FOREACH given IN ARRAY run LOOP
