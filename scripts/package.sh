@@ -67,6 +67,18 @@ if [ "${1:-}" = sql ]; then
     echo 'COMMIT;'
   } >"$psql_file"
   # moving a database between the editions in place, each way in one transaction (docs/editions.md)
+  # refuse_unless VAR MESSAGE: psql lines that end the file (rolled back, nothing changed)
+  # with MESSAGE unless psql variable VAR is set (to true, for a boolean)
+  refuse_unless() {
+    echo "\\if :$1"
+    echo '\else'
+    echo "\\warn $2"
+    echo 'ROLLBACK;'
+    echo '\quit'
+    echo '\endif'
+  }
+  # (the schema found, kept for keep.sql, restore.sql and install_block)
+  install_schema_from_var="SELECT pg_catalog.set_config('settle_sql.install_schema', :'schema', true) IS NULL AS failed \\gset"
   functions=$(sed -n 's/^CREATE FUNCTION \(@extschema@\.\)\{0,1\}\([a-z_]*\)(.*/\2/p' <<<"$body" | sort -u | paste -sd, -)
   to_native=$out/settle-sql-to-native--$version.sql
   {
@@ -80,13 +92,8 @@ if [ "${1:-}" = sql ]; then
     echo "SELECT (SELECT n.nspname FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace"
     echo "  WHERE p.proname = 'settle_edition' AND NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'settle')"
     echo "  LIMIT 1) AS schema \\gset"
-    echo '\if :{?schema}'
-    echo '\else'
-    echo "\\warn 'settle: this database has no SQL edition installed with psql (none, or it is an extension: the native one, or the SQL edition through pg_tle)'"
-    echo 'ROLLBACK;'
-    echo '\quit'
-    echo '\endif'
-    echo "SELECT pg_catalog.set_config('settle_sql.install_schema', :'schema', true) IS NULL AS failed \\gset"
+    refuse_unless '{?schema}' "'settle: this database has no SQL edition installed with psql (none, or it is an extension: the native one, or the SQL edition through pg_tle)'"
+    echo "$install_schema_from_var"
     cat sqlapi/move/keep.sql
     sed "s/@functions@/$functions/" sqlapi/move/drop-sql-edition.sql
     echo "SELECT pg_catalog.format('CREATE EXTENSION settle SCHEMA %I VERSION %L', :'schema', '$version') AS create_settle \\gset"
@@ -106,20 +113,10 @@ if [ "${1:-}" = sql ]; then
     echo "  WHERE e.extname = 'settle' AND NOT EXISTS (SELECT FROM pg_catalog.pg_proc p WHERE p.proname = 'settle_edition'"
     echo "    AND p.pronamespace = e.extnamespace)) AS schema,"
     echo "  (SELECT e.extversion FROM pg_catalog.pg_extension e WHERE e.extname = 'settle') AS native_version \\gset"
-    echo '\if :{?schema}'
-    echo '\else'
-    echo "\\warn 'settle: this database has no native extension settle (none, or the SQL edition)'"
-    echo 'ROLLBACK;'
-    echo '\quit'
-    echo '\endif'
+    refuse_unless '{?schema}' "'settle: this database has no native extension settle (none, or the SQL edition)'"
     echo "SELECT :'native_version' = '$version' AS same_version \\gset"
-    echo '\if :same_version'
-    echo '\else'
-    echo "\\warn 'settle: the native extension is ' :native_version ', this file moves $version: ALTER EXTENSION settle UPDATE TO ''$version'' first'"
-    echo 'ROLLBACK;'
-    echo '\quit'
-    echo '\endif'
-    echo "SELECT pg_catalog.set_config('settle_sql.install_schema', :'schema', true) IS NULL AS failed \\gset"
+    refuse_unless same_version "'settle: the native extension is ' :native_version ', this file moves $version: ALTER EXTENSION settle UPDATE TO ''$version'' first'"
+    echo "$install_schema_from_var"
     cat sqlapi/move/keep.sql
     echo 'DROP EXTENSION settle;'
     install_block

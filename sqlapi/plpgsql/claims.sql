@@ -12,14 +12,6 @@ CREATE FUNCTION @extschema@._settle_set_row_locks(held jsonb) RETURNS text
     LANGUAGE sql VOLATILE
     AS $$ SELECT pg_catalog.set_config('settle_sql.row_locks', held::pg_catalog.text, true) $$;
 
--- Switch this transaction's search_path: to the caller's while a statement
--- writes the queue table, to pg_catalog, pg_temp for settle's own statements.
--- (Returns set_config's text so that the planner inlines it: a void SQL
--- function is called through the function manager every time.)
-CREATE FUNCTION @extschema@._settle_as(search_path text) RETURNS text
-    LANGUAGE sql VOLATILE
-    AS $$ SELECT pg_catalog.set_config('search_path', $1, true) $$;
-
 -- The advisory keys (bigint form) this session holds. (PL/pgSQL: its plan is
 -- kept for the session, an SQL function with a FROM clause is planned on every call.)
 CREATE FUNCTION @extschema@._settle_keys_held() RETURNS bigint[]
@@ -239,28 +231,26 @@ CREATE FUNCTION @extschema@.queue_claim(queue text, batch integer DEFAULT 1, lea
 DECLARE
     ignored text;
     caller_path text := pg_catalog.current_setting('search_path');
-    s @extschema@.settle_queue_shape;
     e record;
     r record;
     n integer;
+    every interval;
     from_id text;
     started timestamptz;
 BEGIN
-    ignored := pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    ignored := @extschema@._settle_as('pg_catalog, pg_temp');
     ignored := @extschema@._settle_need($1, 'queue');
     batch := COALESCE(batch, 1);
     IF batch < 1 OR batch > 10000 THEN
         PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('batch must be between 1 and 10000, got %s', batch));
     END IF;
     SELECT * INTO e FROM @extschema@._settle_entry($1);
-    IF e.version IS NULL THEN
-        s := @extschema@._settle_shape($1);
-    END IF;
     IF e.form <> 'lease' AND lease IS NOT NULL THEN
         PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('lease applies to the lease form only; queue "%s" uses %s', $1, e.form));
     END IF;
     -- where the scan starts: the mark, or (NULL) the lowest id, timed
-    from_id := @extschema@._settle_mark_start($1, e.version);
+    every := @extschema@._settle_rescan_interval();
+    from_id := @extschema@._settle_mark_start($1, e.version, every);
     IF from_id IS NULL THEN
         started := pg_catalog.clock_timestamp();
     END IF;
@@ -281,6 +271,6 @@ BEGIN
                  WITH ORDINALITY x(i, a, t, p, o)
             ORDER BY x.o;
     END IF;
-    ignored := @extschema@._settle_mark_claimed($1, e.version, started, r.ids[n]);
+    ignored := @extschema@._settle_mark_claimed($1, e.version, every, started, r.ids[n]);
     ignored := @extschema@._settle_as(caller_path);
 END $$;

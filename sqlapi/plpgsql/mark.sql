@@ -6,9 +6,9 @@
 -- registration (settle_sql.m<md5 of the queue and _settle_entry's version>:
 -- the mark; settle_sql.r<…>: when the last scan from the lowest id started and
 -- how long it took, epoch seconds), so a queue registered anew, or whose table
--- changed, starts without one; a
--- setting changed in a transaction that rolls back (or a savepoint) returns to
--- its earlier value, so a claim rolled back puts its mark back with its rows.
+-- changed, starts without one; a setting changed in a transaction that rolls
+-- back (or a savepoint) returns to its earlier value, so a claim rolled back
+-- puts its mark back with its rows.
 
 -- settle.rescan_interval as an interval: a bare number is milliseconds, as the
 -- native extension's setting reads it; '1s', '50ms', '1h' as written; 1s when unset.
@@ -27,21 +27,17 @@ BEGIN
 END $$;
 
 -- Where the next claim of queue starts: an id (inclusive), or NULL: at the
--- lowest id (no mark yet, no rescan interval, or a scan from the lowest id is due).
-CREATE FUNCTION @extschema@._settle_mark_start(queue text, version text) RETURNS text
+-- lowest id (no mark yet, no rescan interval, or a scan from the lowest id is
+-- due). every: settle.rescan_interval (_settle_rescan_interval).
+CREATE FUNCTION @extschema@._settle_mark_start(queue text, version text, every interval) RETURNS text
     LANGUAGE plpgsql VOLATILE
     AS $$
 DECLARE
     k text := pg_catalog.md5(queue || '/' || version);
     m text := NULLIF(pg_catalog.current_setting('settle_sql.m' || k, true), '');
-    every interval;
     r text[];
 BEGIN
-    IF m IS NULL THEN
-        RETURN NULL;
-    END IF;
-    every := @extschema@._settle_rescan_interval();
-    IF every <= interval '0' THEN
+    IF m IS NULL OR every <= interval '0' THEN
         RETURN NULL;
     END IF;
     r := pg_catalog.string_to_array(NULLIF(pg_catalog.current_setting('settle_sql.r' || k, true), ''), ' ');
@@ -52,9 +48,11 @@ BEGIN
     RETURN m;
 END $$;
 
--- After a claim of queue: started, when it began if it scanned from the lowest
--- id (NULL: it started at the mark); last, the highest id it took (NULL: none).
-CREATE FUNCTION @extschema@._settle_mark_claimed(queue text, version text, started timestamptz, last text) RETURNS text
+-- After a claim of queue (every: as for _settle_mark_start): started, when it
+-- began if it scanned from the lowest id (NULL: it started at the mark); last,
+-- the highest id it took (NULL: none).
+CREATE FUNCTION @extschema@._settle_mark_claimed(queue text, version text, every interval, started timestamptz, last text)
+    RETURNS text
     LANGUAGE plpgsql VOLATILE
     AS $$
 DECLARE
@@ -67,7 +65,7 @@ BEGIN
             false);
     END IF;
     -- with no rescan interval every claim starts at the lowest id anyway
-    IF last IS NOT NULL AND @extschema@._settle_rescan_interval() > interval '0' THEN
+    IF last IS NOT NULL AND every > interval '0' THEN
         ignored := pg_catalog.set_config('settle_sql.m' || k, last, false);
     END IF;
     RETURN NULL;

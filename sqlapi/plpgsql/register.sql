@@ -144,9 +144,9 @@ BEGIN
         ELSE
             IF dlt IS NULL THEN
                 -- a dead-letter table's name means what it means to the caller
-                ignored := pg_catalog.set_config('search_path', caller_path, true);
+                ignored := @extschema@._settle_as(caller_path);
                 dlt := pg_catalog.to_regclass(dl);
-                ignored := pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+                ignored := @extschema@._settle_as('pg_catalog, pg_temp');
             END IF;
             IF dlt IS NULL THEN
                 PERFORM @extschema@._settle_error('SQ003', pg_catalog.format(
@@ -306,10 +306,10 @@ BEGIN
         END IF;
         -- parse and plan it now ($1 = the id, of the id column's type), so a
         -- mistake shows at registration rather than at the first delivery
-        ignored := pg_catalog.set_config('search_path', caller_path, true);
+        ignored := @extschema@._settle_as(caller_path);
         EXECUTE pg_catalog.format('PREPARE _settle_outcome_check(%s) AS %s', s.id_type, $3);
         DEALLOCATE _settle_outcome_check;
-        ignored := pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        ignored := @extschema@._settle_as('pg_catalog, pg_temp');
         UPDATE @extschema@.settle_queues q SET outcomes = q.outcomes || pg_catalog.jsonb_build_object($2, $3) WHERE q.queue = $1;
     ELSE
         UPDATE @extschema@.settle_queues q SET outcomes = q.outcomes - $2 WHERE q.queue = $1;
@@ -333,10 +333,10 @@ DECLARE
     dl text := $4;
     dl_exists boolean;
 BEGIN
-    ignored := pg_catalog.set_config('search_path', caller_path, true);
+    ignored := @extschema@._settle_as(caller_path);
     schema := pg_catalog.current_schema();
     dl_exists := pg_catalog.to_regclass(dl) IS NOT NULL;
-    ignored := pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    ignored := @extschema@._settle_as('pg_catalog, pg_temp');
     PERFORM @extschema@._settle_need($1, 'queue');
     PERFORM @extschema@._settle_need($2, 'form');
     IF $2 NOT IN ('row_lock', 'lease', 'advisory') THEN

@@ -124,9 +124,6 @@ BEGIN
         END IF;
     END IF;
     SELECT * INTO e FROM @extschema@._settle_entry($1);
-    IF e.version IS NULL THEN
-        s := @extschema@._settle_shape($1);
-    END IF;
     k := @extschema@._settle_write_for($1, e, n, action, delay, tokens);
     -- the ids that reach the statement: row_lock only those this transaction
     -- claimed, advisory only those whose key this session holds
@@ -204,13 +201,19 @@ CREATE FUNCTION @extschema@._settle_run_custom(sql text, id anyelement) RETURNS 
     LANGUAGE plpgsql VOLATILE
     AS $$ BEGIN EXECUTE sql USING id; END $$;
 
-CREATE FUNCTION @extschema@._settle_one(queue text, id text, res text, lease boolean) RETURNS text
-    LANGUAGE plpgsql IMMUTABLE
+-- One delivery settled with action (an outcome, or 'release'): its result, or
+-- SQ001 (a token was given: the lease was lost) or SQ006 when it is not held.
+CREATE FUNCTION @extschema@._settle_one(queue text, id text, action text, delay interval, token timestamptz,
+                                        caller_path text) RETURNS text
+    LANGUAGE plpgsql VOLATILE
     AS $$
+DECLARE
+    res text := (@extschema@._settle_settle(queue, ARRAY[id], action, delay,
+                                            CASE WHEN token IS NULL THEN NULL ELSE ARRAY[token] END, caller_path))[1];
 BEGIN
     IF res IS NOT NULL THEN
         RETURN res;
-    ELSIF lease THEN
+    ELSIF token IS NOT NULL THEN
         PERFORM @extschema@._settle_error('SQ001', pg_catalog.format(
             'lease lost: row %s of queue "%s" no longer holds this delivery''s token', id, queue));
     END IF;
@@ -242,15 +245,11 @@ DECLARE
     caller_path text := pg_catalog.current_setting('search_path');
     res text;
 BEGIN
-    ignored := pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    ignored := @extschema@._settle_as('pg_catalog, pg_temp');
     ignored := @extschema@._settle_need($1, 'queue');
     ignored := @extschema@._settle_need($2, 'id');
     ignored := @extschema@._settle_need($3, 'outcome');
-    res := (@extschema@._settle_settle($1, ARRAY[$2], @extschema@._settle_outcome($3), $4,
-            CASE WHEN $5 IS NULL THEN NULL ELSE ARRAY[$5] END, caller_path))[1];
-    IF res IS NULL THEN
-        PERFORM @extschema@._settle_one($1, $2, res, $5 IS NOT NULL);
-    END IF;
+    res := @extschema@._settle_one($1, $2, @extschema@._settle_outcome($3), $4, $5, caller_path);
     ignored := @extschema@._settle_as(caller_path);
     RETURN res;
 END $$;
@@ -265,7 +264,7 @@ DECLARE
     caller_path text := pg_catalog.current_setting('search_path');
     res text[];
 BEGIN
-    ignored := pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    ignored := @extschema@._settle_as('pg_catalog, pg_temp');
     ignored := @extschema@._settle_need($1, 'queue');
     ignored := @extschema@._settle_need($3, 'outcome');
     res := @extschema@._settle_settle($1, $2, @extschema@._settle_outcome($3), $4, $5, caller_path);
@@ -282,14 +281,10 @@ DECLARE
     caller_path text := pg_catalog.current_setting('search_path');
     res text;
 BEGIN
-    ignored := pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    ignored := @extschema@._settle_as('pg_catalog, pg_temp');
     ignored := @extschema@._settle_need($1, 'queue');
     ignored := @extschema@._settle_need($2, 'id');
-    res := (@extschema@._settle_settle($1, ARRAY[$2], 'release', NULL,
-            CASE WHEN $3 IS NULL THEN NULL ELSE ARRAY[$3] END, caller_path))[1];
-    IF res IS NULL THEN
-        PERFORM @extschema@._settle_one($1, $2, res, $3 IS NOT NULL);
-    END IF;
+    res := @extschema@._settle_one($1, $2, 'release', NULL, $3, caller_path);
     ignored := @extschema@._settle_as(caller_path);
     RETURN res;
 END $$;

@@ -48,6 +48,14 @@ BEGIN
     RAISE EXCEPTION USING ERRCODE = code, MESSAGE = 'settle: ' || message, HINT = hint;
 END $$;
 
+-- Switch this transaction's search_path: to the caller's while a statement
+-- writes the queue table, to pg_catalog, pg_temp for settle's own statements.
+-- (Returns set_config's text so that the planner inlines it: a void SQL
+-- function is called through the function manager every time.)
+CREATE FUNCTION @extschema@._settle_as(search_path text) RETURNS text
+    LANGUAGE sql VOLATILE
+    AS $$ SELECT pg_catalog.set_config('search_path', $1, true) $$;
+
 CREATE FUNCTION @extschema@._settle_need(v anyelement, what text) RETURNS anyelement
     LANGUAGE plpgsql IMMUTABLE
     AS $$

@@ -291,8 +291,8 @@ $$;
 -- What a hot call needs of a registered queue without building its shape, and
 -- the version its prepared statements are named by: the registry row's and the
 -- queue (and dead-letter) tables' catalog row versions, which every
--- registration change and every ALTER TABLE writes anew. version is NULL when
--- the queue or its table is gone (_settle_shape then says which).
+-- registration change and every ALTER TABLE writes anew. When the queue or its
+-- table is gone, _settle_shape says which (SQ002, SQ003).
 CREATE FUNCTION @extschema@._settle_entry(queue text, OUT version text, OUT form text, OUT max_attempts integer,
                                           OUT has_retry_after boolean, OUT outcomes jsonb)
     LANGUAGE plpgsql STABLE
@@ -309,6 +309,9 @@ BEGIN
       JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) q.tbl
       LEFT JOIN pg_catalog.pg_class d ON d.oid OPERATOR(pg_catalog.=) q.dead_letter_table
      WHERE q.queue OPERATOR(pg_catalog.=) $1;
+    IF version IS NULL THEN
+        PERFORM @extschema@._settle_shape($1);
+    END IF;
 END $$;
 
 -- The name of this session's prepared statement for one of a queue's
@@ -327,6 +330,8 @@ CREATE FUNCTION @extschema@._settle_prepared(queue text, version text, kind text
 DECLARE
     ignored text;
     pname text := 'settle_' || pg_catalog.md5(queue || '/' || version || '/' || kind);
+    base text := pg_catalog.split_part(kind, ':', 1);
+    arg text := pg_catalog.split_part(kind, ':', 2);
     s @extschema@.settle_queue_shape;
     stmt text;
     types text;
@@ -335,37 +340,34 @@ BEGIN
         RETURN pname;
     END IF;
     s := @extschema@._settle_shape(queue);
-    IF pg_catalog.split_part(kind, ':', 1) IN ('take', 'take_from') THEN
-        stmt := pg_catalog.replace(@extschema@._settle_take_lease(s, true, pg_catalog.split_part(kind, ':', 1) = 'take_from'),
-                                   'LIMIT $1', 'LIMIT ' || pg_catalog.split_part(kind, ':', 2)::integer);
+    -- a claim's batch size N is written into its statement (LIMIT N)
+    IF base IN ('take', 'take_from') THEN
+        stmt := pg_catalog.replace(@extschema@._settle_take_lease(s, true, base = 'take_from'), 'LIMIT $1', 'LIMIT ' || arg::integer);
         types := 'pg_catalog.int8, pg_catalog.timestamptz, pg_catalog.text';
-    ELSIF pg_catalog.split_part(kind, ':', 1) IN ('rowlock', 'rowlock_again', 'rowlock_from', 'rowlock_again_from') THEN
-        stmt := pg_catalog.replace(
-            @extschema@._settle_claim_row_lock(s, pg_catalog.split_part(kind, ':', 1) IN ('rowlock_again', 'rowlock_again_from'), true,
-                                               pg_catalog.split_part(kind, ':', 1) IN ('rowlock_from', 'rowlock_again_from')),
-            'LIMIT $1', 'LIMIT ' || pg_catalog.split_part(kind, ':', 2)::integer);
+    ELSIF base IN ('rowlock', 'rowlock_again', 'rowlock_from', 'rowlock_again_from') THEN
+        stmt := pg_catalog.replace(@extschema@._settle_claim_row_lock(s, base IN ('rowlock_again', 'rowlock_again_from'), true,
+                                                                      base IN ('rowlock_from', 'rowlock_again_from')),
+                                   'LIMIT $1', 'LIMIT ' || arg::integer);
         types := 'pg_catalog.int8, pg_catalog.text[], pg_catalog.text';
-    ELSIF pg_catalog.split_part(kind, ':', 1) IN ('cand', 'cand_after', 'cand_from') THEN
-        stmt := pg_catalog.replace(
-            @extschema@._settle_candidates(s, pg_catalog.split_part(kind, ':', 1) = 'cand_after', true,
-                                           pg_catalog.split_part(kind, ':', 1) = 'cand_from'),
-            'LIMIT $1', 'LIMIT ' || pg_catalog.split_part(kind, ':', 2)::integer);
+    ELSIF base IN ('cand', 'cand_after', 'cand_from') THEN
+        stmt := pg_catalog.replace(@extschema@._settle_candidates(s, base = 'cand_after', true, base = 'cand_from'),
+                                   'LIMIT $1', 'LIMIT ' || arg::integer);
         types := 'pg_catalog.int8, pg_catalog.text';
     ELSIF kind = 'take_advisory' THEN
         stmt := @extschema@._settle_take_advisory(s, true);
         types := 'pg_catalog.text[]';
-    ELSIF pg_catalog.split_part(kind, ':', 1) = 'write1' THEN
+    ELSIF base = 'write1' THEN
         -- one id and token as scalars, in arrays the planner counts (ARRAY[$1]):
         -- the generic plan then costs what a custom one does and is kept, where
         -- a text[] parameter makes PostgreSQL plan every call anew
-        stmt := pg_catalog.regexp_replace(@extschema@._settle_write(s, pg_catalog.split_part(kind, ':', 2), true),
+        stmt := pg_catalog.regexp_replace(@extschema@._settle_write(s, arg, true),
                     '\(\$1::pg_catalog\.text\[\]\)::(.+?)\[\]', 'ARRAY[($1::pg_catalog.text)::\1]', 'g');
         stmt := pg_catalog.replace(stmt, 'pg_catalog.unnest($1::pg_catalog.text[])', 'pg_catalog.unnest(ARRAY[$1::pg_catalog.text])');
         stmt := pg_catalog.replace(stmt, 'pg_catalog.unnest($2::pg_catalog.timestamptz[])',
                                    'pg_catalog.unnest(ARRAY[$2::pg_catalog.timestamptz])');
         types := 'pg_catalog.text, pg_catalog.timestamptz, pg_catalog.timestamptz';
     ELSE
-        stmt := @extschema@._settle_write(s, pg_catalog.split_part(kind, ':', 2), true);
+        stmt := @extschema@._settle_write(s, arg, true);
         types := 'pg_catalog.text[], pg_catalog.timestamptz[], pg_catalog.timestamptz';
     END IF;
     stmt := pg_catalog.format('PREPARE %I(%s) AS %s', pname, types, stmt);
