@@ -309,6 +309,7 @@ fn load(client: &SpiClient<'_>, name: &str) -> Result<(Queue, Vec<pg_sys::Oid>)>
     let group_name = role("group")?.map(|c| c.name.as_str());
     let placement = checked_placement(client, &row, name, &table, form, group_name, &dead)?;
     let (id_name, id_type_oid) = (ident(&id.name), id.type_oid);
+    let (priority, ordering_key) = (q(role("priority")?), role("ordering_key")?);
     let shape = Shape {
         queue: name.to_owned(),
         form,
@@ -341,6 +342,19 @@ fn load(client: &SpiClient<'_>, name: &str) -> Result<(Queue, Vec<pg_sys::Oid>)>
         plain_heap: !placement.distributed() && plain_heap(client, row.tbl),
         distributed: placement.distributed(),
         int_id: [pg_sys::INT2OID, pg_sys::INT4OID, pg_sys::INT8OID].contains(&id_type_oid),
+        priority,
+        ordering_key: match ordering_key {
+            None => None,
+            Some(c) => Some((
+                ident(&c.name),
+                crate::register::key_equality(client, c.type_oid).ok_or_else(|| {
+                    SettleError::InvalidDescriptor(format!(
+                        "the ordering_key column \"{}\" of queue \"{name}\" no longer has an equality; register the queue again",
+                        c.name
+                    ))
+                })?,
+            )),
+        },
     };
     let encoder = shape
         .native_row

@@ -12,7 +12,7 @@ use pgrx::{pg_sys, PgOid};
 use std::collections::HashMap;
 
 /// Column roles a descriptor can name (docs/semantics.md, "A queue and its rows"), with their default names.
-pub const ROLES: [(&str, &str); 8] = [
+pub const ROLES: [(&str, &str); 10] = [
     ("id", "id"),
     ("attempt", "attempt"),
     ("retry_after", "retry_after"),
@@ -21,6 +21,8 @@ pub const ROLES: [(&str, &str); 8] = [
     ("group", "queue"),
     ("created_at", "created_at"),
     ("payload", "payload"),
+    ("priority", "priority"),
+    ("ordering_key", "ordering_key"),
 ];
 
 fn is_int(t: pg_sys::Oid) -> bool {
@@ -112,6 +114,9 @@ pub fn resolve(client: &SpiClient<'_>, r: &Registration<'_>) -> Result<Descripto
     }
     let group = resolved.get("group").map(|c| c.name.as_str());
     check_keyed(client, relid, &table, &id.name, group)?;
+    if let Some(k) = resolved.get("ordering_key") {
+        check_ordering_key(client, relid, &table, k, &id.name)?;
+    }
     if form == Form::Lease && !resolved.contains_key("locked_until") {
         bail!(
             InvalidDescriptor,
@@ -172,7 +177,7 @@ fn resolve_roles<'c>(
         if !ROLES.iter().any(|(r, _)| r == k) {
             bail!(
                 InvalidDescriptor,
-                "unknown column role \"{k}\": the roles are id, attempt, retry_after, locked_until, processed_at, group, created_at, payload"
+                "unknown column role \"{k}\": the roles are id, attempt, retry_after, locked_until, processed_at, group, created_at, payload, priority, ordering_key"
             );
         }
         if !(v.is_string() || v.is_null()) {
@@ -237,14 +242,16 @@ fn check_role_types(resolved: &HashMap<&str, &Column>, table: &str) -> Result<()
             );
         }
     }
-    if let Some(c) = resolved.get("attempt") {
-        if !is_int(c.type_oid) {
-            bail!(
-                InvalidDescriptor,
-                "column \"{}\" (attempt) of {table} is {}, it must be an integer type",
-                c.name,
-                type_name(c.type_oid)
-            );
+    for role in ["attempt", "priority"] {
+        if let Some(c) = resolved.get(role) {
+            if !is_int(c.type_oid) {
+                bail!(
+                    InvalidDescriptor,
+                    "column \"{}\" ({role}) of {table} is {}, it must be an integer type",
+                    c.name,
+                    type_name(c.type_oid)
+                );
+            }
         }
     }
     if let Some(c) = resolved.get("group") {
@@ -285,6 +292,79 @@ fn check_keyed(
             "the id column \"{id}\" of {table} needs a primary key or unique index of its own (claims order and find rows by it)"
         ),
     }
+}
+
+/// The schema of the equality operator of `ty`'s default btree operator class
+/// (of the type, its domain's base type, a type it is binary-coercible to, or
+/// the enum and array classes), quoted; no row: the type has none. The SQL
+/// edition asks the same question with the same statement (`_settle_key_eq`).
+pub const KEY_EQ_SCHEMA: &str = "SELECT pg_catalog.quote_ident(n.nspname::pg_catalog.text) \
+  FROM pg_catalog.pg_type t, pg_catalog.pg_am m, pg_catalog.pg_opclass c, pg_catalog.pg_amop a, \
+       pg_catalog.pg_operator o, pg_catalog.pg_namespace n \
+  WHERE t.oid OPERATOR(pg_catalog.=) $1 AND m.amname OPERATOR(pg_catalog.=) 'btree' \
+    AND c.opcmethod OPERATOR(pg_catalog.=) m.oid AND c.opcdefault \
+    AND a.amopfamily OPERATOR(pg_catalog.=) c.opcfamily AND a.amopstrategy OPERATOR(pg_catalog.=) 3 \
+    AND a.amoplefttype OPERATOR(pg_catalog.=) c.opcintype AND a.amoprighttype OPERATOR(pg_catalog.=) c.opcintype \
+    AND o.oid OPERATOR(pg_catalog.=) a.amopopr AND n.oid OPERATOR(pg_catalog.=) o.oprnamespace \
+    AND (c.opcintype OPERATOR(pg_catalog.=) t.oid OR c.opcintype OPERATOR(pg_catalog.=) t.typbasetype \
+      OR (t.typtype OPERATOR(pg_catalog.=) 'e' AND c.opcintype OPERATOR(pg_catalog.=) 'pg_catalog.anyenum'::pg_catalog.regtype) \
+      OR (t.typcategory OPERATOR(pg_catalog.=) 'A' AND c.opcintype OPERATOR(pg_catalog.=) 'pg_catalog.anyarray'::pg_catalog.regtype) \
+      OR EXISTS (SELECT 1 FROM pg_catalog.pg_cast k WHERE k.castmethod OPERATOR(pg_catalog.=) 'b' \
+        AND k.casttarget OPERATOR(pg_catalog.=) c.opcintype \
+        AND k.castsource OPERATOR(pg_catalog.=) ANY (ARRAY[t.oid, t.typbasetype]))) \
+  ORDER BY c.opcintype OPERATOR(pg_catalog.=) t.oid DESC LIMIT 1";
+
+/// The equality the claim compares ordering keys with: `OPERATOR(schema.=)`
+/// of the key type's default btree class, so the `(ordering_key, id)` index
+/// serves it; `None`: the type has none.
+pub fn key_equality(client: &SpiClient<'_>, ty: pg_sys::Oid) -> Option<String> {
+    spi(client
+        .select(KEY_EQ_SCHEMA, None, &[ty.into()])
+        .and_then(|t| match t.is_empty() {
+            true => Ok(None),
+            false => t.first().get_one::<String>(),
+        }))
+    .map(|schema| format!("OPERATOR({schema}.=)"))
+}
+
+/// The ordering_key column has an equality (see [`key_equality`]) and leads
+/// an index, which the claim probes for each candidate (a row of its key with
+/// a lower id); without one every probe reads the table.
+fn check_ordering_key(
+    client: &SpiClient<'_>,
+    relid: pg_sys::Oid,
+    table: &str,
+    key: &Column,
+    id: &str,
+) -> Result<()> {
+    if key_equality(client, key.type_oid).is_none() {
+        bail!(
+            InvalidDescriptor,
+            "column \"{}\" (ordering_key) of {table} is {}, a type without a default btree operator class (no equality a claim can use)",
+            key.name,
+            type_name(key.type_oid)
+        );
+    }
+    let leads = spi(client
+        .select(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_index i JOIN pg_catalog.pg_attribute a \
+               ON a.attrelid OPERATOR(pg_catalog.=) i.indrelid AND a.attnum OPERATOR(pg_catalog.=) i.indkey[0] \
+             WHERE i.indrelid OPERATOR(pg_catalog.=) $1 AND a.attname OPERATOR(pg_catalog.=) $2::pg_catalog.name)",
+            None,
+            &[relid.into(), key.name.as_str().into()],
+        )
+        .and_then(|t| t.first().get_one::<bool>()))
+    .unwrap_or(false);
+    if !leads {
+        bail!(
+            InvalidDescriptor,
+            "the ordering_key column \"{}\" of {table} needs an index that starts with it (a claim looks for an earlier row of each key): CREATE INDEX ON {table} ({}, {})",
+            key.name,
+            key.name,
+            id
+        );
+    }
+    Ok(())
 }
 
 /// max_attempts and the dead letter, checked together: (the dead letter as

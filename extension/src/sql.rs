@@ -179,6 +179,13 @@ pub struct Shape {
     /// the id column is an integer (int2/int4/int8): its text sorts by value
     /// once parsed, so the extension can put claimed rows in id order itself
     pub int_id: bool,
+    /// the priority column (quoted): claims take ready rows in (priority, id)
+    /// order, NULL after every value
+    pub priority: Option<String>,
+    /// the ordering_key column (quoted) and the equality its keys compare
+    /// with (`OPERATOR(schema.=)`): a row is ready only while no row of its
+    /// key with a lower id is still in the queue
+    pub ordering_key: Option<(String, String)>,
 }
 
 /// Quote a string as an SQL literal (standard_conforming_strings on, as since 9.1).
@@ -237,7 +244,40 @@ impl Shape {
             );
             p.push(format!("({c} IS NULL OR {c} {LT} {NOW})"));
         }
+        p.extend(self.key_free(a));
         join_and(p)
+    }
+
+    /// With an ordering key: the row's key (if any) has no row with a lower id
+    /// still in the queue — ready, delayed or in flight (a probe of the
+    /// `(ordering_key, id)` index registration asks for).
+    fn key_free(&self, a: &str) -> Option<String> {
+        let (k, eq) = self.ordering_key.as_ref()?;
+        let mut p = self.mine("_s_k");
+        p.push(format!("_s_k.{k} {eq} {}", self.col(a, k)));
+        p.push(format!("{} {LT} {}", self.id_of("_s_k"), self.id_of(a)));
+        Some(format!(
+            "({} IS NULL OR NOT EXISTS (SELECT 1 FROM {} _s_k WHERE {}))",
+            self.col(a, k),
+            self.table,
+            join_and(p)
+        ))
+    }
+
+    /// The order a claim takes ready rows in: by id, or (priority, id) with
+    /// NULL priorities last (an ascending sort's default, so a `(priority, id)`
+    /// index serves it).
+    fn claim_order(&self, a: &str) -> String {
+        match &self.priority {
+            Some(p) => format!("{}, {}", self.col(a, p), self.id_of(a)),
+            None => self.id_of(a),
+        }
+    }
+
+    /// Claims take rows in id order and nothing else decides readiness by
+    /// position: the session's mark (see `mark`) may skip the rows below it.
+    pub fn id_ordered(&self) -> bool {
+        self.priority.is_none() && self.ordering_key.is_none()
     }
 
     /// Conditions of a row that belongs to this queue and is not settled yet.

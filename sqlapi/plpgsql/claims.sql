@@ -127,12 +127,12 @@ BEGIN
     END IF;
 END $$;
 
--- The advisory claim: walk ready rows in id order (pages of 2 * batch + 16)
+-- The advisory claim: walk ready rows in claim order (pages of 2 * batch + 16)
 -- and lock their keys; a key locked at transaction level first, so an error
 -- half-way leaks none, and held for the session only once its row is taken.
 -- Out: as _settle_take_leased's, toks NULL.
 CREATE FUNCTION @extschema@._settle_take_keyed(queue text, version text, batch integer, from_id text, caller_path text,
-                                              OUT ids text[], OUT atts integer[], OUT toks timestamptz[], OUT pays jsonb[])
+                                              by_priority boolean, OUT ids text[], OUT atts integer[], OUT toks timestamptz[], OUT pays jsonb[])
     LANGUAGE plpgsql VOLATILE
     AS $$
 DECLARE
@@ -142,6 +142,7 @@ DECLARE
     page bigint := batch * 2 + 16;
     held_keys bigint[] := @extschema@._settle_keys_held();
     last_id text;
+    passed bigint := 0;
     cands text[];
     cand_keys bigint[];
     locked text[];
@@ -168,7 +169,8 @@ BEGIN
                                              caller_path), page, from_id);
         ELSE
             stmt := pg_catalog.format('EXECUTE %I(%L, %L)',
-                @extschema@._settle_prepared(queue, version, 'cand_after:' || page, caller_path), page, last_id);
+                @extschema@._settle_prepared(queue, version, 'cand_after:' || page, caller_path), page,
+                CASE WHEN by_priority THEN passed::text ELSE last_id END);
         END IF;
         ignored := @extschema@._settle_as(caller_path);
         EXECUTE stmt INTO cands, cand_keys;
@@ -176,6 +178,7 @@ BEGIN
         FOR j IN 1 .. COALESCE(pg_catalog.cardinality(cands), 0) LOOP
             EXIT WHEN pg_catalog.cardinality(locked) >= batch - got;
             last_id := cands[j];
+            passed := passed + 1;
             -- a session lock is re-entrant: never hand this session a row it already holds
             IF NOT (cand_keys[j] = ANY (held_keys)) AND pg_catalog.pg_try_advisory_xact_lock(cand_keys[j]) THEN
                 locked := locked || cands[j];
@@ -249,7 +252,9 @@ BEGIN
         PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('lease applies to the lease form only; queue "%s" uses %s', $1, e.form));
     END IF;
     -- where the scan starts: the mark, or (NULL) the lowest id, timed
-    every := @extschema@._settle_rescan_interval();
+    -- (none for a queue claimed in another order than by id, or whose rows
+    -- become ready behind their key's head: scanned from the start every time)
+    every := CASE WHEN e.id_ordered THEN @extschema@._settle_rescan_interval() ELSE interval '0' END;
     from_id := @extschema@._settle_mark_start($1, e.version, every);
     IF from_id IS NULL THEN
         started := pg_catalog.clock_timestamp();
@@ -259,7 +264,7 @@ BEGIN
     ELSIF e.form = 'row_lock' THEN
         r := @extschema@._settle_take_locked($1, e.version, batch, from_id, caller_path);
     ELSE
-        r := @extschema@._settle_take_keyed($1, e.version, batch, from_id, caller_path);
+        r := @extschema@._settle_take_keyed($1, e.version, batch, from_id, caller_path, e.by_priority);
     END IF;
     n := COALESCE(pg_catalog.cardinality(r.ids), 0);
     IF n = 1 THEN

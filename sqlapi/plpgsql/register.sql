@@ -1,6 +1,51 @@
 -- The SQL edition: queue registration (SQ003 names what is wrong), custom
 -- outcomes, queue_create.
 
+-- A role's column is of a type the role can use (SQ003 otherwise).
+CREATE FUNCTION @extschema@._settle_check_role(k text, name text, typ oid, tname text, generated boolean, t text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    AS $$
+BEGIN
+    IF k IN ('retry_after', 'locked_until', 'processed_at') AND typ <> 'timestamptz'::regtype THEN
+        PERFORM @extschema@._settle_error('SQ003', pg_catalog.format('column "%s" (%s) of %s is %s, it must be timestamptz', name, k, t, tname));
+    ELSIF k = 'created_at' AND typ NOT IN ('timestamptz'::regtype, 'timestamp'::regtype) THEN
+        PERFORM @extschema@._settle_error('SQ003', pg_catalog.format('column "%s" (created_at) of %s must be timestamptz', name, t));
+    ELSIF k = 'payload' AND typ NOT IN ('jsonb'::regtype, 'json'::regtype, 'text'::regtype, 'varchar'::regtype) THEN
+        PERFORM @extschema@._settle_error('SQ003', pg_catalog.format(
+            'column "%s" (payload) of %s is %s; a payload column must be jsonb, json, text or varchar (name another with columns => ''{"payload": "..."}'', or hand handlers the whole row with ''{"payload": null}'')',
+            name, t, tname));
+    ELSIF k IN ('attempt', 'priority') AND typ NOT IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype) THEN
+        PERFORM @extschema@._settle_error('SQ003', pg_catalog.format('column "%s" (%s) of %s is %s, it must be an integer type', name, k, t, tname));
+    ELSIF k = 'group' AND typ NOT IN ('text'::regtype, 'varchar'::regtype) THEN
+        PERFORM @extschema@._settle_error('SQ003', pg_catalog.format('column "%s" (group) of %s must be text or varchar', name, t));
+    ELSIF k = 'id' AND generated THEN
+        PERFORM @extschema@._settle_error('SQ003', pg_catalog.format('the id column "%s" of %s must not be a generated column', name, t));
+    END IF;
+END $$;
+
+-- The ordering_key column has an equality (_settle_key_eq) and leads an
+-- index, which the claim probes for each candidate (a row of its key with a
+-- lower id); without one every probe reads the table.
+CREATE FUNCTION @extschema@._settle_check_ordering_key(tbl regclass, t text, key text, id_col text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    AS $$
+DECLARE
+    typ oid := (SELECT a.atttypid FROM pg_catalog.pg_attribute a WHERE a.attrelid = $1 AND a.attname = $3);
+BEGIN
+    IF @extschema@._settle_key_eq(typ) IS NULL THEN
+        PERFORM @extschema@._settle_error('SQ003', pg_catalog.format(
+            'column "%s" (ordering_key) of %s is %s, a type without a default btree operator class (no equality a claim can use)',
+            key, t, @extschema@._settle_type_name(typ)));
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_index i JOIN pg_catalog.pg_attribute a
+                     ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+                    WHERE i.indrelid = $1 AND a.attname = $3) THEN
+        PERFORM @extschema@._settle_error('SQ003', pg_catalog.format(
+            'the ordering_key column "%s" of %s needs an index that starts with it (a claim looks for an earlier row of each key): CREATE INDEX ON %s (%s, %s)',
+            key, t, t, key, id_col));
+    END IF;
+END $$;
+
 -- A registration checked against its table (SQ004 for a NULL queue, table or
 -- form), its column roles resolved, as the registry stores it: {tbl, form, max_attempts, dead_letter,
 -- dead_letter_table, columns}. Writes nothing.
@@ -12,8 +57,8 @@ CREATE FUNCTION @extschema@._settle_resolve(queue text, tbl regclass, form text,
     AS $$
 DECLARE
     ignored text;
-    roles constant text[] := ARRAY['id', 'attempt', 'retry_after', 'locked_until', 'processed_at', 'group', 'created_at', 'payload'];
-    defaults constant text[] := ARRAY['id', 'attempt', 'retry_after', 'locked_until', 'processed_at', 'queue', 'created_at', 'payload'];
+    roles constant text[] := ARRAY['id', 'attempt', 'retry_after', 'locked_until', 'processed_at', 'group', 'created_at', 'payload', 'priority', 'ordering_key'];
+    defaults constant text[] := ARRAY['id', 'attempt', 'retry_after', 'locked_until', 'processed_at', 'queue', 'created_at', 'payload', 'priority', 'ordering_key'];
     t text;
     given jsonb := COALESCE(NULLIF($6, 'null'::jsonb), '{}');
     resolved jsonb := '{}';
@@ -50,7 +95,7 @@ BEGIN
     FOR k, v IN SELECT e.key, e.value FROM pg_catalog.jsonb_each(given) e LOOP
         IF NOT k = ANY (roles) THEN
             PERFORM @extschema@._settle_error('SQ003', pg_catalog.format(
-                'unknown column role "%s": the roles are id, attempt, retry_after, locked_until, processed_at, group, created_at, payload', k));
+                'unknown column role "%s": the roles are id, attempt, retry_after, locked_until, processed_at, group, created_at, payload, priority, ordering_key', k));
         END IF;
         IF pg_catalog.jsonb_typeof(v) NOT IN ('string', 'null') THEN
             PERFORM @extschema@._settle_error('SQ003', pg_catalog.format('column role "%s" must name a column (a string) or be null', k));
@@ -70,21 +115,7 @@ BEGIN
             IF NOT FOUND THEN
                 PERFORM @extschema@._settle_error('SQ003', pg_catalog.format('column "%s" (%s) does not exist in %s', name, k, t));
             END IF;
-            IF k IN ('retry_after', 'locked_until', 'processed_at') AND col.typ <> 'timestamptz'::regtype THEN
-                PERFORM @extschema@._settle_error('SQ003', pg_catalog.format('column "%s" (%s) of %s is %s, it must be timestamptz', name, k, t, col.tname));
-            ELSIF k = 'created_at' AND col.typ NOT IN ('timestamptz'::regtype, 'timestamp'::regtype) THEN
-                PERFORM @extschema@._settle_error('SQ003', pg_catalog.format('column "%s" (created_at) of %s must be timestamptz', name, t));
-            ELSIF k = 'payload' AND col.typ NOT IN ('jsonb'::regtype, 'json'::regtype, 'text'::regtype, 'varchar'::regtype) THEN
-                PERFORM @extschema@._settle_error('SQ003', pg_catalog.format(
-                    'column "%s" (payload) of %s is %s; a payload column must be jsonb, json, text or varchar (name another with columns => ''{"payload": "..."}'', or hand handlers the whole row with ''{"payload": null}'')',
-                    name, t, col.tname));
-            ELSIF k = 'attempt' AND col.typ NOT IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype) THEN
-                PERFORM @extschema@._settle_error('SQ003', pg_catalog.format('column "%s" (attempt) of %s is %s, it must be an integer type', name, t, col.tname));
-            ELSIF k = 'group' AND col.typ NOT IN ('text'::regtype, 'varchar'::regtype) THEN
-                PERFORM @extschema@._settle_error('SQ003', pg_catalog.format('column "%s" (group) of %s must be text or varchar', name, t));
-            ELSIF k = 'id' AND col.generated THEN
-                PERFORM @extschema@._settle_error('SQ003', pg_catalog.format('the id column "%s" of %s must not be a generated column', name, t));
-            END IF;
+            PERFORM @extschema@._settle_check_role(k, name, col.typ, col.tname, col.generated, t);
         END IF;
         resolved := resolved || pg_catalog.jsonb_build_object(k, name);
     END LOOP;
@@ -110,6 +141,9 @@ BEGIN
         END IF;
         PERFORM @extschema@._settle_error('SQ003', pg_catalog.format(
             'the id column "%s" of %s needs a primary key or unique index of its own (claims order and find rows by it)', id_col, t));
+    END IF;
+    IF resolved ->> 'ordering_key' IS NOT NULL THEN
+        PERFORM @extschema@._settle_check_ordering_key($2, t, resolved ->> 'ordering_key', id_col);
     END IF;
     IF $3 = 'lease' AND resolved ->> 'locked_until' IS NULL THEN
         PERFORM @extschema@._settle_error('SQ003', pg_catalog.format('the lease form needs a locked_until timestamptz column in %s', t));
@@ -200,7 +234,7 @@ CREATE FUNCTION @extschema@._settle_compare(registered jsonb, given jsonb)
     UNION ALL SELECT 'max_attempts', d.r ->> 'max_attempts', d.g ->> 'max_attempts', 2 FROM d
     UNION ALL SELECT 'dead_letter', @extschema@._settle_dead_text(d.r), @extschema@._settle_dead_text(d.g), 3 FROM d
     UNION ALL SELECT 'columns.' || k.role, d.r -> 'columns' ->> k.role, d.g -> 'columns' ->> k.role, 3 + k.o
-      FROM d, pg_catalog.unnest(ARRAY['id', 'attempt', 'retry_after', 'locked_until', 'processed_at', 'group', 'created_at', 'payload'])
+      FROM d, pg_catalog.unnest(ARRAY['id', 'attempt', 'retry_after', 'locked_until', 'processed_at', 'group', 'created_at', 'payload', 'priority', 'ordering_key'])
               WITH ORDINALITY k(role, o))
   SELECT f.field, f.registered, f.given FROM f WHERE f.registered IS DISTINCT FROM f.given ORDER BY f.o
 $$;

@@ -27,7 +27,10 @@ CREATE TYPE @extschema@.settle_queue_shape AS (
     max_attempts integer,
     dead_group   text,     -- quoted literal: dead rows move to this group
     dead_table   text,     -- qualified, quoted: dead rows move to this table
-    outcomes     jsonb
+    outcomes     jsonb,
+    priority     text,     -- claims take ready rows in (priority, id) order
+    ordering_key text,     -- a row waits while an earlier row of its key is in the queue
+    key_eq       text      -- the equality ordering keys compare with: OPERATOR(schema.=)
 );
 COMMENT ON TYPE @extschema@.settle_queue_shape IS 'settle (SQL edition): a registered queue as its statements see it';
 
@@ -122,6 +125,15 @@ BEGIN
     s.grp := r.cols -> 'group' ->> 0;
     s.created_at := r.cols -> 'created_at' ->> 0;
     s.payload := r.cols -> 'payload' ->> 0;
+    s.priority := r.cols -> 'priority' ->> 0;
+    s.ordering_key := r.cols -> 'ordering_key' ->> 0;
+    IF s.ordering_key IS NOT NULL THEN
+        s.key_eq := 'OPERATOR(' || @extschema@._settle_key_eq((r.cols -> 'ordering_key' ->> 1)::oid) || '.=)';
+        IF s.key_eq IS NULL THEN
+            PERFORM @extschema@._settle_error('SQ003', pg_catalog.format(
+                'the ordering_key column %s of queue "%s" no longer has an equality; register the queue again', s.ordering_key, $1));
+        END IF;
+    END IF;
     s.payload_kind := CASE (r.cols -> 'payload' ->> 1)::oid WHEN 3802 THEN 'jsonb' WHEN 114 THEN 'json'
                       WHEN NULL THEN NULL ELSE 'text' END;
     IF s.payload IS NULL THEN
@@ -177,7 +189,33 @@ CREATE FUNCTION @extschema@._settle_mine(s @extschema@.settle_queue_shape, a tex
            CASE WHEN s.processed_at IS NOT NULL THEN a || '.' || s.processed_at || ' IS NULL' END)
 $$;
 
--- Conditions every candidate row (alias a) satisfies.
+-- The schema of the equality of type t's default btree operator class (of the
+-- type, its domain's base type, a type it is binary-coercible to, or the enum
+-- and array classes), quoted; NULL: none. The native extension asks the same
+-- question with the same statement (register::KEY_EQ_SCHEMA).
+CREATE FUNCTION @extschema@._settle_key_eq(t oid) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT pg_catalog.quote_ident(n.nspname::pg_catalog.text)
+  FROM pg_catalog.pg_type t, pg_catalog.pg_am m, pg_catalog.pg_opclass c, pg_catalog.pg_amop a,
+       pg_catalog.pg_operator o, pg_catalog.pg_namespace n
+  WHERE t.oid OPERATOR(pg_catalog.=) $1 AND m.amname OPERATOR(pg_catalog.=) 'btree'
+    AND c.opcmethod OPERATOR(pg_catalog.=) m.oid AND c.opcdefault
+    AND a.amopfamily OPERATOR(pg_catalog.=) c.opcfamily AND a.amopstrategy OPERATOR(pg_catalog.=) 3
+    AND a.amoplefttype OPERATOR(pg_catalog.=) c.opcintype AND a.amoprighttype OPERATOR(pg_catalog.=) c.opcintype
+    AND o.oid OPERATOR(pg_catalog.=) a.amopopr AND n.oid OPERATOR(pg_catalog.=) o.oprnamespace
+    AND (c.opcintype OPERATOR(pg_catalog.=) t.oid OR c.opcintype OPERATOR(pg_catalog.=) t.typbasetype
+      OR (t.typtype OPERATOR(pg_catalog.=) 'e' AND c.opcintype OPERATOR(pg_catalog.=) 'pg_catalog.anyenum'::pg_catalog.regtype)
+      OR (t.typcategory OPERATOR(pg_catalog.=) 'A' AND c.opcintype OPERATOR(pg_catalog.=) 'pg_catalog.anyarray'::pg_catalog.regtype)
+      OR EXISTS (SELECT 1 FROM pg_catalog.pg_cast k WHERE k.castmethod OPERATOR(pg_catalog.=) 'b'
+        AND k.casttarget OPERATOR(pg_catalog.=) c.opcintype
+        AND k.castsource OPERATOR(pg_catalog.=) ANY (ARRAY[t.oid, t.typbasetype])))
+  ORDER BY c.opcintype OPERATOR(pg_catalog.=) t.oid DESC LIMIT 1
+$$;
+
+-- Conditions every candidate row (alias a) satisfies. With an ordering key:
+-- no row of the row's key with a lower id is still in the queue (ready,
+-- delayed or in flight), probed in the (ordering_key, id) index.
 CREATE FUNCTION @extschema@._settle_ready(s @extschema@.settle_queue_shape, a text) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
@@ -186,7 +224,21 @@ CREATE FUNCTION @extschema@._settle_ready(s @extschema@.settle_queue_shape, a te
            CASE WHEN s.retry_after IS NOT NULL THEN
              '(' || a || '.' || s.retry_after || ' IS NULL OR ' || a || '.' || s.retry_after || ' OPERATOR(pg_catalog.<=) pg_catalog.now())' END,
            CASE WHEN s.form = 'lease' THEN
-             '(' || a || '.' || s.locked_until || ' IS NULL OR ' || a || '.' || s.locked_until || ' OPERATOR(pg_catalog.<) pg_catalog.now())' END), ''), 'true')
+             '(' || a || '.' || s.locked_until || ' IS NULL OR ' || a || '.' || s.locked_until || ' OPERATOR(pg_catalog.<) pg_catalog.now())' END,
+           CASE WHEN s.ordering_key IS NOT NULL THEN
+             '(' || a || '.' || s.ordering_key || ' IS NULL OR NOT EXISTS (SELECT 1 FROM ' || s.tbl || ' _s_k WHERE '
+             || pg_catalog.concat_ws(' AND ', NULLIF(@extschema@._settle_mine(s, '_s_k'), ''),
+                  '_s_k.' || s.ordering_key || ' ' || s.key_eq || ' ' || a || '.' || s.ordering_key,
+                  '_s_k.' || s.id || ' OPERATOR(pg_catalog.<) ' || a || '.' || s.id) || '))' END), ''), 'true')
+$$;
+
+-- The order a claim takes ready rows (alias a) in: by id, or (priority, id)
+-- with NULL priorities last (an ascending sort's default, so a
+-- (priority, id) index serves it).
+CREATE FUNCTION @extschema@._settle_order(s @extschema@.settle_queue_shape, a text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT CASE WHEN s.priority IS NOT NULL THEN a || '.' || s.priority || ', ' ELSE '' END || a || '.' || s.id
 $$;
 
 -- `a.group = 'queue' AND ` on a grouped table, else nothing.

@@ -21,12 +21,12 @@ CREATE FUNCTION @extschema@._settle_claim_row_lock(s @extschema@.settle_queue_sh
     AS $$
   SELECT pg_catalog.format(
     CASE WHEN agg THEN
-      'SELECT pg_catalog.array_agg((_s_t.%1$s)::pg_catalog.text ORDER BY _s_t.%1$s), '
-      'pg_catalog.array_agg(%2$s ORDER BY _s_t.%1$s), pg_catalog.array_agg(%3$s ORDER BY _s_t.%1$s) '
-      'FROM (SELECT * FROM %4$s _s_t WHERE %5$s%7$s ORDER BY _s_t.%1$s LIMIT $1 FOR UPDATE OF _s_t SKIP LOCKED) _s_t'
+      'SELECT pg_catalog.array_agg((_s_t.%1$s)::pg_catalog.text ORDER BY %8$s), '
+      'pg_catalog.array_agg(%2$s ORDER BY %8$s), pg_catalog.array_agg(%3$s ORDER BY %8$s) '
+      'FROM (SELECT * FROM %4$s _s_t WHERE %5$s%7$s ORDER BY %8$s LIMIT $1 FOR UPDATE OF _s_t SKIP LOCKED) _s_t'
     ELSE
       'SELECT (_s_t.%1$s)::pg_catalog.text, %2$s, NULL::pg_catalog.timestamptz, %3$s FROM %4$s _s_t '
-      'WHERE %5$s%7$s ORDER BY _s_t.%1$s LIMIT $1 FOR UPDATE OF _s_t SKIP LOCKED' END,
+      'WHERE %5$s%7$s ORDER BY %8$s LIMIT $1 FOR UPDATE OF _s_t SKIP LOCKED' END,
     s.id,
     CASE WHEN s.attempt IS NOT NULL THEN '(COALESCE(_s_t.' || s.attempt || ', 0) OPERATOR(pg_catalog.+) 1)::pg_catalog.int4'
          ELSE 'NULL::pg_catalog.int4' END,
@@ -34,7 +34,8 @@ CREATE FUNCTION @extschema@._settle_claim_row_lock(s @extschema@.settle_queue_sh
     CASE WHEN again THEN pg_catalog.format(
       ' AND _s_t.%s NOT IN (SELECT _s_h FROM pg_catalog.unnest(($2::pg_catalog.text[])::%s[]) _s_h)', s.id, s.id_type)
     ELSE '' END
-    || CASE WHEN from_mark THEN @extschema@._settle_from_mark(s, '_s_t', 3) ELSE '' END)
+    || CASE WHEN from_mark THEN @extschema@._settle_from_mark(s, '_s_t', 3) ELSE '' END,
+    @extschema@._settle_order(s, '_s_t'))
 $$;
 
 -- Whether a row a take just counted (alias a) is past max_attempts.
@@ -59,12 +60,12 @@ CREATE FUNCTION @extschema@._settle_take_lease(s @extschema@.settle_queue_shape,
     AS $$
   SELECT pg_catalog.format(
     'WITH _s_took AS (UPDATE %1$s _s_t SET %2$s = $2%3$s WHERE %4$s%5$s OPERATOR(pg_catalog.=) ANY (ARRAY('
-      'SELECT %6$s FROM %1$s _s_c WHERE %7$s ORDER BY _s_c.%8$s LIMIT $1 FOR UPDATE OF _s_c SKIP LOCKED)) RETURNING _s_t.*) '
+      'SELECT %6$s FROM %1$s _s_c WHERE %7$s ORDER BY %12$s LIMIT $1 FOR UPDATE OF _s_c SKIP LOCKED)) RETURNING _s_t.*) '
     || CASE WHEN agg THEN
-         'SELECT pg_catalog.array_agg(%9$s ORDER BY _s_took.%8$s), pg_catalog.array_agg((_s_took.%8$s)::pg_catalog.text ORDER BY _s_took.%8$s), '
-         'pg_catalog.array_agg(%10$s ORDER BY _s_took.%8$s), pg_catalog.array_agg(_s_took.%2$s ORDER BY _s_took.%8$s), '
-         'pg_catalog.array_agg(%11$s ORDER BY _s_took.%8$s) FROM _s_took'
-       ELSE 'SELECT %9$s, (_s_took.%8$s)::pg_catalog.text, %10$s, _s_took.%2$s, %11$s FROM _s_took ORDER BY _s_took.%8$s' END,
+         'SELECT pg_catalog.array_agg(%9$s ORDER BY %13$s), pg_catalog.array_agg((_s_took.%8$s)::pg_catalog.text ORDER BY %13$s), '
+         'pg_catalog.array_agg(%10$s ORDER BY %13$s), pg_catalog.array_agg(_s_took.%2$s ORDER BY %13$s), '
+         'pg_catalog.array_agg(%11$s ORDER BY %13$s) FROM _s_took'
+       ELSE 'SELECT %9$s, (_s_took.%8$s)::pg_catalog.text, %10$s, _s_took.%2$s, %11$s FROM _s_took ORDER BY %13$s' END,
     s.tbl, s.locked_until,
     CASE WHEN s.attempt IS NOT NULL THEN ', ' || s.attempt || ' = COALESCE(_s_t.' || s.attempt || ', 0) OPERATOR(pg_catalog.+) 1' ELSE '' END,
     @extschema@._settle_in_group(s, '_s_t'),
@@ -72,7 +73,8 @@ CREATE FUNCTION @extschema@._settle_take_lease(s @extschema@.settle_queue_shape,
     CASE WHEN s.plain_heap THEN '_s_c.ctid' ELSE '_s_c.' || s.id END,
     @extschema@._settle_ready(s, '_s_c') || CASE WHEN from_mark THEN @extschema@._settle_from_mark(s, '_s_c', 3) ELSE '' END, s.id,
     @extschema@._settle_taken_dead(s, '_s_took'),
-    @extschema@._settle_attempt_out(s, '_s_took'), @extschema@._settle_payload(s, '_s_took'))
+    @extschema@._settle_attempt_out(s, '_s_took'), @extschema@._settle_payload(s, '_s_took'),
+    @extschema@._settle_order(s, '_s_c'), @extschema@._settle_order(s, '_s_took'))
 $$;
 
 -- advisory candidates: ready rows in id order with their keys. $1 int8 limit;
@@ -85,15 +87,19 @@ CREATE FUNCTION @extschema@._settle_candidates(s @extschema@.settle_queue_shape,
     AS $$
   SELECT pg_catalog.format(
     CASE WHEN agg THEN
-      'SELECT pg_catalog.array_agg((_s_t.%1$s)::pg_catalog.text ORDER BY _s_t.%1$s), '
-      'pg_catalog.array_agg(pg_catalog.hashtextextended(%2$L OPERATOR(pg_catalog.||) (_s_t.%1$s)::pg_catalog.text, 0) ORDER BY _s_t.%1$s) '
-      'FROM (SELECT * FROM %3$s _s_t WHERE %4$s%5$s ORDER BY _s_t.%1$s LIMIT $1) _s_t'
+      'SELECT pg_catalog.array_agg((_s_t.%1$s)::pg_catalog.text ORDER BY %6$s), '
+      'pg_catalog.array_agg(pg_catalog.hashtextextended(%2$L OPERATOR(pg_catalog.||) (_s_t.%1$s)::pg_catalog.text, 0) ORDER BY %6$s) '
+      'FROM (SELECT * FROM %3$s _s_t WHERE %4$s%5$s ORDER BY %6$s LIMIT $1%7$s) _s_t'
     ELSE
       'SELECT (_s_t.%1$s)::pg_catalog.text, pg_catalog.hashtextextended(%2$L OPERATOR(pg_catalog.||) (_s_t.%1$s)::pg_catalog.text, 0) '
-      'FROM %3$s _s_t WHERE %4$s%5$s ORDER BY _s_t.%1$s LIMIT $1' END,
+      'FROM %3$s _s_t WHERE %4$s%5$s ORDER BY %6$s LIMIT $1%7$s' END,
     s.id, pg_catalog.length(s.queue) || ':' || s.queue || ':', s.tbl, @extschema@._settle_ready(s, '_s_t'),
-    CASE WHEN after THEN pg_catalog.format(' AND _s_t.%s OPERATOR(pg_catalog.>) ($2::pg_catalog.text)::%s', s.id, s.id_type)
-         WHEN from_mark THEN @extschema@._settle_from_mark(s, '_s_t', 2) ELSE '' END)
+    CASE WHEN after AND s.priority IS NULL THEN pg_catalog.format(' AND _s_t.%s OPERATOR(pg_catalog.>) ($2::pg_catalog.text)::%s', s.id, s.id_type)
+         WHEN from_mark THEN @extschema@._settle_from_mark(s, '_s_t', 2) ELSE '' END,
+    @extschema@._settle_order(s, '_s_t'),
+    -- in (priority, id) order a page starts after as many rows as the claim
+    -- examined ($2), since no id bounds the rest
+    CASE WHEN after AND s.priority IS NOT NULL THEN ' OFFSET ($2::pg_catalog.text)::pg_catalog.int8' ELSE '' END)
 $$;
 
 -- The advisory take: the rows whose keys this session just locked, still
@@ -106,25 +112,26 @@ CREATE FUNCTION @extschema@._settle_take_advisory(s @extschema@.settle_queue_sha
     'WITH _s_took AS (UPDATE %1$s _s_t SET %2$s = COALESCE(_s_t.%2$s, 0) OPERATOR(pg_catalog.+) 1 '
       'WHERE _s_t.%3$s OPERATOR(pg_catalog.=) ANY (($1::pg_catalog.text[])::%4$s[]) AND %5$s RETURNING _s_t.*) '
     || CASE WHEN agg THEN
-         'SELECT pg_catalog.array_agg(%6$s ORDER BY _s_took.%3$s), pg_catalog.array_agg((_s_took.%3$s)::pg_catalog.text ORDER BY _s_took.%3$s), '
-         'pg_catalog.array_agg(%7$s ORDER BY _s_took.%3$s), pg_catalog.array_agg(NULL::pg_catalog.timestamptz), '
-         'pg_catalog.array_agg(%8$s ORDER BY _s_took.%3$s) FROM _s_took'
-       ELSE 'SELECT %6$s, (_s_took.%3$s)::pg_catalog.text, %7$s, NULL::pg_catalog.timestamptz, %8$s FROM _s_took ORDER BY _s_took.%3$s' END,
+         'SELECT pg_catalog.array_agg(%6$s ORDER BY %9$s), pg_catalog.array_agg((_s_took.%3$s)::pg_catalog.text ORDER BY %9$s), '
+         'pg_catalog.array_agg(%7$s ORDER BY %9$s), pg_catalog.array_agg(NULL::pg_catalog.timestamptz), '
+         'pg_catalog.array_agg(%8$s ORDER BY %9$s) FROM _s_took'
+       ELSE 'SELECT %6$s, (_s_took.%3$s)::pg_catalog.text, %7$s, NULL::pg_catalog.timestamptz, %8$s FROM _s_took ORDER BY %9$s' END,
     s.tbl, s.attempt, s.id, s.id_type, @extschema@._settle_ready(s, '_s_t'),
     @extschema@._settle_taken_dead(s, '_s_took'), @extschema@._settle_attempt_out(s, '_s_took'),
-    @extschema@._settle_payload(s, '_s_took'))
+    @extschema@._settle_payload(s, '_s_took'), @extschema@._settle_order(s, '_s_took'))
   ELSE pg_catalog.format(
     CASE WHEN agg THEN
-      'SELECT pg_catalog.array_agg(false), pg_catalog.array_agg((_s_t.%1$s)::pg_catalog.text ORDER BY _s_t.%1$s), '
+      'SELECT pg_catalog.array_agg(false), pg_catalog.array_agg((_s_t.%1$s)::pg_catalog.text ORDER BY %6$s), '
       'pg_catalog.array_agg(NULL::pg_catalog.int4), pg_catalog.array_agg(NULL::pg_catalog.timestamptz), '
-      'pg_catalog.array_agg(%2$s ORDER BY _s_t.%1$s) FROM (SELECT * FROM %3$s _s_t '
+      'pg_catalog.array_agg(%2$s ORDER BY %6$s) FROM (SELECT * FROM %3$s _s_t '
       'WHERE _s_t.%1$s OPERATOR(pg_catalog.=) ANY (($1::pg_catalog.text[])::%4$s[]) AND %5$s '
-      'ORDER BY _s_t.%1$s FOR UPDATE OF _s_t) _s_t'
+      'ORDER BY %6$s FOR UPDATE OF _s_t) _s_t'
     ELSE
       'SELECT false, (_s_t.%1$s)::pg_catalog.text, NULL::pg_catalog.int4, NULL::pg_catalog.timestamptz, %2$s '
       'FROM %3$s _s_t WHERE _s_t.%1$s OPERATOR(pg_catalog.=) ANY (($1::pg_catalog.text[])::%4$s[]) AND %5$s '
-      'ORDER BY _s_t.%1$s FOR UPDATE OF _s_t' END,
-    s.id, @extschema@._settle_payload(s, '_s_t'), s.tbl, s.id_type, @extschema@._settle_ready(s, '_s_t'))
+      'ORDER BY %6$s FOR UPDATE OF _s_t' END,
+    s.id, @extschema@._settle_payload(s, '_s_t'), s.tbl, s.id_type, @extschema@._settle_ready(s, '_s_t'),
+    @extschema@._settle_order(s, '_s_t'))
   END
 $$;
 
@@ -294,7 +301,8 @@ $$;
 -- registration change and every ALTER TABLE writes anew. When the queue or its
 -- table is gone, _settle_shape says which (SQ002, SQ003).
 CREATE FUNCTION @extschema@._settle_entry(queue text, OUT version text, OUT form text, OUT max_attempts integer,
-                                          OUT has_retry_after boolean, OUT outcomes jsonb)
+                                          OUT has_retry_after boolean, OUT outcomes jsonb, OUT by_priority boolean,
+                                          OUT id_ordered boolean)
     LANGUAGE plpgsql STABLE
     AS $$
 BEGIN
@@ -303,8 +311,10 @@ BEGIN
     -- is qualified instead)
     SELECT q.xmin::pg_catalog.text OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) c.xmin::pg_catalog.text
              OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) COALESCE(d.xmin::pg_catalog.text, '-'),
-           q.form, q.max_attempts, (q.columns OPERATOR(pg_catalog.->>) 'retry_after') IS NOT NULL, q.outcomes
-      INTO version, form, max_attempts, has_retry_after, outcomes
+           q.form, q.max_attempts, (q.columns OPERATOR(pg_catalog.->>) 'retry_after') IS NOT NULL, q.outcomes,
+           (q.columns OPERATOR(pg_catalog.->>) 'priority') IS NOT NULL,
+           (q.columns OPERATOR(pg_catalog.->>) 'priority') IS NULL AND (q.columns OPERATOR(pg_catalog.->>) 'ordering_key') IS NULL
+      INTO version, form, max_attempts, has_retry_after, outcomes, by_priority, id_ordered
       FROM @extschema@.settle_queues q
       JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) q.tbl
       LEFT JOIN pg_catalog.pg_class d ON d.oid OPERATOR(pg_catalog.=) q.dead_letter_table

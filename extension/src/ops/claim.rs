@@ -115,8 +115,11 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
         }
         let mut out = Vec::with_capacity(batch as usize);
         let mut dead = Vec::new();
-        let from = mark::start(queue);
-        let from_bottom = from.is_none().then(std::time::Instant::now);
+        // a queue claimed in another order than by id, or whose rows become
+        // ready behind their key's head, is scanned from the start every time
+        let id_ordered = q.shape.id_ordered();
+        let from = id_ordered.then(|| mark::start(queue)).flatten();
+        let from_bottom = (id_ordered && from.is_none()).then(std::time::Instant::now);
         match q.shape.form {
             Form::RowLock => {
                 if !in_transaction_block() {
@@ -190,7 +193,7 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
             mark::rescan_took(queue, t0.elapsed());
         }
         // oldest first: the last is the highest id taken
-        if let Some(last) = out.last() {
+        if let Some(last) = out.last().filter(|_| id_ordered) {
             mark::claimed(queue, &last.id);
         }
         Ok(out)
@@ -201,7 +204,7 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
 /// orders any other id type in the statement); each id is parsed once, not at
 /// every comparison.
 fn oldest_first(q: &Queue, taken: &mut [Delivery]) {
-    if q.shape.int_id {
+    if q.shape.int_id && q.shape.priority.is_none() {
         taken.sort_by_cached_key(|d| d.id.parse::<i64>().unwrap_or(i64::MAX));
     }
 }
@@ -226,6 +229,8 @@ fn advisory_claim(
         Some(from) => (Start::From, Some(from)),
         None => (Start::Bottom, None),
     };
+    // candidates examined so far: where a page in priority order starts
+    let mut passed = 0usize;
     for _round in 0..16 {
         let want = batch - out.len();
         if want == 0 {
@@ -261,7 +266,12 @@ fn advisory_claim(
             }
         }
         start = Start::After;
-        at = cands.get(examined.max(1) - 1).map(|c| c.0.clone());
+        passed += examined.max(1);
+        at = if q.shape.priority.is_some() {
+            Some(passed.to_string())
+        } else {
+            cands.get(examined.max(1) - 1).map(|c| c.0.clone())
+        };
         if !locked.is_empty() {
             let ids: Vec<&str> = locked.iter().map(|(i, _)| i.as_str()).collect();
             // a generic plan: `id = ANY($1)` would be planned again for every
@@ -279,7 +289,7 @@ fn advisory_claim(
             let before = out.len();
             let dead_before = dead.len();
             read_claimed(q, rows, out, dead, None);
-            // rounds go up the ids, so each round's rows sort on their own
+            // rounds go up the claim order, so each round's rows sort on their own
             oldest_first(q, &mut out[before..]);
             let taken: HashSet<&str> = out[before..].iter().map(|d| d.id.as_str()).collect();
             move_taken_dead(client, q, &dead[dead_before..]);

@@ -23,8 +23,9 @@ impl Shape {
         };
         format!(
             "SELECT false, ({id})::pg_catalog.text, {att}, NULL::pg_catalog.timestamptz, {row}{ctid} \
-             FROM {t} _s_t WHERE {ready}{except} ORDER BY {id} {limit} FOR UPDATE OF _s_t SKIP LOCKED",
+             FROM {t} _s_t WHERE {ready}{except} ORDER BY {order} {limit} FOR UPDATE OF _s_t SKIP LOCKED",
             id = self.id_of("_s_t"),
+            order = self.claim_order("_s_t"),
             ctid = if self.by_ctid() { ", _s_t.ctid" } else { "" },
             limit = limit(n),
             row = self.row_out("_s_t"),
@@ -91,7 +92,7 @@ impl Shape {
                     limit = limit(n),
                     key = self.locator("_s_t"),
                     cid = self.locator("_s_c"),
-                    oid = self.id_of("_s_c"),
+                    oid = self.claim_order("_s_c"),
                     ready = self.ready_from("_s_c", from.then_some(3)),
                 );
                 self.taken_oldest_first(&update, self.locked_until.as_deref())
@@ -162,7 +163,7 @@ impl Shape {
             Some(c) => format!("{a}.{c}"),
             None => "NULL::pg_catalog.timestamptz".into(),
         };
-        if self.int_id {
+        if self.int_id && self.priority.is_none() {
             return format!(
                 "{update} RETURNING {dead}, ({id})::pg_catalog.text, {att}, {tok}, {row}",
                 dead = self.taken_dead("_s_t"),
@@ -174,7 +175,8 @@ impl Shape {
         }
         format!(
             "WITH _s_took AS ({update} RETURNING _s_t.*) \
-             SELECT {dead}, (_s_took.{idc})::pg_catalog.text, {att}, {tok}, {row} FROM _s_took ORDER BY _s_took.{idc}",
+             SELECT {dead}, (_s_took.{idc})::pg_catalog.text, {att}, {tok}, {row} FROM _s_took ORDER BY {order}",
+            order = self.claim_order("_s_took"),
             dead = self.taken_dead("_s_took"),
             idc = self.id,
             att = self.attempt_out("_s_took"),
@@ -190,13 +192,20 @@ impl Shape {
     pub fn advisory_candidates(&self, start: Start, n: Option<u32>) -> String {
         let id = self.id_of("_s_t");
         let mut ready = self.ready("_s_t");
+        let mut offset = "";
         match start {
             Start::Bottom => {}
             Start::From => ready = format!("{ready} AND {id} {GE} {}", self.cast_id("$2")),
+            // in (priority, id) order a page starts after as many rows as the
+            // claim examined ($2, text), since no id bounds the rest
+            Start::After if self.priority.is_some() => {
+                offset = " OFFSET ($2::pg_catalog.text)::pg_catalog.int8"
+            }
             Start::After => ready = format!("{ready} AND {id} {GT} {}", self.cast_id("$2")),
         }
         format!(
-            "SELECT ({id})::pg_catalog.text, {key} FROM {t} _s_t WHERE {ready} ORDER BY {id} {limit}",
+            "SELECT ({id})::pg_catalog.text, {key} FROM {t} _s_t WHERE {ready} ORDER BY {order} {limit}{offset}",
+            order = self.claim_order("_s_t"),
             limit = limit(n),
             key = self.advisory_key(&format!("({id})::pg_catalog.text")),
             t = self.table

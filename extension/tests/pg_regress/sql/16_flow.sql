@@ -1,0 +1,116 @@
+-- Flow control in the claim (docs/semantics.md, "Priority and order per key"):
+-- a priority column orders the claim (lower first, NULL after every value, ties
+-- by id); an ordering_key column holds a row back while a row of its key with
+-- a lower id is still in the queue. Every form.
+CREATE FUNCTION flow_table(t text, keyed boolean) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE format('CREATE TABLE %I (id bigint PRIMARY KEY, payload jsonb NOT NULL DEFAULT ''{}'', '
+                 'attempt integer NOT NULL DEFAULT 0, retry_after timestamptz, locked_until timestamptz, %s)',
+                 t, CASE WHEN keyed THEN 'ordering_key text' ELSE 'priority integer' END);
+  EXECUTE format('CREATE INDEX ON %I (%s, id)', t, CASE WHEN keyed THEN 'ordering_key' ELSE 'priority' END);
+  IF keyed THEN
+    EXECUTE format('INSERT INTO %I (id, ordering_key) VALUES (1, ''a''), (2, ''a''), (3, ''b''), (4, NULL), '
+                   '(5, ''b''), (6, ''c''), (7, ''a'')', t);
+  ELSE
+    EXECUTE format('INSERT INTO %I (id, priority) VALUES (1, 5), (2, NULL), (3, 1), (4, 5), (5, NULL), (6, -2), (7, 1)', t);
+  END IF;
+END $$;
+-- a claim's ids in the order it hands them out
+CREATE FUNCTION flow_ids(q text, n integer) RETURNS text LANGUAGE sql AS $$
+  SELECT coalesce(string_agg(c.id, ' ' ORDER BY c.o), '-')
+  FROM queue_claim(q, n) WITH ORDINALITY c(id, attempt, token, payload, o)
+$$;
+
+-- priority: 6 (-2), then 3 and 7 (1), 1 and 4 (5), 2 and 5 (NULL)
+SELECT flow_table('flow_pl', false), flow_table('flow_pr', false), flow_table('flow_pa', false);
+SELECT queue_register('flow_pl', 'flow_pl', 'lease'), queue_register('flow_pr', 'flow_pr', 'row_lock'),
+       queue_register('flow_pa', 'flow_pa', 'advisory');
+SELECT q.queue, q.columns ->> 'priority' AS priority, q.columns ->> 'ordering_key' AS ordering_key
+FROM settle_queues q WHERE q.queue LIKE 'flow_p_' ORDER BY 1;
+SELECT flow_ids('flow_pl', 3) AS first, flow_ids('flow_pl', 10) AS rest;
+BEGIN;
+SELECT flow_ids('flow_pr', 3) AS first, flow_ids('flow_pr', 10) AS rest;
+COMMIT;
+SELECT flow_ids('flow_pa', 3) AS first, flow_ids('flow_pa', 10) AS rest;
+SELECT pg_advisory_unlock_all();
+-- a key this session holds already is passed over
+SELECT flow_ids('flow_pa', 1);
+SELECT flow_ids('flow_pa', 7);
+SELECT pg_advisory_unlock_all();
+-- a row given a better priority jumps the line at the next claim
+UPDATE flow_pl SET locked_until = NULL, priority = NULL;
+UPDATE flow_pl SET priority = 0 WHERE id = 7;
+SELECT flow_ids('flow_pl', 2);
+
+-- ordering_key: the heads of a, b, c and the unkeyed row 4
+SELECT flow_table('flow_kl', true), flow_table('flow_kr', true), flow_table('flow_ka', true);
+INSERT INTO flow_kl (id, ordering_key) VALUES (8, 'c');
+CREATE TABLE flow_kl_dead (LIKE flow_kl);
+SELECT queue_register('flow_kl', 'flow_kl', 'lease', max_attempts => 2, dead_letter_table => 'flow_kl_dead'),
+       queue_register('flow_kr', 'flow_kr', 'row_lock'), queue_register('flow_ka', 'flow_ka', 'advisory');
+CREATE TEMP TABLE got AS SELECT * FROM queue_claim('flow_kl', 10);
+SELECT string_agg(id, ' ' ORDER BY id::int) AS claimed FROM got;
+SELECT ready, delayed, in_flight FROM queue_stats('flow_kl');
+-- in flight, a head holds its key back
+SELECT flow_ids('flow_kl', 10) AS nothing;
+-- acked, it frees its key: the next of a
+SELECT queue_complete('flow_kl', id, 'ack', token => token) FROM got WHERE id = '1';
+SELECT flow_ids('flow_kl', 10) AS next_of_a;
+-- delayed (a retry), a head holds back its own key and no other
+SELECT queue_complete('flow_kl', id, 'retry_after', '1 hour', token) FROM got WHERE id = '3';
+-- (the leases of 2 and 6 run out)
+UPDATE flow_kl SET locked_until = NULL WHERE id IN (2, 6);
+TRUNCATE got;
+INSERT INTO got SELECT * FROM queue_claim('flow_kl', 10);
+SELECT string_agg(id, ' ' ORDER BY id::int) AS not_b FROM got;
+-- dead-lettered, a head frees its key: 6's second delivery fails at max_attempts
+SELECT queue_complete('flow_kl', id, 'retry', token => token) FROM got WHERE id = '6';
+SELECT queue_complete('flow_kl', id, 'ack', token => token) FROM got WHERE id = '2';
+SELECT string_agg(id::text, ' ' ORDER BY id) AS queued, (SELECT string_agg(id::text, ' ') FROM flow_kl_dead) AS dead FROM flow_kl;
+SELECT flow_ids('flow_kl', 10) AS after_dead;
+-- row_lock: a locked head holds its key for every other transaction
+BEGIN;
+SELECT flow_ids('flow_kr', 10) AS claimed;
+SELECT queue_complete('flow_kr', '1', 'ack');
+SELECT flow_ids('flow_kr', 10) AS next_of_a;
+COMMIT;
+-- advisory: a head whose key a session holds keeps its followers back
+SELECT flow_ids('flow_ka', 10) AS claimed;
+SELECT flow_ids('flow_ka', 10) AS nothing;
+SELECT queue_complete('flow_ka', '3', 'drop');
+SELECT flow_ids('flow_ka', 10) AS next_of_b;
+SELECT pg_advisory_unlock_all();
+
+-- processed_at tables: a marked row no longer holds its key
+CREATE TABLE flow_kp (id bigint PRIMARY KEY, payload jsonb NOT NULL DEFAULT '{}', locked_until timestamptz,
+                      processed_at timestamptz, ordering_key text);
+CREATE INDEX ON flow_kp (ordering_key, id) WHERE processed_at IS NULL;
+INSERT INTO flow_kp (id, ordering_key) VALUES (1, 'a'), (2, 'a');
+SELECT queue_register('flow_kp', 'flow_kp', 'lease');
+TRUNCATE got;
+INSERT INTO got SELECT * FROM queue_claim('flow_kp', 10);
+SELECT string_agg(id, ' ' ORDER BY id::int) AS claimed FROM got;
+SELECT queue_complete('flow_kp', id, 'ack', token => token) FROM got;
+SELECT flow_ids('flow_kp', 10) AS next_of_a, (SELECT processed_at IS NOT NULL FROM flow_kp WHERE id = 1) AS kept_marked;
+
+-- both roles at once: priority orders the heads
+CREATE TABLE flow_both (id bigint PRIMARY KEY, payload jsonb NOT NULL DEFAULT '{}', locked_until timestamptz,
+                        priority smallint, ordering_key integer);
+CREATE INDEX ON flow_both (ordering_key, id);
+INSERT INTO flow_both (id, priority, ordering_key) VALUES (1, 9, 1), (2, 0, 1), (3, 5, 2), (4, 1, NULL);
+SELECT queue_register('flow_both', 'flow_both', 'lease');
+SELECT flow_ids('flow_both', 10);
+
+-- registration checks (SQ003)
+CREATE TABLE flow_bad (id bigint PRIMARY KEY, payload jsonb, priority text, ordering_key point, okey text);
+SELECT try($$SELECT queue_register('flow_bad', 'flow_bad', 'row_lock')$$);
+SELECT try($$SELECT queue_register('flow_bad', 'flow_bad', 'row_lock', columns => '{"priority": null}')$$);
+SELECT try($$SELECT queue_register('flow_bad', 'flow_bad', 'row_lock', columns => '{"priority": null, "ordering_key": "okey"}')$$);
+CREATE INDEX ON flow_bad (okey);
+SELECT try($$SELECT queue_register('flow_bad', 'flow_bad', 'row_lock', columns => '{"priority": null, "ordering_key": "okey"}')$$);
+SELECT try($$SELECT queue_register('flow_bad2', 'flow_bad', 'row_lock', columns => '{"priority": null, "ordering_key": null, "rank": "okey"}')$$);
+
+SELECT queue_unregister(q) FROM unnest(ARRAY['flow_pl', 'flow_pr', 'flow_pa', 'flow_kl', 'flow_kr', 'flow_ka', 'flow_kp',
+                                              'flow_both', 'flow_bad']) q;
+DROP TABLE flow_pl, flow_pr, flow_pa, flow_kl, flow_kl_dead, flow_kr, flow_ka, flow_kp, flow_both, flow_bad;
+DROP FUNCTION flow_table(text, boolean), flow_ids(text, integer);
