@@ -48,6 +48,12 @@ pub enum Role {
     /// what a claim hands the handler (default `payload`); without one, the
     /// whole row
     Payload,
+    /// claim order: lower first, NULL after every value, ties by id (default
+    /// `priority`; an integer column)
+    Priority,
+    /// rows of one key are delivered one at a time, in id order (default
+    /// `ordering_key`; NULL: unordered)
+    OrderingKey,
 }
 
 impl Role {
@@ -61,6 +67,8 @@ impl Role {
             Role::Group => "group",
             Role::CreatedAt => "created_at",
             Role::Payload => "payload",
+            Role::Priority => "priority",
+            Role::OrderingKey => "ordering_key",
         }
     }
 }

@@ -113,6 +113,7 @@ pub(super) async fn introspect(pool: &AnyPool, d: Dialect, q: &Queue) -> Result<
         ))
     })?;
     check_types(d, q, &resolved)?;
+    check_flow_roles(q, &resolved)?;
     let id_kind = if is_int(&id_type) {
         IdKind::Integer
     } else if id_type.as_str() == "uuid" {
@@ -172,6 +173,8 @@ fn resolve_roles(q: &Queue, cols: &[(String, String)]) -> Result<Resolved> {
         (Role::Group, "queue"),
         (Role::CreatedAt, "created_at"),
         (Role::Payload, "payload"),
+        (Role::Priority, "priority"),
+        (Role::OrderingKey, "ordering_key"),
     ];
     let mut resolved = Resolved::new();
     for (role, default) in defaults {
@@ -210,6 +213,24 @@ fn check_types(d: Dialect, q: &Queue, resolved: &Resolved) -> Result<()> {
         if !is_int(t) {
             return Err(Error::descriptor(format!(
                 "column \"{n}\" (attempt) of {} is {t}, it must be an integer type",
+                q.table
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Priority and per-key order are claimed by the PostgreSQL editions only so
+/// far: a table with either role is refused here rather than claimed in
+/// another order than the extension would claim it.
+fn check_flow_roles(q: &Queue, resolved: &Resolved) -> Result<()> {
+    for (role, name) in [
+        (Role::Priority, "priority"),
+        (Role::OrderingKey, "ordering_key"),
+    ] {
+        if let Some((n, _)) = resolved.get(&role) {
+            return Err(Error::descriptor(format!(
+                "column \"{n}\" ({name}) of {}: the {name} role needs the settle extension or its SQL edition (the portable path does not claim by it yet); switch it off with Queue::without(Role::{role:?})",
                 q.table
             )));
         }

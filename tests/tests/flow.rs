@@ -1,0 +1,205 @@
+//! Flow control in the claim (docs/semantics.md, "Priority and order per
+//! key"), in every form: a `priority` column orders the claim, an
+//! `ordering_key` column hands out a key's rows one at a time, in id order.
+//! The PostgreSQL editions claim by both; the portable path refuses a table
+//! with either role rather than claim it in another order.
+
+use settle::{Error, Form, Queue, Role};
+use settle_conformance::*;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+fn ids(ds: &[settle::Delivery]) -> Vec<&str> {
+    ds.iter().map(|d| d.id()).collect()
+}
+
+async fn exec(pool: &sqlx::AnyPool, sql: &str) {
+    sqlx::query(sql)
+        .execute(pool)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+}
+
+/// A fresh queue table with `role`'s column and the index the claim needs,
+/// each row's value of it (NULL: `None`), ids 1.. in that order.
+async fn table_with(
+    b: Backend,
+    pool: &sqlx::AnyPool,
+    role: &str,
+    ty: &str,
+    values: &[Option<&str>],
+) -> String {
+    let t = table(b, pool, role, values.len()).await;
+    let q = b.dialect().ident(&t);
+    exec(pool, &format!("ALTER TABLE {q} ADD COLUMN {role} {ty}")).await;
+    exec(
+        pool,
+        &format!(
+            "CREATE INDEX {} ON {q} ({role}, id)",
+            b.dialect().ident(&format!("{t}_{role}"))
+        ),
+    )
+    .await;
+    for (i, v) in values.iter().enumerate() {
+        let v = v.map_or("NULL".to_owned(), |v| format!("'{v}'"));
+        exec(
+            pool,
+            &format!("UPDATE {q} SET {role} = {v} WHERE id = {}", i + 1),
+        )
+        .await;
+    }
+    t
+}
+
+async fn priority_order(b: Backend, form: Form) {
+    let pool = admin(b).await;
+    let prio = [
+        Some("5"),
+        None,
+        Some("1"),
+        Some("5"),
+        None,
+        Some("-2"),
+        Some("1"),
+    ];
+    let t = table_with(b, &pool, "priority", "integer", &prio).await;
+    let c = b.client(Queue::new(&t, &t).form(form)).await.unwrap();
+    let first = c.claim(3).await.unwrap();
+    let rest = c.claim(10).await.unwrap();
+    assert_eq!(ids(&first), ["6", "3", "7"], "{b:?} {form:?}");
+    assert_eq!(ids(&rest), ["1", "4", "2", "5"], "{b:?} {form:?}");
+}
+
+/// A key's head, in flight or delayed, holds back its key and no other; acked,
+/// it frees the next.
+async fn key_heads(b: Backend, form: Form) {
+    let pool = admin(b).await;
+    let keys = [Some("a"), Some("a"), Some("b"), None, Some("b")];
+    let t = table_with(b, &pool, "ordering_key", "text", &keys).await;
+    let c = b.client(Queue::new(&t, &t).form(form)).await.unwrap();
+    let mut heads = c.claim(10).await.unwrap();
+    assert_eq!(
+        ids(&heads),
+        ["1", "3", "4"],
+        "{b:?} {form:?}: the heads and the unkeyed row"
+    );
+    assert!(
+        c.claim(10).await.unwrap().is_empty(),
+        "{b:?} {form:?}: in flight, heads hold their keys"
+    );
+    let four = heads.pop().unwrap();
+    let three = heads.pop().unwrap();
+    let one = heads.pop().unwrap();
+    three.retry_after(Duration::from_secs(3600)).await.unwrap();
+    one.ack().await.unwrap();
+    four.ack().await.unwrap();
+    let next = c.claim(10).await.unwrap();
+    assert_eq!(
+        ids(&next),
+        ["2"],
+        "{b:?} {form:?}: a delayed head holds back b only"
+    );
+    drop(next);
+}
+
+/// Eight workers on 10 keys: never two rows of a key at once, each key's rows
+/// in id order, every row once.
+async fn keys_under_load(b: Backend, form: Form) {
+    let pool = admin(b).await;
+    let n = 200;
+    let keys: Vec<String> = (0..n).map(|i| format!("k{}", (i * 7) % 10)).collect();
+    let values: Vec<Option<&str>> = keys.iter().map(|k| Some(k.as_str())).collect();
+    let t = table_with(b, &pool, "ordering_key", "text", &values).await;
+    let c = b.client(Queue::new(&t, &t).form(form)).await.unwrap();
+    let busy: Arc<Mutex<HashMap<String, u64>>> = Arc::default();
+    let seen: Arc<Mutex<Vec<(String, u64)>>> = Arc::default();
+    let mut tasks = Vec::new();
+    for w in 0..8u64 {
+        let (c, busy, seen, keys) = (c.clone(), busy.clone(), seen.clone(), keys.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut idle = 0;
+            while idle < 20 {
+                let ds = c.claim(2).await.unwrap();
+                if ds.is_empty() {
+                    idle += 1;
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    continue;
+                }
+                idle = 0;
+                for d in ds {
+                    let id: u64 = d.id().parse().unwrap();
+                    let key = keys[(id - 1) as usize].clone();
+                    if let Some(other) = busy.lock().unwrap().insert(key.clone(), id) {
+                        panic!("{key}: rows {other} and {id} at once");
+                    }
+                    seen.lock().unwrap().push((key.clone(), id));
+                    tokio::time::sleep(Duration::from_millis(1 + (id + w) % 3)).await;
+                    busy.lock().unwrap().remove(&key);
+                    d.ack().await.unwrap();
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), n, "{b:?} {form:?}: every row once");
+    let mut last: HashMap<&str, u64> = HashMap::new();
+    for (k, id) in seen.iter() {
+        let before = last.insert(k, *id).unwrap_or(0);
+        assert!(before < *id, "{b:?} {form:?}: {k}: {id} after {before}");
+    }
+}
+
+/// The portable path refuses a table with either role, naming it.
+async fn portable_refuses(b: Backend) {
+    let pool = admin(b).await;
+    for (role, r) in [
+        ("priority", Role::Priority),
+        ("ordering_key", Role::OrderingKey),
+    ] {
+        let t = table_with(b, &pool, role, "integer", &[Some("1")]).await;
+        match b.client(Queue::new(&t, &t).form(Form::RowLock)).await {
+            Err(e @ Error::InvalidDescriptor(_)) => {
+                assert!(e.to_string().contains(role), "{b:?}: {e}")
+            }
+            Err(e) => panic!("{b:?}: {e}"),
+            Ok(_) => panic!("{b:?}: a table with {role} claimed by id"),
+        }
+        let c = b
+            .client(Queue::new(&t, &t).form(Form::RowLock).without(r))
+            .await;
+        assert!(
+            c.is_ok(),
+            "{b:?}: switched off, {role} is an ordinary column"
+        );
+    }
+}
+
+async fn each_form(b: Backend) {
+    for (form, refused) in b.forms() {
+        if refused.is_none() {
+            priority_order(b, form).await;
+            key_heads(b, form).await;
+            keys_under_load(b, form).await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pg_extension() {
+    if selected(Backend::PgExtension) {
+        each_form(Backend::PgExtension).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn portable_paths_refuse_the_roles() {
+    for b in [Backend::PgPortable, Backend::MariaDb, Backend::Sqlite] {
+        if selected(b) {
+            portable_refuses(b).await;
+        }
+    }
+}
