@@ -39,7 +39,7 @@ impl Engine {
     }
 
     /// One claim of up to `n` rows, scanning from the id `from` (the mark) or
-    /// from the lowest; its rows in id order.
+    /// from the lowest; its rows in claim order (id, or priority and id).
     async fn claim_once(
         &self,
         n: usize,
@@ -50,11 +50,19 @@ impl Engine {
         match s.plan {
             ClaimPlan::RowLock => {
                 let mut tx = self.pool.begin_with(d.begin()).await?;
-                let sql = s.claim_rows_sql(from.is_some());
-                let rows = from_first(sqlx::query(&sql), from)
-                    .bind(n as i64)
-                    .fetch_all(&mut *tx)
-                    .await?;
+                let mut rows = Vec::new();
+                for phase in s.phases() {
+                    if rows.len() == n {
+                        break;
+                    }
+                    let sql = s.claim_rows_sql(from.is_some(), *phase);
+                    rows.extend(
+                        from_first(sqlx::query(&sql), from)
+                            .bind((n - rows.len()) as i64)
+                            .fetch_all(&mut *tx)
+                            .await?,
+                    );
+                }
                 if rows.is_empty() {
                     tx.commit().await?;
                     return Ok((Vec::new(), None));
@@ -70,9 +78,22 @@ impl Engine {
             ClaimPlan::LeaseStatement => Ok((self.claim_lease_cte(n, from).await?, None)),
             ClaimPlan::LeaseSteps => {
                 let mut tx = self.pool.begin_with(d.begin()).await?;
-                let sql = s.lease_candidates_sql(from.is_some());
-                let q = from_first(sqlx::query(&sql), from).bind(n as i64);
-                let out = self.take_candidates(&mut tx, q).await?;
+                let mut cands: Vec<(String, i64)> = Vec::new();
+                for phase in s.phases() {
+                    if cands.len() == n {
+                        break;
+                    }
+                    let sql = s.lease_candidates_sql(from.is_some(), *phase);
+                    let q = from_first(sqlx::query(&sql), from).bind((n - cands.len()) as i64);
+                    cands.extend(
+                        q.fetch_all(&mut *tx)
+                            .await?
+                            .iter()
+                            .map(|r| (r.get(0), r.get(1))),
+                    );
+                }
+                let live = self.drop_poison(&mut tx, cands).await?;
+                let out = self.take(&mut tx, &live).await?;
                 tx.commit().await?;
                 Ok((out, None))
             }
@@ -163,7 +184,9 @@ impl Engine {
         let Form::Lease { ttl } = self.s.form else {
             unreachable!("called for the lease form only");
         };
-        let sql = self.s.claim_lease_cte_sql(from.is_some());
+        let sql = self
+            .s
+            .claim_lease_cte_sql(from.is_some(), super::sql::Phase::All);
         let mut q = sqlx::query(&sql).bind(n as i64).bind(micros(ttl));
         if let Some(from) = from {
             q = q.bind(from.to_owned());
@@ -204,14 +227,18 @@ impl Engine {
     ) -> Result<(Vec<ClaimedRow>, Option<Session>)> {
         let s = &self.s;
         let mut conn = self.pool.acquire().await?;
-        let sql = s.advisory_candidates_sql(from.is_some());
-        let cands: Vec<String> = from_first(sqlx::query(&sql), from)
-            .bind((n * 2 + 16) as i64)
-            .fetch_all(&mut *conn)
-            .await?
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
+        let mut cands: Vec<String> = Vec::new();
+        for phase in s.phases() {
+            let sql = s.advisory_candidates_sql(from.is_some(), *phase);
+            cands.extend(
+                from_first(sqlx::query(&sql), from)
+                    .bind((n * 2 + 16) as i64)
+                    .fetch_all(&mut *conn)
+                    .await?
+                    .iter()
+                    .map(|r| r.get::<String, _>(0)),
+            );
+        }
         // try as many keys as are still wanted, in one statement, until there
         // are enough or no candidates left
         let mut locked: HashSet<String> = HashSet::new();

@@ -328,6 +328,13 @@ impl Dialect {
         self != Dialect::Sqlite
     }
 
+    /// An ascending ORDER BY puts NULL after every value (PostgreSQL); MySQL,
+    /// MariaDB and SQLite put it first, so a claim in priority order there
+    /// reads the valued rows and the NULL ones apart, each an index range.
+    pub(crate) fn sorts_null_last(self) -> bool {
+        self == Dialect::Postgres
+    }
+
     /// A deadlock victim loses its whole transaction, not only the statement
     /// (InnoDB): a claim transaction it was part of is over.
     pub(crate) fn deadlock_ends_transaction(self) -> bool {

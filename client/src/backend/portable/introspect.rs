@@ -113,7 +113,6 @@ pub(super) async fn introspect(pool: &AnyPool, d: Dialect, q: &Queue) -> Result<
         ))
     })?;
     check_types(d, q, &resolved)?;
-    check_flow_roles(q, &resolved)?;
     let id_kind = if is_int(&id_type) {
         IdKind::Integer
     } else if id_type.as_str() == "uuid" {
@@ -144,6 +143,8 @@ pub(super) async fn introspect(pool: &AnyPool, d: Dialect, q: &Queue) -> Result<
         locked_until: get(Role::LockedUntil),
         processed_at: get(Role::ProcessedAt),
         group: get(Role::Group),
+        priority: get(Role::Priority),
+        ordering_key: get(Role::OrderingKey),
         payload,
         // an enqueue time of another type (text, say) gives no ages
         created_at: resolved
@@ -209,30 +210,14 @@ fn check_types(d: Dialect, q: &Queue, resolved: &Resolved) -> Result<()> {
             }
         }
     }
-    if let Some((n, t)) = resolved.get(&Role::Attempt) {
-        if !is_int(t) {
-            return Err(Error::descriptor(format!(
-                "column \"{n}\" (attempt) of {} is {t}, it must be an integer type",
-                q.table
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Priority and per-key order are claimed by the PostgreSQL editions only so
-/// far: a table with either role is refused here rather than claimed in
-/// another order than the extension would claim it.
-fn check_flow_roles(q: &Queue, resolved: &Resolved) -> Result<()> {
-    for (role, name) in [
-        (Role::Priority, "priority"),
-        (Role::OrderingKey, "ordering_key"),
-    ] {
-        if let Some((n, _)) = resolved.get(&role) {
-            return Err(Error::descriptor(format!(
-                "column \"{n}\" ({name}) of {}: the {name} role needs the settle extension or its SQL edition (the portable path does not claim by it yet); switch it off with Queue::without(Role::{role:?})",
-                q.table
-            )));
+    for (role, name) in [(Role::Attempt, "attempt"), (Role::Priority, "priority")] {
+        if let Some((n, t)) = resolved.get(&role) {
+            if !is_int(t) {
+                return Err(Error::descriptor(format!(
+                    "column \"{n}\" ({name}) of {} is {t}, it must be an integer type",
+                    q.table
+                )));
+            }
         }
     }
     Ok(())

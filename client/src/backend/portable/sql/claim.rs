@@ -40,7 +40,7 @@ impl ClaimPlan {
     pub(crate) fn statements(self, s: &Shape) -> Vec<(&'static str, String)> {
         let mut out = Vec::new();
         // the first statement of a claim, from the lowest id and from the mark
-        let (name, first): (&'static str, fn(&Shape, bool) -> String) = match self {
+        let (name, first): (&'static str, fn(&Shape, bool, Phase) -> String) = match self {
             ClaimPlan::RowLock => ("claim", Shape::claim_rows_sql),
             ClaimPlan::LeaseStatement => ("claim", Shape::claim_lease_cte_sql),
             ClaimPlan::LeaseSteps => ("claim candidates", Shape::lease_candidates_sql),
@@ -48,9 +48,15 @@ impl ClaimPlan {
                 ("claim candidates", Shape::advisory_candidates_sql)
             }
         };
-        out.push((name, first(s, false)));
-        if s.d.keeps_settled_rows_in_index() {
-            out.push(("… from the mark", first(s, true)));
+        for phase in s.phases() {
+            let name = match phase {
+                Phase::Unvalued => "… then rows without a priority",
+                _ => name,
+            };
+            out.push((name, first(s, false, *phase)));
+        }
+        if s.d.keeps_settled_rows_in_index() && s.id_ordered() {
+            out.push(("… from the mark", first(s, true, Phase::All)));
         }
         match self {
             ClaimPlan::RowLock | ClaimPlan::LeaseStatement | ClaimPlan::LeaseSteps => {}
@@ -88,43 +94,52 @@ impl ClaimPlan {
 impl Shape {
     /// The ready rows a claim scans (`a`), from the lowest id or (`from`) from
     /// the id bound first, and the parameter of the claim's limit after it.
-    fn scanned(&self, from: bool) -> (String, String) {
+    fn scanned(&self, from: bool, phase: Phase) -> (String, String) {
         let d = self.d;
+        let ready = match (phase, &self.priority) {
+            (Phase::Valued, Some(p)) => {
+                format!("{} AND {} IS NOT NULL", self.ready("a"), self.c("a", p))
+            }
+            (Phase::Unvalued, Some(p)) => {
+                format!("{} AND {} IS NULL", self.ready("a"), self.c("a", p))
+            }
+            _ => self.ready("a"),
+        };
         if from {
             let start = format!(
-                "{} AND {} >= {}",
-                self.ready("a"),
+                "{ready} AND {} >= {}",
                 self.c("a", &self.id),
                 d.id_param(&d.p(1), self.id_kind)
             );
             (start, d.p(2))
         } else {
-            (self.ready("a"), d.p(1))
+            (ready, d.p(1))
         }
     }
 
     /// row_lock claim: the first `$1` ready rows (with `from`: from the id
     /// bound first, then the limit), locked, as (id, attempt, token, row json).
-    pub(crate) fn claim_rows_sql(&self, from: bool) -> String {
-        let (ready, limit) = self.scanned(from);
+    pub(crate) fn claim_rows_sql(&self, from: bool, phase: Phase) -> String {
+        let (ready, limit) = self.scanned(from, phase);
         format!(
             "{} LIMIT {limit}{}",
-            self.rows_sql(&ready),
+            // within a phase the (priority, id) index order is the claim's
+            self.rows_in(&ready, &self.claim_order("a")),
             self.d.skip_locked()
         )
     }
 
     /// lease claim, step 1 (no writable CTE): the first `$1` ready rows (with
     /// `from`: as [`Shape::claim_rows_sql`]), locked, as (id, attempt).
-    pub(crate) fn lease_candidates_sql(&self, from: bool) -> String {
+    pub(crate) fn lease_candidates_sql(&self, from: bool, phase: Phase) -> String {
         let d = self.d;
-        let (ready, limit) = self.scanned(from);
+        let (ready, limit) = self.scanned(from, phase);
         format!(
-            "SELECT {}, {} FROM {} a WHERE {ready} ORDER BY a.{} LIMIT {limit}{}",
+            "SELECT {}, {} FROM {} a WHERE {ready} ORDER BY {} LIMIT {limit}{}",
             d.id_text(&self.c("a", &self.id)),
             self.attempt_sel("a"),
             self.table,
-            d.ident(&self.id),
+            self.claim_order("a"),
             d.skip_locked()
         )
     }
@@ -173,7 +188,7 @@ impl Shape {
     /// first `$1` ready rows (with `from`: from the id `$3`), count the attempt
     /// and write the token (`$2` µs), return them; crash-looping candidates
     /// come back apart, marked 1 in the fifth column (see [`Shape::crash_loops`]).
-    pub(crate) fn claim_lease_cte_sql(&self, from: bool) -> String {
+    pub(crate) fn claim_lease_cte_sql(&self, from: bool, _phase: Phase) -> String {
         let d = self.d;
         let idc = d.ident(&self.id);
         let mut sets = vec![format!(
@@ -190,9 +205,12 @@ impl Shape {
             ready = format!("{ready} AND a.{idc} >= {}", d.id_param("$3", self.id_kind));
         }
         format!(
-            "WITH c AS (SELECT a.{idc} AS k, {att} AS att FROM {t} a WHERE {ready} ORDER BY a.{idc} LIMIT $1 FOR UPDATE SKIP LOCKED), \
+            "WITH c AS (SELECT a.{idc} AS k, {att} AS att FROM {t} a WHERE {ready} ORDER BY {order} LIMIT $1 FOR UPDATE SKIP LOCKED), \
                   u AS (UPDATE {t} a SET {sets} FROM c WHERE a.{idc} = c.k{live} RETURNING a.*) \
-             SELECT {id}, {att}, {token}, {json}, 0, a.{idc} FROM u a{poison} ORDER BY 6",
+             SELECT {id}, {att}, {token}, {json}, 0, a.{idc}{rank} FROM u a{poison} ORDER BY {by}",
+            order = self.claim_order("a"),
+            rank = self.out_order("a").0,
+            by = self.out_order("a").1,
             att = self.attempt_sel("a"),
             t = self.table,
             sets = sets.join(", "),
@@ -222,14 +240,14 @@ impl Shape {
 
     /// advisory claim, step 1: the ids of the first `$1` ready rows (with
     /// `from`: as [`Shape::claim_rows_sql`]), unlocked.
-    pub(crate) fn advisory_candidates_sql(&self, from: bool) -> String {
+    pub(crate) fn advisory_candidates_sql(&self, from: bool, phase: Phase) -> String {
         let d = self.d;
-        let (ready, limit) = self.scanned(from);
+        let (ready, limit) = self.scanned(from, phase);
         format!(
-            "SELECT {} FROM {} a WHERE {ready} ORDER BY a.{} LIMIT {limit}",
+            "SELECT {} FROM {} a WHERE {ready} ORDER BY {} LIMIT {limit}",
             d.id_text(&self.c("a", &self.id)),
             self.table,
-            d.ident(&self.id),
+            self.claim_order("a"),
         )
     }
 
@@ -248,12 +266,14 @@ impl Shape {
         let ready = self.ready("a");
         let out = |a: &str| {
             format!(
-                "SELECT {id}, {att}, NULL, {payload}, 0, {a}.{idc} FROM",
+                "SELECT {id}, {att}, NULL, {payload}, 0, {a}.{idc}{rank} FROM",
                 id = d.id_text(&self.c(a, &self.id)),
                 att = self.attempt_sel(a),
                 payload = self.payload_sel(a),
+                rank = self.out_order(a).0,
             )
         };
+        let by = self.out_order("a").1;
         match &self.attempt {
             Some(att) => {
                 let live = match self.max.filter(|_| self.dead.is_some()) {
@@ -262,7 +282,7 @@ impl Shape {
                 };
                 format!(
                     "WITH u AS (UPDATE {t} a SET {0} = COALESCE(a.{0}, 0) + 1 WHERE {key} AND {ready}{live} RETURNING a.*) \
-                     {out} u a ORDER BY 6",
+                     {out} u a ORDER BY {by}",
                     d.ident(att),
                     t = self.table,
                     out = out("a"),
@@ -270,7 +290,7 @@ impl Shape {
             }
             // nothing to count (and so no dead letter): the rows still ready, locked
             None => format!(
-                "{out} {t} a WHERE {key} AND {ready} ORDER BY 6 FOR UPDATE",
+                "{out} {t} a WHERE {key} AND {ready} ORDER BY {by} FOR UPDATE",
                 t = self.table,
                 out = out("a"),
             ),

@@ -52,7 +52,24 @@ pub(crate) struct Shape {
     pub(crate) created_at: Option<String>,
     pub(crate) max: Option<i64>,
     pub(crate) dead: Option<Dead>,
+    /// claims take ready rows in (priority, id) order, NULL last
+    pub(crate) priority: Option<String>,
+    /// a row waits while an earlier row of its key is in the queue
+    pub(crate) ordering_key: Option<String>,
     pub(crate) custom: HashMap<String, String>,
+}
+
+/// Which ready rows one scan of a claim reads. In priority order a dialect
+/// whose ascending order puts NULL first reads the rows with a priority, then
+/// those without (each an index range of `(priority, id)`); a sort of both
+/// would read, and in a locking scan lock, every ready row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Phase {
+    All,
+    /// priority IS NOT NULL
+    Valued,
+    /// priority IS NULL
+    Unvalued,
 }
 
 /// `?`-style placeholders for an IN list, starting at `first` (PostgreSQL numbers them).
@@ -111,6 +128,23 @@ impl Shape {
             let l = self.c(a, self.locked_until.as_ref().unwrap());
             v.push(format!("({l} IS NULL OR {l} < {now})"));
         }
+        if let Some(k) = &self.ordering_key {
+            // no row of its key with a lower id still in the queue (ready,
+            // delayed or in flight): a probe of the (ordering_key, id) index
+            let mut p = self.mine("_s_k");
+            p.push(format!("{} = {}", self.c("_s_k", k), self.c(a, k)));
+            p.push(format!(
+                "{} < {}",
+                self.c("_s_k", &self.id),
+                self.c(a, &self.id)
+            ));
+            v.push(format!(
+                "({} IS NULL OR NOT EXISTS (SELECT 1 FROM {} _s_k WHERE {}))",
+                self.c(a, k),
+                self.table,
+                p.join(" AND ")
+            ));
+        }
         if v.is_empty() {
             "1 = 1".into()
         } else {
@@ -141,7 +175,8 @@ impl Shape {
             Some(m) => (
                 format!(" AND c.att < {m}"),
                 format!(
-                    " UNION ALL SELECT CAST(c.k AS TEXT), c.att, NULL, NULL, 1, c.k FROM c WHERE c.att >= {m}"
+                    " UNION ALL SELECT CAST(c.k AS TEXT), c.att, NULL, NULL, 1, c.k{} FROM c WHERE c.att >= {m}",
+                    if self.priority.is_some() { ", NULL" } else { "" }
                 ),
             ),
             None => (String::new(), String::new()),
@@ -161,17 +196,66 @@ impl Shape {
         self.payload.as_ref().map_or(PayloadText::Json, |(_, t)| *t)
     }
 
-    /// id text, attempt, token, payload of rows `WHERE <cond>`
+    /// id text, attempt, token, payload of rows `WHERE <cond>`, in claim order
     pub(crate) fn rows_sql(&self, cond: &str) -> String {
+        let order = match &self.priority {
+            Some(p) if !self.d.sorts_null_last() => {
+                format!(
+                    "CASE WHEN {} IS NULL THEN 1 ELSE 0 END, {}",
+                    self.c("a", p),
+                    self.claim_order("a")
+                )
+            }
+            _ => self.claim_order("a"),
+        };
+        self.rows_in(cond, &order)
+    }
+
+    /// id text, attempt, token, payload of rows `WHERE <cond>` `ORDER BY <order>`
+    pub(crate) fn rows_in(&self, cond: &str, order: &str) -> String {
         format!(
-            "SELECT {}, {}, {}, {} FROM {} a WHERE {cond} ORDER BY a.{}",
+            "SELECT {}, {}, {}, {} FROM {} a WHERE {cond} ORDER BY {order}",
             self.d.id_text(&self.c("a", &self.id)),
             self.attempt_sel("a"),
             self.token_sel("a"),
             self.payload_sel("a"),
             self.table,
-            self.d.ident(&self.id)
         )
+    }
+
+    /// The order a claim takes ready rows (alias `a`) in: by id, or by
+    /// priority first (see [`Phase`] for where NULL comes).
+    pub(crate) fn claim_order(&self, a: &str) -> String {
+        let id = self.c(a, &self.id);
+        match &self.priority {
+            Some(p) => format!("{}, {id}", self.c(a, p)),
+            None => id,
+        }
+    }
+
+    /// The scans a claim makes, in order (see [`Phase`]).
+    pub(crate) fn phases(&self) -> &'static [Phase] {
+        if self.priority.is_some() && !self.d.sorts_null_last() {
+            &[Phase::Valued, Phase::Unvalued]
+        } else {
+            &[Phase::All]
+        }
+    }
+
+    /// Claims take rows in id order and nothing else decides readiness by
+    /// position: a mark may skip the rows below it.
+    pub(crate) fn id_ordered(&self) -> bool {
+        self.priority.is_none() && self.ordering_key.is_none()
+    }
+
+    /// For a claim statement returning (…, id) as its sixth column: the
+    /// seventh, the priority, and the ORDER BY that puts its rows in claim
+    /// order (PostgreSQL's ascending order puts NULL last).
+    pub(crate) fn out_order(&self, a: &str) -> (String, &'static str) {
+        match &self.priority {
+            Some(p) => (format!(", {}", self.c(a, p)), "7, 6"),
+            None => (String::new(), "6"),
+        }
     }
 }
 
@@ -217,6 +301,8 @@ mod tests {
             max: Some(3),
             dead: Some(Dead::Table(d.ident("jobs_dead"))),
             custom: HashMap::new(),
+            priority: None,
+            ordering_key: None,
         }
     }
 
