@@ -274,10 +274,12 @@ impl Shape {
         }
     }
 
-    /// Claims take rows in id order and nothing else decides readiness by
-    /// position: the session's mark (see `mark`) may skip the rows below it.
-    pub fn id_ordered(&self) -> bool {
-        self.priority.is_none() && self.ordering_key.is_none()
+    /// Claims take rows in id order, so the session's mark (see `mark`) may
+    /// skip the rows below it. In priority order a new row may belong below
+    /// every row claimed so far: such a queue keeps no mark. (A key's next
+    /// row lies above its head: settling a keyed row lowers the mark to it.)
+    pub fn keeps_mark(&self) -> bool {
+        self.priority.is_none()
     }
 
     /// Conditions of a row that belongs to this queue and is not settled yet.

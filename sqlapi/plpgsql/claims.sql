@@ -252,9 +252,9 @@ BEGIN
         PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('lease applies to the lease form only; queue "%s" uses %s', $1, e.form));
     END IF;
     -- where the scan starts: the mark, or (NULL) the lowest id, timed
-    -- (none for a queue claimed in another order than by id, or whose rows
-    -- become ready behind their key's head: scanned from the start every time)
-    every := CASE WHEN e.id_ordered THEN @extschema@._settle_rescan_interval() ELSE interval '0' END;
+    -- (none for a queue claimed in priority order, where a new row may belong
+    -- below every row claimed so far: scanned from the start every time)
+    every := CASE WHEN e.by_priority THEN interval '0' ELSE @extschema@._settle_rescan_interval() END;
     from_id := @extschema@._settle_mark_start($1, e.version, every);
     IF from_id IS NULL THEN
         started := pg_catalog.clock_timestamp();

@@ -184,10 +184,11 @@ BEGIN
             out[i] := 'custom';
         END IF;
     END LOOP;
-    -- ready again now: this session's next claim starts at or below them
-    IF 'retried' = ANY (out) OR 'released' = ANY (out) THEN
+    -- ready again now: this session's next claim starts at or below them; with
+    -- an ordering key, a row settled any way may have freed its key's next row
+    IF e.keyed OR 'retried' = ANY (out) OR 'released' = ANY (out) THEN
         ignored := @extschema@._settle_mark_ready($1, e.version, ARRAY(SELECT ids[i] FROM pg_catalog.generate_subscripts(out, 1) i
-                                                            WHERE out[i] IN ('retried', 'released')));
+                                                            WHERE out[i] IN ('retried', 'released') OR (e.keyed AND out[i] IS NOT NULL)));
     END IF;
     IF e.form = 'row_lock' THEN
         mine := ARRAY(SELECT m FROM pg_catalog.unnest(mine) m WHERE NOT m = ANY (COALESCE(r.rids, '{}')));

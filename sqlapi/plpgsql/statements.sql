@@ -302,7 +302,7 @@ $$;
 -- table is gone, _settle_shape says which (SQ002, SQ003).
 CREATE FUNCTION @extschema@._settle_entry(queue text, OUT version text, OUT form text, OUT max_attempts integer,
                                           OUT has_retry_after boolean, OUT outcomes jsonb, OUT by_priority boolean,
-                                          OUT id_ordered boolean)
+                                          OUT keyed boolean)
     LANGUAGE plpgsql STABLE
     AS $$
 BEGIN
@@ -313,8 +313,8 @@ BEGIN
              OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) COALESCE(d.xmin::pg_catalog.text, '-'),
            q.form, q.max_attempts, (q.columns OPERATOR(pg_catalog.->>) 'retry_after') IS NOT NULL, q.outcomes,
            (q.columns OPERATOR(pg_catalog.->>) 'priority') IS NOT NULL,
-           (q.columns OPERATOR(pg_catalog.->>) 'priority') IS NULL AND (q.columns OPERATOR(pg_catalog.->>) 'ordering_key') IS NULL
-      INTO version, form, max_attempts, has_retry_after, outcomes, by_priority, id_ordered
+           (q.columns OPERATOR(pg_catalog.->>) 'ordering_key') IS NOT NULL
+      INTO version, form, max_attempts, has_retry_after, outcomes, by_priority, keyed
       FROM @extschema@.settle_queues q
       JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) q.tbl
       LEFT JOIN pg_catalog.pg_class d ON d.oid OPERATOR(pg_catalog.=) q.dead_letter_table

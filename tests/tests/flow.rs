@@ -125,15 +125,15 @@ async fn keys_under_load(b: Backend, form: Form) {
     for w in 0..8u64 {
         let (c, busy, seen, keys) = (c.clone(), busy.clone(), seen.clone(), keys.clone());
         tasks.push(tokio::spawn(async move {
-            let mut idle = 0;
-            while idle < 20 {
+            // until every row is seen (a key's next row freed by another
+            // session waits for this one's rescan: docs/semantics.md)
+            let deadline = std::time::Instant::now() + Duration::from_secs(60);
+            while seen.lock().unwrap().len() < n && std::time::Instant::now() < deadline {
                 let ds = c.claim(2).await.unwrap();
                 if ds.is_empty() {
-                    idle += 1;
                     tokio::time::sleep(Duration::from_millis(5)).await;
                     continue;
                 }
-                idle = 0;
                 for d in ds {
                     let id: u64 = d.id().parse().unwrap();
                     let key = keys[(id - 1) as usize].clone();

@@ -183,6 +183,13 @@ pub(crate) trait HoldBackend: LeaseSettler + Sized {
     /// failed): claims that start past them must not any more.
     fn made_ready(&self, _ids: &[&str]) {}
 
+    /// Whether any settle may make another row ready (an ordering key: the
+    /// next row of a settled head's key, whose id is above it), so that every
+    /// settled row is reported to [`made_ready`](Self::made_ready).
+    fn settles_free_rows(&self) -> bool {
+        false
+    }
+
     /// A new deadline for a lease: its new token.
     fn extend_lease(
         &self,
@@ -227,7 +234,7 @@ pub(crate) async fn settle<B: HoldBackend>(
     outcome: Outcome,
 ) -> Result<Settled> {
     b.before_settle(&outcome);
-    let again = ready_again(&outcome);
+    let again = ready_again(&outcome) || b.settles_free_rows();
     let r = match hold {
         // combined with the client's concurrent settles (a custom outcome runs alone)
         Hold::Lease(t) if !matches!(outcome, Outcome::Custom(_)) => {
@@ -251,7 +258,7 @@ fn ready_again(outcome: &Outcome) -> bool {
 /// Tell the backend which of `ids` may be ready again after their settles'
 /// results `out`.
 fn report_ready<B: HoldBackend>(b: &B, ids: &[String], outcome: &Outcome, out: &[Result<Settled>]) {
-    let again = ready_again(outcome);
+    let again = ready_again(outcome) || b.settles_free_rows();
     let ready: Vec<&str> = ids
         .iter()
         .zip(out)

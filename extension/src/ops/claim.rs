@@ -115,11 +115,10 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
         }
         let mut out = Vec::with_capacity(batch as usize);
         let mut dead = Vec::new();
-        // a queue claimed in another order than by id, or whose rows become
-        // ready behind their key's head, is scanned from the start every time
-        let id_ordered = q.shape.id_ordered();
-        let from = id_ordered.then(|| mark::start(queue)).flatten();
-        let from_bottom = (id_ordered && from.is_none()).then(std::time::Instant::now);
+        // a queue claimed in priority order is scanned from the start every time
+        let keeps_mark = q.shape.keeps_mark();
+        let from = keeps_mark.then(|| mark::start(queue)).flatten();
+        let from_bottom = (keeps_mark && from.is_none()).then(std::time::Instant::now);
         match q.shape.form {
             Form::RowLock => {
                 if !in_transaction_block() {
@@ -193,7 +192,7 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
             mark::rescan_took(queue, t0.elapsed());
         }
         // oldest first: the last is the highest id taken
-        if let Some(last) = out.last().filter(|_| id_ordered) {
+        if let Some(last) = out.last().filter(|_| keeps_mark) {
             mark::claimed(queue, &last.id);
         }
         Ok(out)

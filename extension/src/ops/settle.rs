@@ -474,10 +474,12 @@ fn finish(
             }
         }
     }
-    // ready again now: this session's next claim starts at or below them
+    // ready again now: this session's next claim starts at or below them; with
+    // an ordering key, a row settled any way may have freed its key's next row
+    let keyed = q.shape.ordering_key.is_some();
     let ready = run
         .iter()
-        .filter(|&&i| matches!(res[i], Some("retried" | "released")))
+        .filter(|&&i| keyed && res[i].is_some() || matches!(res[i], Some("retried" | "released")))
         .map(|&i| given[i].as_str());
     mark::made_ready(queue, ready, mark_order(q));
     res

@@ -104,8 +104,8 @@ impl Engine {
         let interval = rescan_interval.unwrap_or(mark::RESCAN_INTERVAL);
         let mark = mark::Mark::new(
             s.id_kind,
-            // a queue claimed by priority or key keeps no mark (docs/semantics.md)
-            (d.keeps_settled_rows_in_index() && s.id_ordered()).then_some(interval),
+            // a queue claimed in priority order keeps no mark (docs/semantics.md)
+            (d.keeps_settled_rows_in_index() && s.keeps_mark()).then_some(interval),
         );
         Ok(Arc::new(Engine {
             pool,

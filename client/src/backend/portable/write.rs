@@ -382,6 +382,10 @@ impl HoldBackend for Engine {
         self.mark.made_ready(ids.iter().copied());
     }
 
+    fn settles_free_rows(&self) -> bool {
+        self.s.ordering_key.is_some()
+    }
+
     /// Lease heartbeat: a new token, or LeaseLost.
     async fn extend_lease(&self, id: &str, token: i64, ttl: Duration) -> Result<i64> {
         let s = &self.s;

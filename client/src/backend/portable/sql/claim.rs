@@ -55,7 +55,7 @@ impl ClaimPlan {
             };
             out.push((name, first(s, false, *phase)));
         }
-        if s.d.keeps_settled_rows_in_index() && s.id_ordered() {
+        if s.d.keeps_settled_rows_in_index() && s.keeps_mark() {
             out.push(("… from the mark", first(s, true, Phase::All)));
         }
         match self {

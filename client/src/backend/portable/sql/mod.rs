@@ -242,10 +242,12 @@ impl Shape {
         }
     }
 
-    /// Claims take rows in id order and nothing else decides readiness by
-    /// position: a mark may skip the rows below it.
-    pub(crate) fn id_ordered(&self) -> bool {
-        self.priority.is_none() && self.ordering_key.is_none()
+    /// Claims take rows in id order, so a mark may skip the rows below it. In
+    /// priority order a new row may belong below every row claimed so far: no
+    /// mark. (A key's next row lies above its head: a settle of a keyed row
+    /// lowers the mark to it, see `HoldBackend::settles_free_rows`.)
+    pub(crate) fn keeps_mark(&self) -> bool {
+        self.priority.is_none()
     }
 
     /// For a claim statement returning (…, id) as its sixth column: the
