@@ -19,6 +19,7 @@ mod loops;
 mod portable;
 mod portable_horizon;
 mod pressure;
+mod scaling;
 
 use loops::run_workers;
 
@@ -78,6 +79,9 @@ struct Args {
     awa: Option<String>,
     /// backlog sizes for the scaling run (`--scaling`, `--scaling-10m`)
     backlogs: Vec<usize>,
+    /// the scaling run also on queues with the priority and ordering_key
+    /// roles (`--flow`, `--flow-10m`)
+    flow: bool,
     /// seconds of the sustained (dead tuple) run, or 0
     sustained: u64,
     /// in the sustained run, hold a snapshot for 120 s every this many seconds
@@ -140,6 +144,7 @@ fn args() -> Args {
         graphile: None,
         awa: None,
         backlogs: Vec::new(),
+        flow: false,
         sustained: 0,
         hold_every: 0,
         horizon: Vec::new(),
@@ -203,6 +208,15 @@ fn args() -> Args {
                 i += 1;
             }
             "--scaling-10m" => a.backlogs = vec![10_000, 1_000_000, 10_000_000],
+            // the scaling run over queues with a priority and an ordering key too
+            "--flow" => {
+                a.backlogs = vec![1_000_000];
+                a.flow = true;
+            }
+            "--flow-10m" => {
+                a.backlogs = vec![1_000_000, 10_000_000];
+                a.flow = true;
+            }
             "--hold-every" => {
                 a.hold_every = v[i + 1].parse().expect("--hold-every SECONDS");
                 i += 1;
@@ -286,7 +300,7 @@ fn args() -> Args {
                 a.workers = vec![1, 4];
                 a.batches = vec![1, 100];
             }
-            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --client-only, --transaction-pooler, --portable, --mixed, --mariadb URL, --sqlite PATH, --citus CONN, --pgmq CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --sustained SECONDS, --hold-every SECONDS, --horizon, --horizon-jobs N,N, --holder snapshot|row_lock, --horizon-cap SECONDS, --table-options OPTS|reset, --pgmq-table-options OPTS|reset, --max-attempts N"),
+            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --client-only, --transaction-pooler, --portable, --mixed, --mariadb URL, --sqlite PATH, --citus CONN, --pgmq CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --flow, --flow-10m, --sustained SECONDS, --hold-every SECONDS, --horizon, --horizon-jobs N,N, --holder snapshot|row_lock, --horizon-cap SECONDS, --table-options OPTS|reset, --pgmq-table-options OPTS|reset, --max-attempts N"),
         }
         i += 1;
     }
@@ -772,98 +786,6 @@ fn svg(results: &[Result_]) -> String {
     s
 }
 
-/// Claim latency and throughput against a large backlog: each form's queue is
-/// filled with N rows, the generic plan of its claim statement is shown
-/// (EXPLAIN ANALYZE, BUFFERS), then 5,000 jobs are claimed and acked at W=1,B=1
-/// and 20,000 at W=4,B=100 from the front of the backlog.
-async fn scaling(a: &Args, admin: &Client) {
-    println!(
-        "{:<10} {:<9} {:>3} {:>4} {:>7} {:>9} {:>8} {:>8}",
-        "backlog", "form", "W", "B", "jobs", "jobs/s", "p50 ms", "p99 ms"
-    );
-    let mut plans = String::new();
-    for &n in &a.backlogs {
-        for form in [Form::Lease, Form::RowLock, Form::Advisory] {
-            let q = format!("scale_{}", form.name());
-            let t = Instant::now();
-            prepare_table(admin, a, &q, form, n).await;
-            let filled = t.elapsed().as_secs_f64();
-            let (stmt, types, args) = match form {
-                Form::Lease => ("claim", "bigint, interval", "1, '30 seconds'"),
-                Form::RowLock => ("claim", "bigint", "1"),
-                Form::Advisory => ("claim_candidates", "bigint", "1"),
-            };
-            let sql: String = admin
-                .query_one(
-                    "SELECT sql FROM queue_sql($1) WHERE statement = $2",
-                    &[&q, &stmt],
-                )
-                .await
-                .expect("queue_sql")
-                .get(0);
-            admin
-                .batch_execute(&format!(
-                    "SET plan_cache_mode = force_generic_plan; PREPARE scale_p({types}) AS {sql}"
-                ))
-                .await
-                .expect("prepare");
-            let plan: Vec<String> = admin
-                .query(
-                    &format!("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE scale_p({args})"),
-                    &[],
-                )
-                .await
-                .expect("explain")
-                .iter()
-                .map(|r| r.get(0))
-                .collect();
-            admin
-                .batch_execute(
-                    "DEALLOCATE scale_p; RESET plan_cache_mode; SELECT pg_advisory_unlock_all()",
-                )
-                .await
-                .unwrap();
-            let _ = writeln!(
-                plans,
-                "\n-- {} claim, backlog {n} (filled in {filled:.1} s), generic plan:\n{}",
-                form.name(),
-                plan.join("\n")
-            );
-            for (w, b, jobs) in [(1usize, 1usize, 5_000usize), (4, 100, 20_000)] {
-                let jobs = jobs.min(n / 2);
-                let lat = Arc::new(Mutex::new(Vec::with_capacity(jobs)));
-                let mut conns = Vec::new();
-                for _ in 0..w {
-                    conns.push(connect(&a.conn).await);
-                }
-                let t0 = Instant::now();
-                let (done, _open) =
-                    run_workers(conns, Impl::Settle, form, &q, b, lat.clone(), Some(jobs)).await;
-                let secs = t0.elapsed().as_secs_f64();
-                let mut l = lat.lock().unwrap();
-                println!(
-                    "{:<10} {:<9} {:>3} {:>4} {:>7} {:>9.0} {:>8.2} {:>8.2}",
-                    n,
-                    form.name(),
-                    w,
-                    b,
-                    done,
-                    done as f64 / secs,
-                    pct(&mut l, 0.5),
-                    pct(&mut l, 0.99)
-                );
-            }
-            admin
-                .batch_execute(&format!(
-                    "DROP TABLE IF EXISTS {q}, {q}_dead; SELECT queue_unregister('{q}')"
-                ))
-                .await
-                .unwrap();
-        }
-    }
-    println!("{plans}");
-}
-
 fn main() {
     let rt = if std::env::var("SETTLE_BENCH_RUNTIME").as_deref() == Ok("current") {
         tokio::runtime::Builder::new_current_thread()
@@ -883,7 +805,7 @@ async fn main_() {
     let admin = connect(&a.conn).await;
     find_postmaster(&admin).await;
     if !a.backlogs.is_empty() {
-        scaling(&a, &admin).await;
+        scaling::scaling(&a, &admin).await;
         return;
     }
     if a.sustained > 0 {

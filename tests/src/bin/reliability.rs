@@ -32,6 +32,9 @@ enum Scenario {
     Load,
     /// random ack / drop / retry / retry_after / dead letter
     Mixed,
+    /// every job acked, rows of 16 ordering keys: one row of a key at a
+    /// time, each key's rows in id order
+    KeyedLoad,
     /// every worker connection terminated twice mid-run
     KillConnections,
     /// the PostgreSQL server restarted (fast, then immediate) mid-run
@@ -55,7 +58,16 @@ struct Tally {
     lease_lost: u64,
     errors: u64,
     handled: u64,
+    /// KeyedLoad: the row of each key whose handler is running
+    key_running: HashMap<i64, i64>,
+    /// KeyedLoad: the last row of each key a handler started
+    key_last: HashMap<i64, i64>,
+    /// KeyedLoad: rows started while a row of their key ran, or before a lower id of their key
+    key_breaches: u64,
 }
+
+/// KeyedLoad's keys: a row's key is its id modulo this.
+const KEYS: i64 = 16;
 
 struct Args {
     jobs: usize,
@@ -547,6 +559,27 @@ async fn case(b: Backend, form: Form, scenario: Scenario, a: &Args) -> Line {
     let faulty = matches!(scenario, Scenario::KillConnections | Scenario::Restart);
     let pool = admin(b).await;
     let t = table(b, &pool, "rel", a.jobs).await;
+    if scenario == Scenario::KeyedLoad {
+        let q = b.dialect().ident(&t);
+        for sql in [
+            format!("ALTER TABLE {q} ADD COLUMN ordering_key bigint"),
+            // a dead-letter table has every column of its queue's
+            format!(
+                "ALTER TABLE {} ADD COLUMN ordering_key bigint",
+                b.dialect().ident(&format!("{t}_dead"))
+            ),
+            format!("UPDATE {q} SET ordering_key = id % {KEYS}"),
+            format!(
+                "CREATE INDEX {} ON {q} (ordering_key, id)",
+                b.dialect().ident(&format!("{t}_key"))
+            ),
+        ] {
+            sqlx::query(&sql)
+                .execute(&pool)
+                .await
+                .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        }
+    }
     let form = match form {
         Form::Lease { .. } if faulty => Form::Lease {
             ttl: Duration::from_secs(2),
@@ -608,6 +641,15 @@ async fn case(b: Backend, form: Form, scenario: Scenario, a: &Args) -> Line {
                             if !t.running.insert(id.clone()) {
                                 t.overlaps += 1;
                             }
+                            if scenario == Scenario::KeyedLoad {
+                                let n: i64 = id.parse().expect("an integer id");
+                                let k = n % KEYS;
+                                let busy = t.key_running.insert(k, n).is_some();
+                                let before = t.key_last.insert(k, n).is_some_and(|l| l >= n);
+                                if busy || before {
+                                    t.key_breaches += 1;
+                                }
+                            }
                         }
                         tokio::time::sleep(Duration::from_micros(200)).await;
                         let outcome = match scenario {
@@ -619,6 +661,11 @@ async fn case(b: Backend, form: Form, scenario: Scenario, a: &Args) -> Line {
                             let mut t = tally.lock().unwrap();
                             t.running.remove(&id);
                             t.handled_ids.insert(id.clone());
+                            // (the key stays held until the ack commits: no row of
+                            // it can be claimed before this is recorded)
+                            if let Ok(n) = id.parse::<i64>() {
+                                t.key_running.remove(&(n % KEYS));
+                            }
                         }
                         let r = d.settle(outcome).await;
                         let mut t = tally.lock().unwrap();
@@ -695,6 +742,12 @@ async fn case(b: Backend, form: Form, scenario: Scenario, a: &Args) -> Line {
     let twice = t.settled.values().filter(|n| **n > 1).count() as u64
         + t.dead.values().filter(|n| **n > 1).count() as u64
         + dead_ids.iter().filter(|d| settled_ids.contains(d)).count() as u64;
+    if t.key_breaches > 0 {
+        note = format!(
+            "{} rows started while a row of their key ran or before a lower id of it",
+            t.key_breaches
+        );
+    }
     let pass = lost == 0
         && twice == 0
         && rows.is_empty()
@@ -735,7 +788,7 @@ async fn main() {
     }
     let a = args();
     let mut lines = Vec::new();
-    let mut scenarios = vec![Scenario::Load, Scenario::Mixed];
+    let mut scenarios = vec![Scenario::Load, Scenario::Mixed, Scenario::KeyedLoad];
     if a.faults {
         scenarios.push(Scenario::KillConnections);
         scenarios.push(Scenario::KillProcess);
