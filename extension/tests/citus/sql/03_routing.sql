@@ -3,6 +3,8 @@
 -- coordinator). The statements that do not are named in docs/scaling.md.
 CREATE FUNCTION plan_lines(q text, st text, s text) RETURNS SETOF text LANGUAGE plpgsql AS $$
 DECLARE ids text[] := ARRAY['3', '4']; toks timestamptz[] := ARRAY[now(), now()]; t timestamptz := now();
+  -- the lease take (an UPDATE, in a CTE when the statement sorts its rows)
+  take boolean := s LIKE 'UPDATE%' OR s LIKE 'WITH _s_took AS (UPDATE%';
 BEGIN
   -- the arguments of each statement (docs/sql-reference.md lists them)
   CASE
@@ -16,11 +18,11 @@ BEGIN
       RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || s USING ids;
     WHEN st = 'dead_rows' THEN RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || s USING 10::bigint, ids;
     WHEN st = 'purge_dead' THEN RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || s USING interval '1 day', ids;
-    WHEN st IN ('claim_candidates_after', 'claim_candidates_from', 'claim_from') AND s NOT LIKE 'UPDATE%' THEN
+    WHEN st IN ('claim_candidates_after', 'claim_candidates_from', 'claim_from') AND NOT take THEN
       RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || s USING 10::bigint, '3'::text;
     WHEN st = 'claim_again' THEN RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || s USING 10::bigint, ids;
     WHEN st = 'claim_again_from' THEN RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || s USING 10::bigint, ids, '3'::text;
-    WHEN st = 'claim' AND s LIKE 'UPDATE%' THEN RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || s USING 10::bigint, t;
+    WHEN st = 'claim' AND take THEN RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || s USING 10::bigint, t;
     WHEN st = 'claim_from' THEN RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || s USING 10::bigint, t, '3'::text;
     WHEN st = 'stats' AND s LIKE '%$1%' THEN
       RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) ' || s USING ARRAY[1::bigint];
