@@ -71,9 +71,12 @@ BEGIN
     RETURN NULL;
 END $$;
 
--- This session made rows ids of queue ready again (a retry, a release): its
--- next claim starts at or below the lowest of them. Integer and uuid ids
--- compare as their type; any other id type scans from the lowest id next.
+-- This session made rows ids of queue ready again (a retry, a release, any
+-- settle of a keyed row): its next claim starts at or below the lowest of
+-- them. Integer and uuid ids compare as their type; any other id type scans
+-- from the lowest id next. The id type is read from the queue's shape once
+-- per session and registration version (settle_sql.t<…>: int, uuid or
+-- other), since a keyed queue comes here on every settle.
 CREATE FUNCTION @extschema@._settle_mark_ready(queue text, version text, ids text[]) RETURNS text
     LANGUAGE plpgsql VOLATILE
     AS $$
@@ -81,18 +84,24 @@ DECLARE
     k text := pg_catalog.md5(queue || '/' || version);
     m text := NULLIF(pg_catalog.current_setting('settle_sql.m' || k, true), '');
     s @extschema@.settle_queue_shape;
+    kind text;
     low text;
 BEGIN
     IF m IS NULL OR COALESCE(pg_catalog.cardinality(ids), 0) = 0 THEN
         RETURN NULL;
     END IF;
-    s := @extschema@._settle_shape(queue);
-    IF s.int_id THEN
+    kind := NULLIF(pg_catalog.current_setting('settle_sql.t' || k, true), '');
+    IF kind IS NULL THEN
+        s := @extschema@._settle_shape(queue);
+        kind := CASE WHEN s.int_id THEN 'int' WHEN s.id_type = 'pg_catalog.uuid' THEN 'uuid' ELSE 'other' END;
+        kind := pg_catalog.set_config('settle_sql.t' || k, kind, false);
+    END IF;
+    IF kind = 'int' THEN
         low := (SELECT pg_catalog.min(v::bigint)::text FROM pg_catalog.unnest(ids) v);
         IF low::bigint >= m::bigint THEN
             RETURN NULL;
         END IF;
-    ELSIF s.id_type = 'pg_catalog.uuid' THEN
+    ELSIF kind = 'uuid' THEN
         low := (SELECT pg_catalog.min(v::uuid)::text FROM pg_catalog.unnest(ids) v);
         IF low::uuid >= m::uuid THEN
             RETURN NULL;
