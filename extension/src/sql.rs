@@ -274,6 +274,13 @@ impl Shape {
         }
     }
 
+    /// The rows a take returns are put in claim order by `ops` after the
+    /// statement (an integer id, parsed once per row: cheaper than a CTE
+    /// sort); otherwise the statement sorts them (see `taken_oldest_first`).
+    pub fn sorted_after_take(&self) -> bool {
+        self.int_id && self.priority.is_none()
+    }
+
     /// Claims take rows in id order, so the session's mark (see `mark`) may
     /// skip the rows below it. In priority order a new row may belong below
     /// every row claimed so far: such a queue keeps no mark. (A key's next

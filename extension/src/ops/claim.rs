@@ -199,11 +199,11 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
     })
 }
 
-/// Put taken rows with an integer id oldest first (`Shape::taken_oldest_first`
-/// orders any other id type in the statement); each id is parsed once, not at
-/// every comparison.
+/// Put taken rows in claim order where the statement leaves that to us
+/// (`Shape::sorted_after_take`: an integer id and no priority); each id is
+/// parsed once, not at every comparison.
 fn oldest_first(q: &Queue, taken: &mut [Delivery]) {
-    if q.shape.int_id && q.shape.priority.is_none() {
+    if q.shape.sorted_after_take() {
         taken.sort_by_cached_key(|d| d.id.parse::<i64>().unwrap_or(i64::MAX));
     }
 }

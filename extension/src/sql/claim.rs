@@ -163,7 +163,7 @@ impl Shape {
             Some(c) => format!("{a}.{c}"),
             None => "NULL::pg_catalog.timestamptz".into(),
         };
-        if self.int_id && self.priority.is_none() {
+        if self.sorted_after_take() {
             return format!(
                 "{update} RETURNING {dead}, ({id})::pg_catalog.text, {att}, {tok}, {row}",
                 dead = self.taken_dead("_s_t"),

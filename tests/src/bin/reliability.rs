@@ -663,7 +663,8 @@ async fn case(b: Backend, form: Form, scenario: Scenario, a: &Args) -> Line {
                             t.handled_ids.insert(id.clone());
                             // (the key stays held until the ack commits: no row of
                             // it can be claimed before this is recorded)
-                            if let Ok(n) = id.parse::<i64>() {
+                            if scenario == Scenario::KeyedLoad {
+                                let n: i64 = id.parse().expect("an integer id");
                                 t.key_running.remove(&(n % KEYS));
                             }
                         }

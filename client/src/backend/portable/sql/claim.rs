@@ -200,6 +200,7 @@ impl Shape {
             sets.push(format!("{0} = COALESCE(a.{0}, 0) + 1", d.ident(a)));
         }
         let (live, poison) = self.crash_loops();
+        let (rank, by) = self.out_order("a");
         let mut ready = self.ready("a");
         if from {
             ready = format!("{ready} AND a.{idc} >= {}", d.id_param("$3", self.id_kind));
@@ -209,8 +210,6 @@ impl Shape {
                   u AS (UPDATE {t} a SET {sets} FROM c WHERE a.{idc} = c.k{live} RETURNING a.*) \
              SELECT {id}, {att}, {token}, {json}, 0, a.{idc}{rank} FROM u a{poison} ORDER BY {by}",
             order = self.claim_order("a"),
-            rank = self.out_order("a").0,
-            by = self.out_order("a").1,
             att = self.attempt_sel("a"),
             t = self.table,
             sets = sets.join(", "),
