@@ -4,7 +4,7 @@
 use super::dialect::PayloadText;
 use super::engine::{again_if_deadlock, exec_with_id, opt_text, text, Engine};
 use super::session::{ClaimConn, Session};
-use super::sql::ClaimPlan;
+use super::sql::{ClaimPlan, FirstStatement, Phase, Shape};
 use crate::error::Result;
 use crate::outcome::micros;
 use crate::payload::Payload;
@@ -50,19 +50,7 @@ impl Engine {
         match s.plan {
             ClaimPlan::RowLock => {
                 let mut tx = self.pool.begin_with(d.begin()).await?;
-                let mut rows = Vec::new();
-                for phase in s.phases() {
-                    if rows.len() == n {
-                        break;
-                    }
-                    let sql = s.claim_rows_sql(from.is_some(), *phase);
-                    rows.extend(
-                        from_first(sqlx::query(&sql), from)
-                            .bind((n - rows.len()) as i64)
-                            .fetch_all(&mut *tx)
-                            .await?,
-                    );
-                }
+                let rows = self.scan(&mut tx, n, from, Shape::claim_rows_sql).await?;
                 if rows.is_empty() {
                     tx.commit().await?;
                     return Ok((Vec::new(), None));
@@ -78,20 +66,12 @@ impl Engine {
             ClaimPlan::LeaseStatement => Ok((self.claim_lease_cte(n, from).await?, None)),
             ClaimPlan::LeaseSteps => {
                 let mut tx = self.pool.begin_with(d.begin()).await?;
-                let mut cands: Vec<(String, i64)> = Vec::new();
-                for phase in s.phases() {
-                    if cands.len() == n {
-                        break;
-                    }
-                    let sql = s.lease_candidates_sql(from.is_some(), *phase);
-                    let q = from_first(sqlx::query(&sql), from).bind((n - cands.len()) as i64);
-                    cands.extend(
-                        q.fetch_all(&mut *tx)
-                            .await?
-                            .iter()
-                            .map(|r| (r.get(0), r.get(1))),
-                    );
-                }
+                let cands: Vec<(String, i64)> = self
+                    .scan(&mut tx, n, from, Shape::lease_candidates_sql)
+                    .await?
+                    .iter()
+                    .map(|r| (r.get(0), r.get(1)))
+                    .collect();
                 let live = self.drop_poison(&mut tx, cands).await?;
                 let out = self.take(&mut tx, &live).await?;
                 tx.commit().await?;
@@ -101,6 +81,31 @@ impl Engine {
                 self.claim_advisory(n, from).await
             }
         }
+    }
+
+    /// Up to `n` rows of a claim's first statement (`sql`, from the mark
+    /// `from`), in claim order: one scan, or one per [`Phase`] until `n`.
+    async fn scan(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        n: usize,
+        from: Option<&str>,
+        sql: FirstStatement,
+    ) -> Result<Vec<sqlx::any::AnyRow>> {
+        let mut rows = Vec::new();
+        for phase in self.s.phases() {
+            if rows.len() == n {
+                break;
+            }
+            let sql = sql(&self.s, from.is_some(), *phase);
+            rows.extend(
+                from_first(sqlx::query(&sql), from)
+                    .bind((n - rows.len()) as i64)
+                    .fetch_all(&mut *conn)
+                    .await?,
+            );
+        }
+        Ok(rows)
     }
 
     /// In a claim's transaction (no writable CTE): read the locked candidates
@@ -184,9 +189,7 @@ impl Engine {
         let Form::Lease { ttl } = self.s.form else {
             unreachable!("called for the lease form only");
         };
-        let sql = self
-            .s
-            .claim_lease_cte_sql(from.is_some(), super::sql::Phase::All);
+        let sql = self.s.claim_lease_cte_sql(from.is_some(), Phase::All);
         let mut q = sqlx::query(&sql).bind(n as i64).bind(micros(ttl));
         if let Some(from) = from {
             q = q.bind(from.to_owned());

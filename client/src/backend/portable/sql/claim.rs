@@ -40,7 +40,7 @@ impl ClaimPlan {
     pub(crate) fn statements(self, s: &Shape) -> Vec<(&'static str, String)> {
         let mut out = Vec::new();
         // the first statement of a claim, from the lowest id and from the mark
-        let (name, first): (&'static str, fn(&Shape, bool, Phase) -> String) = match self {
+        let (name, first): (&'static str, FirstStatement) = match self {
             ClaimPlan::RowLock => ("claim", Shape::claim_rows_sql),
             ClaimPlan::LeaseStatement => ("claim", Shape::claim_lease_cte_sql),
             ClaimPlan::LeaseSteps => ("claim candidates", Shape::lease_candidates_sql),

@@ -72,6 +72,9 @@ pub(crate) enum Phase {
     Unvalued,
 }
 
+/// A builder of a claim's first statement: (shape, from the mark, phase).
+pub(crate) type FirstStatement = fn(&Shape, bool, Phase) -> String;
+
 /// `?`-style placeholders for an IN list, starting at `first` (PostgreSQL numbers them).
 pub(crate) fn in_list(d: Dialect, first: usize, n: usize, kind: IdKind) -> String {
     (0..n)
