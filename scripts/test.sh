@@ -32,10 +32,12 @@
 # The SQL edition (sqlapi/, scripts/package.sh sql):
 #  11. on each major: installed with psql by a database owner who is no superuser, then the
 #      client's tests and the conformance suite's PostgreSQL cells against it; a database
-#      moved from it to the native extension and back (sqlapi/tests/move.sql)
+#      moved from it to the native extension and back (sqlapi/tests/move.sql); each earlier
+#      release (sqlapi/releases/) updated in place to this one (sqlapi/tests/update.sql)
 #  12. on each major, once settle's native files are gone from it (15: the package removed):
 #      pg_tle built from ../shared/pg_tle, the edition registered by a pgtle_admin role that is
-#      no superuser, CREATE EXTENSION, and pg_regress (expected-sql/ where it differs), the
+#      no superuser, CREATE EXTENSION, ALTER EXTENSION settle UPDATE from each earlier release
+#      (sqlapi/tests/update.sql), and pg_regress (expected-sql/ where it differs), the
 #      isolation specs and the documents' SQL examples
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -130,7 +132,8 @@ SQLED=$(sed -n 1p "$WORK/packages-sql")
 SQLED_TLE=$(sed -n 2p "$WORK/packages-sql")
 SQLED_TO_NATIVE=$(sed -n 3p "$WORK/packages-sql")
 SQLED_TO_SQL=$(sed -n 4p "$WORK/packages-sql")
-echo "$SQLED ($(du -k "$SQLED" | cut -f1) kB), $SQLED_TLE, $SQLED_TO_NATIVE, $SQLED_TO_SQL"
+SQLED_UPDATE=$(sed -n 5p "$WORK/packages-sql")
+echo "$SQLED ($(du -k "$SQLED" | cut -f1) kB), $SQLED_TLE, $SQLED_TO_NATIVE, $SQLED_TO_SQL, $SQLED_UPDATE"
 
 # From here on every SQL tier runs against the packaged files, nothing built in place.
 EXT15_LIB=/usr/lib/postgresql/15/lib
@@ -318,6 +321,8 @@ tle_tier() {
   SETTLE_PGBIN=$PG_BIN SETTLE_PG_PRELOAD=pg_tle scripts/pg-cluster.sh start "$CLUSTER"
   export PGHOST="$CLUSTER/sock"
   check "the SQL edition registers with pg_tle and CREATE EXTENSION takes it on $m" tle_register
+  check "ALTER EXTENSION settle UPDATE from the SQL edition's earlier releases through pg_tle on $m" \
+    update_sql_edition tle
   local reg=$WORK/regress-sql
   rm -rf "$reg" && mkdir -p "$reg"
   cp -r extension/tests/pg_regress/sql extension/tests/pg_regress/expected "$reg/"
@@ -352,6 +357,23 @@ move_between_editions() {
     && "$PG_BIN/psql" -X -q -d settle_move -v install="$SQLED" -v to_native="$SQLED_TO_NATIVE" -v to_sql="$SQLED_TO_SQL" \
       -v version="$VERSION" -f sqlapi/tests/move.sql >"$WORK/move-$MAJOR.out" 2>&1 \
     && diff -u sqlapi/tests/move.out "$WORK/move-$MAJOR.out"
+}
+
+# update_sql_edition ROUTE: sqlapi/tests/update.sql from each earlier release of the SQL
+# edition (installed with psql, or through pg_tle: ROUTE psql or tle) in a fresh database, its
+# output compared with sqlapi/tests/update.out
+update_sql_edition() {
+  local route=$1 old v new
+  for old in "$(dirname "$SQLED")"/earlier/settle--*.sql; do
+    v=$(basename "$old" .sql | sed 's/^settle--//')
+    new=$SQLED
+    if [ "$route" = tle ]; then old=$(dirname "$old")/settle-pgtle--$v.sql new=$SQLED_TLE; fi
+    psql_q -d postgres -c "DROP DATABASE IF EXISTS settle_update" -c "CREATE DATABASE settle_update TEMPLATE template0" \
+      && "$PG_BIN/psql" -X -q -d settle_update -v route="$route" -v old="$old" -v new="$new" -v update="$SQLED_UPDATE" \
+        -v version="$VERSION" -f sqlapi/tests/update.sql >"$WORK/update-$route-$v-$MAJOR.out" 2>&1 \
+      && diff -u sqlapi/tests/update.out "$WORK/update-$route-$v-$MAJOR.out" \
+      || { echo "(updating from $v)"; return 1; }
+  done
 }
 
 # cargo_tests LOG ARGS...: cargo test, its passed/failed counts into the totals
@@ -504,6 +526,8 @@ for MAJOR in "${MAJORS[@]}"; do
   SETTLE_BOUNCER_PORT=$sqled_bouncer scripts/pgbouncer.sh stop "$CLUSTER-bouncer-sql"
   step "PostgreSQL $MAJOR: a database moves from the SQL edition to the native extension and back, in place"
   check "moving between the editions on $MAJOR" move_between_editions
+  step "PostgreSQL $MAJOR: the SQL edition installed with psql updates in place from its earlier releases"
+  check "updating the SQL edition with psql on $MAJOR" update_sql_edition psql
 
   if [ "$MAJOR" = 15 ]; then
     step "Citus 13.2 on PostgreSQL 15: a coordinator and two workers"

@@ -2,11 +2,19 @@
 //! trigger and its dead-letter table, registered in one call.
 
 use crate::catalog::{ext_schema, spi};
-use crate::error::{Result, SettleError};
+use crate::error::{bail, Result, SettleError};
 use crate::register::{self, Registration};
 use crate::sql::{ident, literal, Form};
 use pgrx::pg_sys;
 use pgrx::spi::SpiClient;
+
+/// The flow-control columns `queue_create` adds.
+pub struct Flow<'a> {
+    /// A `priority integer` column and a `(priority, id)` index.
+    pub priority: bool,
+    /// An `ordering_key` column of this type and an `(ordering_key, id)` index.
+    pub ordering_key: Option<&'a str>,
+}
 
 /// Create `queue`'s table in the current schema and register it; returns the
 /// table's qualified name.
@@ -16,6 +24,7 @@ pub fn create(
     form_name: &str,
     max_attempts: Option<i32>,
     dead_letter: Option<&str>,
+    flow: Flow<'_>,
 ) -> Result<String> {
     let Some(form) = Form::parse(form_name) else {
         return Err(SettleError::InvalidDescriptor(format!(
@@ -48,6 +57,17 @@ pub fn create(
             "no schema to create the table in (search_path is empty)".into(),
         )
     })?;
+    let key_type = flow
+        .ordering_key
+        .map(|name| key_type(client, name))
+        .transpose()?;
+    let mut flow_columns = String::new();
+    if flow.priority {
+        flow_columns.push_str(", priority integer");
+    }
+    if let Some(t) = &key_type {
+        flow_columns.push_str(&format!(", ordering_key {t}"));
+    }
     let table = format!("{}.{}", ident(&schema), ident(queue));
     spi(client.update(
         &*format!(
@@ -57,7 +77,7 @@ pub fn create(
                attempt integer NOT NULL DEFAULT 0, \
                retry_after timestamptz, \
                locked_until timestamptz, \
-               created_at timestamptz NOT NULL DEFAULT pg_catalog.now()) \
+               created_at timestamptz NOT NULL DEFAULT pg_catalog.now(){flow_columns}) \
              WITH ({})",
             queue_table_options(form)
         ),
@@ -87,6 +107,16 @@ pub fn create(
         }
         d => d,
     };
+    // after the dead-letter table's LIKE: its rows are never claimed
+    for (on, wanted) in [("priority", flow.priority), ("ordering_key", key_type.is_some())] {
+        if wanted {
+            spi(client.update(
+                &*format!("CREATE INDEX ON {table} ({on}, id)"),
+                None,
+                &[],
+            ));
+        }
+    }
     let rel = regclass(client, &table).expect("the table was just created");
     register::register(
         client,
@@ -101,6 +131,35 @@ pub fn create(
         },
     )?;
     Ok(table)
+}
+
+/// The type named `name` as CREATE TABLE may write it: SQ003 for no such
+/// type, or one without the equality a keyed claim probes with.
+fn key_type(client: &SpiClient<'_>, name: &str) -> Result<String> {
+    let found = spi(client
+        .select(
+            "SELECT t::pg_catalog.oid, pg_catalog.format_type(t, NULL) \
+             FROM (SELECT pg_catalog.to_regtype($1) AS t) s WHERE t IS NOT NULL",
+            None,
+            &[name.into()],
+        )
+        .and_then(|t| match t.is_empty() {
+            true => Ok(None),
+            false => t.first().get_two::<pg_sys::Oid, String>().map(Some),
+        }));
+    let Some((Some(oid), Some(written))) = found else {
+        bail!(
+            InvalidDescriptor,
+            "ordering_key names the key column's type; there is no type \"{name}\""
+        );
+    };
+    if register::key_equality(client, oid).is_none() {
+        bail!(
+            InvalidDescriptor,
+            "ordering_key type {written} has no default btree operator class (no equality a claim can use)"
+        );
+    }
+    Ok(written)
 }
 
 /// The table `name` resolves to, if any.

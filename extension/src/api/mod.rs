@@ -320,19 +320,42 @@ fn queue_register_outcome(queue: Option<&str>, name: Option<&str>, sql: Option<&
 
 /// Create a queue table with the canonical columns, its primary key and a
 /// NOTIFY trigger (and its dead-letter table when max_attempts is given), then
-/// register it.
-#[pg_extern(security_invoker)]
-fn queue_create(
+/// register it. `priority` adds a priority column, `ordering_key` (a type
+/// name) an ordering_key column of that type, each with the index its claim
+/// reads.
+#[pg_extern(security_invoker, name = "queue_create")]
+fn queue_create_with_flow(
     queue: Option<&str>,
     form: default!(Option<&str>, "'lease'"),
     max_attempts: default!(Option<i32>, "NULL"),
     dead_letter: default!(Option<&str>, "NULL"),
+    priority: default!(Option<bool>, "false"),
+    ordering_key: default!(Option<&str>, "NULL"),
 ) -> String {
     entry(|| {
         let queue = need(queue, "queue")?;
         let form = need(form, "form")?;
-        Spi::connect_mut(|client| create::create(client, queue, form, max_attempts, dead_letter))
+        let flow = create::Flow {
+            priority: priority.unwrap_or(false),
+            ordering_key,
+        };
+        Spi::connect_mut(|client| {
+            create::create(client, queue, form, max_attempts, dead_letter, flow)
+        })
     })
+}
+
+/// `queue_create` as versions before 0.8.0 declare it (four arguments): its C
+/// symbol stays for an install whose files are new and whose `ALTER
+/// EXTENSION settle UPDATE` has not run yet.
+#[pg_extern(security_invoker, sql = false)]
+fn queue_create(
+    queue: Option<&str>,
+    form: Option<&str>,
+    max_attempts: Option<i32>,
+    dead_letter: Option<&str>,
+) -> String {
+    queue_create_with_flow(queue, form, max_attempts, dead_letter, Some(false), None)
 }
 
 /// The statements settle runs for a queue, as built from its descriptor (for

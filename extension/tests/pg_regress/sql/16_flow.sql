@@ -134,8 +134,22 @@ CREATE INDEX ON flow_bad (okey);
 SELECT try($$SELECT queue_register('flow_bad', 'flow_bad', 'row_lock', columns => '{"priority": null, "ordering_key": "okey"}')$$);
 SELECT try($$SELECT queue_register('flow_bad2', 'flow_bad', 'row_lock', columns => '{"priority": null, "ordering_key": null, "rank": "okey"}')$$);
 
-SELECT queue_unregister(q) FROM unnest(ARRAY['flow_pl', 'flow_pr', 'flow_pa', 'flow_kl', 'flow_kr', 'flow_ka', 'flow_kp',
+-- queue_create makes the columns and the indexes the claims read
+SELECT queue_create('flow_made', 'lease', 2, priority => true, ordering_key => 'bigint');
+SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull FROM pg_attribute a
+WHERE a.attrelid = 'flow_made'::regclass AND a.attname IN ('priority', 'ordering_key') ORDER BY a.attnum;
+SELECT pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = 'flow_made'::regclass ORDER BY 1;
+SELECT columns->>'priority' AS priority, columns->>'ordering_key' AS ordering_key FROM settle_queues WHERE queue = 'flow_made';
+INSERT INTO flow_made (payload, priority, ordering_key) VALUES ('{}', 5, 1), ('{}', 5, 1), ('{}', 1, 2), ('{}', NULL, NULL);
+SELECT id FROM queue_claim('flow_made', 10);
+SELECT queue_create('flow_made_k', 'advisory', ordering_key => 'text');
+SELECT pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = 'flow_made_k'::regclass ORDER BY 1;
+SELECT try($$SELECT queue_create('flow_made_x', ordering_key => 'no_such_type')$$);
+SELECT try($$SELECT queue_create('flow_made_x', ordering_key => 'point')$$);
+SELECT to_regclass('flow_made_x') AS nothing_made;
+
+SELECT queue_unregister(q) FROM unnest(ARRAY['flow_made', 'flow_made_k', 'flow_pl', 'flow_pr', 'flow_pa', 'flow_kl', 'flow_kr', 'flow_ka', 'flow_kp',
                                               'flow_both', 'flow_bad', 'flow_plan_k', 'flow_plan_p']) q;
-DROP TABLE flow_pl, flow_pr, flow_pa, flow_kl, flow_kl_dead, flow_kr, flow_ka, flow_kp, flow_both, flow_bad,
+DROP TABLE flow_made, flow_made_dead, flow_made_k, flow_pl, flow_pr, flow_pa, flow_kl, flow_kl_dead, flow_kr, flow_ka, flow_kp, flow_both, flow_bad,
            flow_plan_k, flow_plan_p;
 DROP FUNCTION flow_table(text, boolean), flow_ids(text, integer), flow_reads_index(text);
