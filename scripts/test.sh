@@ -530,6 +530,13 @@ for MAJOR in "${MAJORS[@]}"; do
         || { cat "$WORK/peers.log" "$WORK/bench.log" 2>/dev/null; return 1; }
     }
     check "settle-bench --quick" bench_quick
+    bench_pgbench() {
+      PGBENCH=$PG_BIN/pgbench PSQL=$PG_BIN/psql bench/pgbench/run.sh --quick --conn "$SETTLE_TEST_PG" \
+          --pgmq "$pg_conn dbname=settle_peer_pgmq" >"$WORK/pgbench.log" 2>&1 \
+        && cat "$WORK/pgbench.log" \
+        || { cat "$WORK/pgbench.log"; return 1; }
+    }
+    check "bench/pgbench/run.sh --quick (settle, the floor and pgmq under pgbench)" bench_pgbench
 
     step "the benchmark's portable grid runs: the client on every backend beside hand-written SQL, ack and the outcome mix"
     bench_portable() {

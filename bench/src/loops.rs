@@ -9,7 +9,10 @@ use std::time::{Instant, SystemTime};
 use tokio_postgres::Client;
 
 /// One worker's loop: claim up to `batch`, ack them, until the queue is empty.
-/// Prepared statements per connection, so neither side pays a Parse per call.
+/// Prepared statements per connection, so neither side pays a Parse per call;
+/// the floor's claims carry the batch as a literal LIMIT (one statement per
+/// batch size), as a careful hand writes them: a `LIMIT $1` is planned anew on
+/// every call.
 struct Prep {
     c: Client,
     cache: std::collections::HashMap<String, tokio_postgres::Statement>,
@@ -112,10 +115,10 @@ async fn worker(
                         &format!(
                             "UPDATE {q} SET locked_until = now() + interval '30 seconds', attempt = attempt + 1 \
                              WHERE id IN (SELECT id FROM {q} WHERE locked_until IS NULL OR locked_until < now() \
-                                          ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED) \
+                                          ORDER BY id LIMIT {b} FOR UPDATE SKIP LOCKED) \
                              RETURNING id, locked_until, payload"
                         ),
-                        &[&(b as i64)],
+                        &[],
                     )
                     .await
                     .unwrap();
@@ -168,9 +171,9 @@ async fn worker(
                     .query(
                         &format!(
                             "SELECT id, payload FROM {q} WHERE retry_after IS NULL OR retry_after <= now() \
-                             ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED"
+                             ORDER BY id LIMIT {b} FOR UPDATE SKIP LOCKED"
                         ),
-                        &[&(b as i64)],
+                        &[],
                     )
                     .await
                     .unwrap();
@@ -215,9 +218,9 @@ async fn worker(
                     .query(
                         &format!(
                             "SELECT id, payload FROM (SELECT id, payload FROM {q} WHERE retry_after IS NULL OR retry_after <= now() \
-                             ORDER BY id LIMIT $1) c WHERE pg_try_advisory_lock(id)"
+                             ORDER BY id LIMIT {b}) c WHERE pg_try_advisory_lock(id)"
                         ),
-                        &[&(b as i64)],
+                        &[],
                     )
                     .await
                     .unwrap();

@@ -1,0 +1,11 @@
+-- settle, row_lock form: claim @B@ and ack them in one transaction (queue @Q@).
+BEGIN;
+\if :batch = 1
+SELECT id, payload FROM queue_claim('@Q@', 1) \gset
+SELECT queue_complete('@Q@', :id, 'ack');
+\else
+SELECT COALESCE(array_agg(id), '{}') AS ids, COALESCE(array_agg(payload), '{}') AS payloads
+  FROM queue_claim('@Q@', @B@) \gset
+SELECT count(*) FROM queue_complete_many('@Q@', :ids::text[], 'ack');
+\endif
+COMMIT;
