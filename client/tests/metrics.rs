@@ -44,7 +44,16 @@ fn get(
 }
 
 async fn sqlite_queue(name: &str, rows: usize) -> String {
-    let dir = std::env::temp_dir().join(format!("settle-metrics-{}", std::process::id()));
+    // a fresh directory: a process id alone is reused, and a file of an
+    // earlier run would already hold the table
+    let dir = std::env::temp_dir().join(format!(
+        "settle-metrics-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     let url = format!(
         "sqlite://{}?mode=rwc",
