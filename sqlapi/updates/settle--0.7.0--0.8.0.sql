@@ -24,12 +24,10 @@ BEGIN
     ignored := @extschema@._settle_as(caller_path);
     schema := pg_catalog.current_schema();
     dl_exists := pg_catalog.to_regclass(dl) IS NOT NULL;
-    ignored := @extschema@._settle_as('pg_catalog, pg_temp');
     -- the key type is named as the caller's path finds it, written qualified
+    key_oid := pg_catalog.to_regtype($6);
+    ignored := @extschema@._settle_as('pg_catalog, pg_temp');
     IF $6 IS NOT NULL THEN
-        ignored := @extschema@._settle_as(caller_path);
-        key_oid := pg_catalog.to_regtype($6);
-        ignored := @extschema@._settle_as('pg_catalog, pg_temp');
         IF key_oid IS NULL THEN
             PERFORM @extschema@._settle_error('SQ003', pg_catalog.format(
                 'ordering_key names the key column''s type; there is no type "%s"', $6));
