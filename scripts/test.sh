@@ -380,6 +380,15 @@ update_sql_edition() {
   done
 }
 
+# fast_path_sql_edition: sqlapi/tests/fast.sql (the SQL edition's generated per-queue
+# functions) in a fresh database, its output compared with sqlapi/tests/fast.out
+fast_path_sql_edition() {
+  psql_q -d postgres -c "DROP DATABASE IF EXISTS settle_fast" -c "DROP ROLE IF EXISTS fq_owner" \
+    -c "CREATE DATABASE settle_fast" \
+    && "$PG_BIN/psql" -X -q -d settle_fast -v install="$SQLED" -f sqlapi/tests/fast.sql >"$WORK/fast-$MAJOR.out" 2>&1 \
+    && diff -u sqlapi/tests/fast.out "$WORK/fast-$MAJOR.out"
+}
+
 # examples_setup: the language examples' drivers, outside the repository: psycopg 3 (PyPI) in a
 # virtualenv, pg (npm) beside a copy of examples/node, Worker.java compiled against Debian's
 # JDBC driver
@@ -575,6 +584,8 @@ for MAJOR in "${MAJORS[@]}"; do
   check "moving between the editions on $MAJOR" move_between_editions
   step "PostgreSQL $MAJOR: the SQL edition installed with psql updates in place from its earlier releases"
   check "updating the SQL edition with psql on $MAJOR" update_sql_edition psql
+  step "PostgreSQL $MAJOR: the SQL edition's fast path follows the registry and the tables"
+  check "the SQL edition's generated functions on $MAJOR" fast_path_sql_edition
 
   if [ "$MAJOR" = 15 ]; then
     step "Citus 13.2 on PostgreSQL 15: a coordinator and two workers"

@@ -1,7 +1,8 @@
 -- Moving from the SQL edition (installed with psql): drop its objects from the
 -- schema in settle_sql.install_schema — the functions of the SQL edition's own
--- text (@functions@: their names, listed by scripts/package.sh), then its
--- type and the registry (kept by keep.sql). Without CASCADE: an object of
+-- text (@functions@: their names, listed by scripts/package.sh) and those its
+-- fast path generated per queue (_settle_fq_…), then its type and the registry
+-- (kept by keep.sql). Without CASCADE: an object of
 -- yours that depends on one of them stops the move, with PostgreSQL's message.
 DO $settle_drop$
 DECLARE
@@ -9,8 +10,9 @@ DECLARE
     f regprocedure;
 BEGIN
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog', true);
+    EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS settle_fast_build ON %s.settle_queues', ns);
     FOR f IN SELECT p.oid FROM pg_catalog.pg_proc p
-              WHERE p.pronamespace = ns AND p.proname = ANY ('{@functions@}'::text[]) LOOP
+              WHERE p.pronamespace = ns AND (p.proname = ANY ('{@functions@}'::text[]) OR p.proname LIKE E'\\_settle\\_fq\\_%') LOOP
         EXECUTE pg_catalog.format('DROP FUNCTION %s', f);
     END LOOP;
     EXECUTE pg_catalog.format('DROP TYPE %s.settle_queue_shape', ns);

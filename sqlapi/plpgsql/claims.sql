@@ -240,7 +240,26 @@ DECLARE
     every interval;
     from_id text;
     started timestamptz;
+    f record;
+    stale boolean := false;
 BEGIN
+    -- one row of a lease or row_lock queue: its generated claim (fast.sql),
+    -- under the caller's search_path, everything in it qualified
+    IF batch OPERATOR(pg_catalog.=) 1 THEN
+        f := @extschema@._settle_fast_claim($1, lease);
+        IF f.hit THEN
+            IF f.dead THEN
+                ignored := @extschema@._settle_as('pg_catalog, pg_temp');
+                PERFORM @extschema@._settle_dead_at_claim(@extschema@._settle_shape($1), ARRAY[f.id], caller_path);
+                ignored := @extschema@._settle_as(caller_path);
+            ELSIF f.id IS NOT NULL THEN
+                id := f.id; attempt := f.attempt; token := f.token; payload := f.payload;
+                RETURN NEXT;
+            END IF;
+            RETURN;
+        END IF;
+        stale := f.hit IS NULL;
+    END IF;
     ignored := @extschema@._settle_as('pg_catalog, pg_temp');
     ignored := @extschema@._settle_need($1, 'queue');
     batch := COALESCE(batch, 1);
@@ -277,5 +296,8 @@ BEGIN
             ORDER BY x.o;
     END IF;
     ignored := @extschema@._settle_mark_claimed($1, e.version, every, started, r.ids[n]);
+    IF stale THEN
+        PERFORM @extschema@._settle_fast_refresh();
+    END IF;
     ignored := @extschema@._settle_as(caller_path);
 END $$;

@@ -68,11 +68,21 @@ DECLARE
     ignored text;
     stmt text;
     caller_mode text;
+    f record;
 BEGIN
     IF pg_catalog.cardinality(run) = 1 THEN
+        -- (under the caller's search_path: only qualified calls until it is back)
+        ignored := @extschema@._settle_as(caller_path);
+        f := @extschema@._settle_fast_write1(queue, version, w, run[1], run_tokens[1], until);
+        ignored := @extschema@._settle_as('pg_catalog, pg_temp');
+        IF f.hit THEN
+            rids := f.rids; rress := f.rress;
+            RETURN;
+        ELSIF f.hit IS NULL THEN
+            PERFORM @extschema@._settle_fast_refresh();
+        END IF;
         stmt := pg_catalog.format('EXECUTE %I(%L, %L, %L)',
             @extschema@._settle_prepared(queue, version, 'write1:' || w, caller_path), run[1], run_tokens[1], until);
-        -- (under the caller's search_path: only qualified calls until it is back)
         ignored := @extschema@._settle_as(caller_path);
         EXECUTE stmt INTO rids, rress;
     ELSE
@@ -245,12 +255,26 @@ DECLARE
     ignored text;
     caller_path text := pg_catalog.current_setting('search_path');
     res text;
+    f record;
+    stale boolean := false;
 BEGIN
+    -- ack, drop, retry, retry_after of a lease or row_lock queue: its
+    -- generated settle (fast.sql), under the caller's search_path
+    IF $1 IS NOT NULL AND $2 IS NOT NULL AND $3 IS NOT NULL THEN
+        f := @extschema@._settle_fast_complete($1, $2, $3, $4, $5);
+        IF f.hit THEN
+            RETURN f.result;
+        END IF;
+        stale := f.hit IS NULL;
+    END IF;
     ignored := @extschema@._settle_as('pg_catalog, pg_temp');
     ignored := @extschema@._settle_need($1, 'queue');
     ignored := @extschema@._settle_need($2, 'id');
     ignored := @extschema@._settle_need($3, 'outcome');
     res := @extschema@._settle_one($1, $2, @extschema@._settle_outcome($3), $4, $5, caller_path);
+    IF stale THEN
+        PERFORM @extschema@._settle_fast_refresh();
+    END IF;
     ignored := @extschema@._settle_as(caller_path);
     RETURN res;
 END $$;

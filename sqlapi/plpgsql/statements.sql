@@ -285,6 +285,20 @@ BEGIN
     RETURN 'WITH ' || pg_catalog.array_to_string(ctes, E',\n ') || E'\n' || pg_catalog.array_to_string(outs, E'\nUNION ALL ');
 END $$;
 
+-- _settle_write for one row: $1 text id, $2 timestamptz token, $3 as
+-- _settle_write's. The id and token go in as scalars, in arrays the planner
+-- counts (ARRAY[$1]): the generic plan then costs what a custom one does and
+-- is kept, where a text[] parameter makes PostgreSQL plan every call anew.
+CREATE FUNCTION @extschema@._settle_write_one(s @extschema@.settle_queue_shape, w text, agg boolean DEFAULT true) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT pg_catalog.replace(pg_catalog.replace(
+    pg_catalog.regexp_replace(@extschema@._settle_write(s, w, agg),
+                              '\(\$1::pg_catalog\.text\[\]\)::(.+?)\[\]', 'ARRAY[($1::pg_catalog.text)::\1]', 'g'),
+    'pg_catalog.unnest($1::pg_catalog.text[])', 'pg_catalog.unnest(ARRAY[$1::pg_catalog.text])'),
+    'pg_catalog.unnest($2::pg_catalog.timestamptz[])', 'pg_catalog.unnest(ARRAY[$2::pg_catalog.timestamptz])')
+$$;
+
 -- Lease heartbeat. $1 text id, $2 timestamptz token, $3 timestamptz new token.
 CREATE FUNCTION @extschema@._settle_extend(s @extschema@.settle_queue_shape) RETURNS text
     LANGUAGE sql IMMUTABLE
@@ -298,8 +312,10 @@ $$;
 -- What a hot call needs of a registered queue without building its shape, and
 -- the version its prepared statements are named by: the registry row's and the
 -- queue (and dead-letter) tables' catalog row versions, which every
--- registration change and every ALTER TABLE writes anew. When the queue or its
--- table is gone, _settle_shape says which (SQ002, SQ003).
+-- registration change and most ALTER TABLEs write anew, and the positions of
+-- the role columns still there (a column dropped or renamed changes only its
+-- own catalog row). When the queue or its table is gone, _settle_shape says
+-- which (SQ002, SQ003).
 CREATE FUNCTION @extschema@._settle_entry(queue text, OUT version text, OUT form text, OUT max_attempts integer,
                                           OUT has_retry_after boolean, OUT outcomes jsonb, OUT by_priority boolean,
                                           OUT keyed boolean)
@@ -310,7 +326,11 @@ BEGIN
     -- every call; no SET clause, which costs as much as the query: every name
     -- is qualified instead)
     SELECT q.xmin::pg_catalog.text OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) c.xmin::pg_catalog.text
-             OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) COALESCE(d.xmin::pg_catalog.text, '-'),
+             OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) COALESCE(d.xmin::pg_catalog.text, '-')
+             OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) COALESCE((
+               SELECT pg_catalog.string_agg(a.attnum::pg_catalog.text, ',' ORDER BY a.attnum) FROM pg_catalog.pg_attribute a
+                WHERE a.attrelid OPERATOR(pg_catalog.=) q.tbl AND NOT a.attisdropped
+                  AND a.attname::pg_catalog.text OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT k.value FROM pg_catalog.jsonb_each_text(q.columns) k))), ''),
            q.form, q.max_attempts, (q.columns OPERATOR(pg_catalog.->>) 'retry_after') IS NOT NULL, q.outcomes,
            (q.columns OPERATOR(pg_catalog.->>) 'priority') IS NOT NULL,
            (q.columns OPERATOR(pg_catalog.->>) 'ordering_key') IS NOT NULL
@@ -367,14 +387,7 @@ BEGIN
         stmt := @extschema@._settle_take_advisory(s, true);
         types := 'pg_catalog.text[]';
     ELSIF base = 'write1' THEN
-        -- one id and token as scalars, in arrays the planner counts (ARRAY[$1]):
-        -- the generic plan then costs what a custom one does and is kept, where
-        -- a text[] parameter makes PostgreSQL plan every call anew
-        stmt := pg_catalog.regexp_replace(@extschema@._settle_write(s, arg, true),
-                    '\(\$1::pg_catalog\.text\[\]\)::(.+?)\[\]', 'ARRAY[($1::pg_catalog.text)::\1]', 'g');
-        stmt := pg_catalog.replace(stmt, 'pg_catalog.unnest($1::pg_catalog.text[])', 'pg_catalog.unnest(ARRAY[$1::pg_catalog.text])');
-        stmt := pg_catalog.replace(stmt, 'pg_catalog.unnest($2::pg_catalog.timestamptz[])',
-                                   'pg_catalog.unnest(ARRAY[$2::pg_catalog.timestamptz])');
+        stmt := @extschema@._settle_write_one(s, arg);
         types := 'pg_catalog.text, pg_catalog.timestamptz, pg_catalog.timestamptz';
     ELSE
         stmt := @extschema@._settle_write(s, arg, true);

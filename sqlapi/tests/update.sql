@@ -34,15 +34,18 @@ SELECT version <> :'version' AS an_earlier_version FROM settle_edition();
 
 -- every member of the edition's schema with what defines it: functions (arguments, result,
 -- security, volatility, strictness, settings, body), types, the registry's columns,
--- constraints, policies, grants and comments
+-- constraints, policies, grants and comments; not what the fast path generates from the
+-- registry (the per-queue functions, the dispatchers' bodies)
 CREATE FUNCTION public.edition_surface() RETURNS TABLE(kind text, object text, definition text)
 LANGUAGE sql AS $$
   SELECT 'function', p.oid::regprocedure::text,
          concat_ws(' | ', pg_get_function_result(p.oid), p.prosecdef, p.provolatile, p.proparallel,
-                   p.proisstrict, p.proretset, l.lanname, p.proconfig::text, p.proacl::text, p.prosrc,
+                   p.proisstrict, p.proretset, l.lanname, p.proconfig::text, p.proacl::text,
+                   CASE WHEN p.proname IN ('_settle_fast_claim', '_settle_fast_complete', '_settle_fast_write1')
+                        THEN 'generated' ELSE p.prosrc END,
                    pg_get_function_arguments(p.oid), obj_description(p.oid, 'pg_proc'))
   FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
-  WHERE p.pronamespace = 'settle'::regnamespace
+  WHERE p.pronamespace = 'settle'::regnamespace AND p.proname NOT LIKE '\_settle\_fq\_%'
   UNION ALL
   SELECT 'type', t.oid::regtype::text,
          concat_ws(' | ', t.typtype, obj_description(t.oid, 'pg_type'),
@@ -114,6 +117,9 @@ SELECT id FROM queue_claim('up_rl');
 SELECT queue_complete('up_rl', '1', 'ack');
 COMMIT;
 SELECT queue, ready, delayed, in_flight, dead FROM queue_stats() ORDER BY queue;
+-- the settles above found no generated functions for their queues and built them
+SELECT count(*) AS generated_functions FROM pg_proc
+ WHERE pronamespace = 'settle'::regnamespace AND proname LIKE '\_settle\_fq\_%';
 SELECT queue_create('up_flow', 'lease', priority => true, ordering_key => 'text');
 INSERT INTO up_flow (payload, priority, ordering_key) VALUES ('{}', 1, 'a'), ('{}', 1, 'a'), ('{}', 0, 'b');
 SELECT id FROM queue_claim('up_flow', 10) ORDER BY id;

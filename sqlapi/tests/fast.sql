@@ -1,0 +1,77 @@
+-- The SQL edition's fast path (sqlapi/plpgsql/fast.sql): the functions it generates per queue
+-- follow the registry and the tables, are made for a registrant who owns nothing in the
+-- edition's schema, and give what the prepared path gives. Run by scripts/test.sh as a
+-- superuser in a fresh database: psql -X -q -v install=… -f fast.sql (output: fast.out)
+\set ON_ERROR_STOP on
+\set VERBOSITY terse
+\pset null '(null)'
+SET client_min_messages = warning;
+\i :install
+\set generated 'SELECT count(*) AS generated_functions FROM pg_proc WHERE proname LIKE ''\\_settle\\_fq\\_%'''
+
+\echo '== one function set per queue, the dispatchers a search tree over 40 queues'
+SELECT count(*) AS created FROM generate_series(1, 40) g, LATERAL queue_create('fq_' || g, CASE g % 3 WHEN 0 THEN 'lease' WHEN 1 THEN 'row_lock' ELSE 'advisory' END, 3);
+:generated;
+SELECT count(*) > 0 AS tree FROM pg_proc WHERE proname = '_settle_fast_claim' AND prosrc LIKE '%COLLATE pg_catalog."C"%';
+INSERT INTO fq_3 (payload) SELECT jsonb_build_object('n', g) FROM generate_series(1, 3) g;
+INSERT INTO fq_31 (payload) SELECT jsonb_build_object('n', g) FROM generate_series(1, 3) g;
+SELECT id, attempt, payload FROM queue_claim('fq_3');
+SELECT queue_complete('fq_3', c.id, 'ack', NULL, c.token) FROM queue_claim('fq_3') c;
+BEGIN;
+SELECT id, attempt FROM queue_claim('fq_31');
+SELECT id, attempt FROM queue_claim('fq_31');
+SELECT queue_complete('fq_31', '1', 'ack'), queue_complete('fq_31', '2', 'retry');
+COMMIT;
+SELECT id, attempt FROM fq_31 ORDER BY id;
+SELECT count(*) AS unregistered FROM generate_series(4, 40) g, LATERAL queue_unregister('fq_' || g) WHERE g <> 31;
+:generated;
+
+\echo '== a table changed under a queue: the next call builds again, the dead letter copies the new column'
+SELECT queue_create('fq_alter', 'lease', 2, 'fq_alter_dead');
+INSERT INTO fq_alter (payload) VALUES ('{"n": 1}');
+SELECT queue_complete('fq_alter', c.id, 'retry', NULL, c.token) FROM queue_claim('fq_alter') c;
+SELECT prosrc AS before_alter FROM pg_proc WHERE proname LIKE '\_settle\_fq\_%complete' AND prosrc LIKE '%fq_alter%' \gset
+ALTER TABLE fq_alter ADD COLUMN note text DEFAULT 'kept';
+ALTER TABLE fq_alter_dead ADD COLUMN note text;
+UPDATE fq_alter SET locked_until = NULL;
+SELECT queue_complete('fq_alter', c.id, 'retry', NULL, c.token) FROM queue_claim('fq_alter') c;
+SELECT id, attempt, note FROM fq_alter_dead;
+SELECT prosrc <> :'before_alter' AS rebuilt FROM pg_proc WHERE proname LIKE '\_settle\_fq\_%complete' AND prosrc LIKE '%fq_alter%';
+
+\echo '== a column a role needs dropped: the error names it, as without the fast path'
+SELECT queue_create('fq_gone', 'lease');
+INSERT INTO fq_gone (payload) VALUES ('{}');
+SELECT id FROM queue_claim('fq_gone');
+ALTER TABLE fq_gone DROP COLUMN attempt;
+\set ON_ERROR_STOP off
+SELECT id FROM queue_claim('fq_gone');
+\set ON_ERROR_STOP on
+
+\echo '== re-registered with another form: the fast path follows'
+SELECT queue_register('fq_3', 'fq_3', 'row_lock');
+BEGIN;
+SELECT id AS rl_id, token IS NULL AS no_token FROM queue_claim('fq_3') \gset
+SELECT :'rl_id' AS id, :'no_token' AS no_token, queue_complete('fq_3', :'rl_id', 'ack');
+COMMIT;
+SELECT count(*) AS claim_functions FROM pg_proc WHERE proname LIKE '\_settle\_fq\_%claim%' AND prosrc LIKE '%public.fq\_3 %';
+
+\echo '== a registrant who owns nothing in the edition''s schema; planted operators do not take over'
+CREATE ROLE fq_owner;
+GRANT CREATE ON SCHEMA public TO fq_owner;
+SELECT pg_catalog.format('GRANT CREATE ON DATABASE %I TO fq_owner', current_database()) \gexec
+SET ROLE fq_owner;
+CREATE TABLE fq_own (id bigserial PRIMARY KEY, payload jsonb, attempt int, locked_until timestamptz);
+SELECT queue_register('fq_own', 'fq_own', 'lease');
+INSERT INTO fq_own (payload) VALUES ('{"n": 1}'), ('{"n": 2}');
+CREATE SCHEMA fq_evil;
+CREATE FUNCTION fq_evil.texteq_evil(text, text) RETURNS boolean LANGUAGE sql AS $$ SELECT true $$;
+CREATE OPERATOR fq_evil.= (LEFTARG = text, RIGHTARG = text, FUNCTION = fq_evil.texteq_evil);
+CREATE FUNCTION fq_evil.now() RETURNS timestamptz LANGUAGE sql AS $$ SELECT 'infinity'::timestamptz $$;
+SET search_path = fq_evil, pg_catalog, public;
+SELECT id, attempt, payload FROM queue_claim('fq_own');
+SELECT queue_complete('fq_own', c.id, 'ack', NULL, c.token) FROM queue_claim('fq_own') c;
+RESET search_path;
+SELECT id FROM fq_own;
+RESET ROLE;
+SELECT pg_catalog.pg_get_userbyid(proowner) = current_user AS made_by_the_edition_owner
+  FROM pg_proc WHERE proname LIKE '\_settle\_fq\_%complete' AND prosrc LIKE '%fq_own%';
