@@ -258,7 +258,7 @@ DECLARE
     f record;
     stale boolean := false;
 BEGIN
-    -- ack, drop, retry, retry_after of a lease or row_lock queue: its
+    -- ack, drop, retry, retry_after of one row: its
     -- generated settle (fast.sql), under the caller's search_path
     IF $1 IS NOT NULL AND $2 IS NOT NULL AND $3 IS NOT NULL THEN
         f := @extschema@._settle_fast_complete($1, $2, $3, $4, $5);

@@ -312,10 +312,9 @@ $$;
 -- What a hot call needs of a registered queue without building its shape, and
 -- the version its prepared statements are named by: the registry row's and the
 -- queue (and dead-letter) tables' catalog row versions, which every
--- registration change and most ALTER TABLEs write anew, and the positions of
--- the role columns still there (a column dropped or renamed changes only its
--- own catalog row). When the queue or its table is gone, _settle_shape says
--- which (SQ002, SQ003).
+-- registration change and most ALTER TABLEs write anew (not one that drops
+-- or renames a column: fast.sql checks those too). When the queue or its
+-- table is gone, _settle_shape says which (SQ002, SQ003).
 CREATE FUNCTION @extschema@._settle_entry(queue text, OUT version text, OUT form text, OUT max_attempts integer,
                                           OUT has_retry_after boolean, OUT outcomes jsonb, OUT by_priority boolean,
                                           OUT keyed boolean)
@@ -326,11 +325,7 @@ BEGIN
     -- every call; no SET clause, which costs as much as the query: every name
     -- is qualified instead)
     SELECT q.xmin::pg_catalog.text OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) c.xmin::pg_catalog.text
-             OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) COALESCE(d.xmin::pg_catalog.text, '-')
-             OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) COALESCE((
-               SELECT pg_catalog.string_agg(a.attnum::pg_catalog.text, ',' ORDER BY a.attnum) FROM pg_catalog.pg_attribute a
-                WHERE a.attrelid OPERATOR(pg_catalog.=) q.tbl AND NOT a.attisdropped
-                  AND a.attname::pg_catalog.text OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT k.value FROM pg_catalog.jsonb_each_text(q.columns) k))), ''),
+             OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) COALESCE(d.xmin::pg_catalog.text, '-'),
            q.form, q.max_attempts, (q.columns OPERATOR(pg_catalog.->>) 'retry_after') IS NOT NULL, q.outcomes,
            (q.columns OPERATOR(pg_catalog.->>) 'priority') IS NOT NULL,
            (q.columns OPERATOR(pg_catalog.->>) 'ordering_key') IS NOT NULL

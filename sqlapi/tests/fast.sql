@@ -23,6 +23,13 @@ SELECT id, attempt FROM queue_claim('fq_31');
 SELECT queue_complete('fq_31', '1', 'ack'), queue_complete('fq_31', '2', 'retry');
 COMMIT;
 SELECT id, attempt FROM fq_31 ORDER BY id;
+INSERT INTO fq_2 (payload) VALUES ('{"n": 1}');
+SELECT id AS adv_id FROM queue_claim('fq_2') \gset
+SELECT queue_complete('fq_2', :'adv_id', 'retry') AS advisory_retry;
+SELECT count(*) AS keys_still_held FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid();
+\set ON_ERROR_STOP off
+SELECT queue_complete('fq_2', :'adv_id', 'ack') AS not_held;
+\set ON_ERROR_STOP on
 SELECT count(*) AS unregistered FROM generate_series(4, 40) g, LATERAL queue_unregister('fq_' || g) WHERE g <> 31;
 :generated;
 
