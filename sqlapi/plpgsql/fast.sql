@@ -17,8 +17,8 @@
 --   _complete        every form: ($1 id, $2 token, $3 until, outcome, delay)
 --   _write1          every form, the settle write of one row: ($1 id, $2 token, $3 until, w)
 -- Each returns hit: true (done), false (the prepared path does it, and says
--- what is wrong if anything is), NULL (another version than the registry's
--- and the table's: build again). They run with their caller's privileges
+-- what is wrong if anything is), NULL (its queue's tables changed since it
+-- was generated: build again). They run with their caller's privileges
 -- and search_path: every operator and function in them is schema-qualified.
 
 -- The dispatchers as installed (no queue yet: hit NULL), rewritten by _settle_fast_build.
@@ -101,10 +101,11 @@ CREATE FUNCTION @extschema@._settle_fast_at_version(version text, rel oid, dead 
 $$;
 
 -- The generated code of a claim's mark (mark.sql), for queue at version:
--- first where the claim starts (m: the mark, NULL: the lowest id; started:
+-- first where the claim starts (mark: an id, NULL: the lowest id; started:
 -- when a scan from the lowest id began), then, after the take, the new mark
 -- (the id taken, unless dead). A queue claimed in priority order keeps none.
-CREATE FUNCTION @extschema@._settle_fast_mark(sch text, s @extschema@.settle_queue_shape, version text, after boolean) RETURNS text
+CREATE FUNCTION @extschema@._settle_fast_mark(sch text, s @extschema@.settle_queue_shape, version text, after boolean)
+    RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT CASE
@@ -135,7 +136,8 @@ $f$, 'settle_sql.m' || k, 'settle_sql.r' || k, sch)
 $$;
 
 -- The generated claim of one row (lease, row_lock) of queue s at version.
-CREATE FUNCTION @extschema@._settle_fast_claim_body(sch text, s @extschema@.settle_queue_shape, version text, dead oid, places integer[]) RETURNS text
+CREATE FUNCTION @extschema@._settle_fast_claim_body(sch text, s @extschema@.settle_queue_shape, version text, dead oid,
+                                                    places integer[]) RETURNS text
     LANGUAGE plpgsql IMMUTABLE
     AS $$
 DECLARE
@@ -190,7 +192,8 @@ END $$;
 -- The generated settle of one row with ack, drop, retry or retry_after of
 -- queue s at version; anything else, and a row not held, is left
 -- to the prepared path (hit false), which settles it or says why not.
-CREATE FUNCTION @extschema@._settle_fast_complete_body(sch text, s @extschema@.settle_queue_shape, version text, dead oid, places integer[]) RETURNS text
+CREATE FUNCTION @extschema@._settle_fast_complete_body(sch text, s @extschema@.settle_queue_shape, version text, dead oid,
+                                                       places integer[]) RETURNS text
     LANGUAGE plpgsql IMMUTABLE
     AS $$
 DECLARE

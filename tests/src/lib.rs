@@ -137,8 +137,20 @@ pub fn sqlite_url() -> String {
     if let Ok(u) = std::env::var("SETTLE_TEST_SQLITE_URL") {
         return u;
     }
-    let dir = std::env::temp_dir().join(format!("settle-conformance-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    // one file per test process, named by process id and start time: a
+    // process id alone comes round again on a machine that ran the suite before
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let dir = std::env::temp_dir().join(format!(
+            "settle-conformance-{}-{nanos}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    });
     format!("sqlite://{}?mode=rwc", dir.join("queue.db").display())
 }
 
