@@ -108,13 +108,12 @@ pub fn create(
         d => d,
     };
     // after the dead-letter table's LIKE: its rows are never claimed
-    for (on, wanted) in [("priority", flow.priority), ("ordering_key", key_type.is_some())] {
+    for (on, wanted) in [
+        ("priority", flow.priority),
+        ("ordering_key", key_type.is_some()),
+    ] {
         if wanted {
-            spi(client.update(
-                &*format!("CREATE INDEX ON {table} ({on}, id)"),
-                None,
-                &[],
-            ));
+            spi(client.update(&*format!("CREATE INDEX ON {table} ({on}, id)"), None, &[]));
         }
     }
     let rel = regclass(client, &table).expect("the table was just created");
