@@ -15,7 +15,6 @@
 --   _claim_lease     ($1 int8 unused, $2 token, $3 mark, lease)
 --   _claim_row_lock  ($1 int8 unused, $2 ids held, $3 mark, lease)
 --   _complete        every form: ($1 id, $2 token, $3 until, outcome, delay)
---   _write1          every form, the settle write of one row: ($1 id, $2 token, $3 until, w)
 -- Each returns hit: true (done), false (the prepared path does it, and says
 -- what is wrong if anything is), NULL (its queue's tables changed since it
 -- was generated: build again). They run with their caller's privileges
@@ -29,11 +28,6 @@ CREATE FUNCTION @extschema@._settle_fast_claim(queue text, lease interval, OUT h
 
 CREATE FUNCTION @extschema@._settle_fast_complete(queue text, id text, outcome text, delay interval, token timestamptz,
                                                   OUT hit boolean, OUT result text)
-    LANGUAGE plpgsql VOLATILE
-    AS $$ BEGIN RETURN; END $$;
-
-CREATE FUNCTION @extschema@._settle_fast_write1(queue text, version text, w text, id text, token timestamptz,
-                                                until timestamptz, OUT hit boolean, OUT rids text[], OUT rress text[])
     LANGUAGE plpgsql VOLATILE
     AS $$ BEGIN RETURN; END $$;
 
@@ -58,18 +52,14 @@ BEGIN
 END $$;
 
 -- One dispatcher branch: for queue, run call (NULL: hit false) and copy its
--- columns cols, then the statements extra. check: a condition the branch also
--- needs (NULL: none).
-CREATE FUNCTION @extschema@._settle_fast_leaf(queue text, run text, cols text[], check_ text DEFAULT NULL,
-                                              extra text DEFAULT '') RETURNS text
+-- columns cols.
+CREATE FUNCTION @extschema@._settle_fast_leaf(queue text, run text, cols text[]) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
-  SELECT pg_catalog.format(E'IF queue OPERATOR(pg_catalog.=) %L%s THEN\n%s%s\n    RETURN;\nEND IF;',
-    queue, COALESCE(' AND ' || check_, ''),
+  SELECT pg_catalog.format(E'IF queue OPERATOR(pg_catalog.=) %L THEN\n%s\n    RETURN;\nEND IF;', queue,
     CASE WHEN run IS NULL THEN '    hit := false;'
          ELSE '    r := ' || run || ';'
-              || (SELECT pg_catalog.string_agg(pg_catalog.format(' %1$s := r.%1$s;', c), '') FROM pg_catalog.unnest(cols) c) END,
-    extra)
+              || (SELECT pg_catalog.string_agg(pg_catalog.format(' %1$s := r.%1$s;', c), '') FROM pg_catalog.unnest(cols) c) END)
 $$;
 
 -- The generated test that its queue is still at version (_settle_entry's: the
@@ -254,24 +244,6 @@ BEGIN
                                   ready, sch, s.queue, version);
 END $$;
 
--- The generated settle write of one row (every form) of queue s: w one of
--- ack, retry, retry_after, held, release.
-CREATE FUNCTION @extschema@._settle_fast_write1_body(s @extschema@.settle_queue_shape) RETURNS text
-    LANGUAGE plpgsql IMMUTABLE
-    AS $$
-DECLARE
-    b text := E'#variable_conflict use_column\nBEGIN\n';
-    w text;
-BEGIN
-    FOREACH w IN ARRAY ARRAY['ack', 'retry', 'retry_after', 'held', 'release'] LOOP
-        CONTINUE WHEN w = 'release' AND s.form = 'row_lock';
-        b := b || CASE WHEN w = 'ack' THEN 'IF' ELSE 'ELSIF' END
-            || pg_catalog.format(E' w OPERATOR(pg_catalog.=) %L THEN\n', w)
-            || @extschema@._settle_write_one(s, w) || E'\n    INTO rids, rress;\n';
-    END LOOP;
-    RETURN b || E'END IF;\nEND';
-END $$;
-
 -- The extension this edition is (pg_tle's CREATE EXTENSION), NULL when
 -- installed with psql: what it generates is made a member, so that DROP
 -- EXTENSION takes it along.
@@ -323,7 +295,6 @@ DECLARE
     names text[] := '{}';
     claim_leaves text[] := '{}';
     complete_leaves text[] := '{}';
-    write_leaves text[] := '{}';
     wanted text[] := '{}';
     f regprocedure;
     ext name := @extschema@._settle_fast_extension(ns);
@@ -369,17 +340,6 @@ BEGIN
         ELSE
             complete_leaves := complete_leaves || @extschema@._settle_fast_leaf(q.queue, NULL, NULL);
         END IF;
-        IF s.queue IS NOT NULL THEN
-            PERFORM @extschema@._settle_fast_put(ns, sch, ext, h || '_write1',
-                'pg_catalog.text, pg_catalog.timestamptz, pg_catalog.timestamptz, w text, OUT rids text[], OUT rress text[]',
-                @extschema@._settle_fast_write1_body(s));
-            wanted := wanted || (h || '_write1');
-            write_leaves := write_leaves || @extschema@._settle_fast_leaf(q.queue,
-                pg_catalog.format('%s.%I(id, token, until, w)', sch, h || '_write1'), ARRAY['rids', 'rress'],
-                pg_catalog.format('version OPERATOR(pg_catalog.=) %L', q.version), ' hit := true;');
-        ELSE
-            write_leaves := write_leaves || @extschema@._settle_fast_leaf(q.queue, NULL, NULL);
-        END IF;
     END LOOP;
     FOR f IN SELECT p.oid FROM pg_catalog.pg_proc p
               WHERE p.pronamespace = ns AND p.proname LIKE E'\\_settle\\_fq\\_%' AND NOT p.proname = ANY (wanted) LOOP
@@ -398,11 +358,6 @@ BEGIN
         'queue text, id text, outcome text, delay interval, token timestamptz, OUT hit boolean, OUT result text',
         E'#variable_conflict use_variable\nDECLARE\n    r record;\nBEGIN\n'
         || @extschema@._settle_fast_tree(names, complete_leaves, 1, pg_catalog.cardinality(names)) || E'\nEND');
-    PERFORM @extschema@._settle_fast_put(ns, sch, ext, '_settle_fast_write1',
-        'queue text, version text, w text, id text, token timestamptz, until timestamptz, OUT hit boolean, '
-        'OUT rids text[], OUT rress text[]',
-        E'#variable_conflict use_variable\nDECLARE\n    r record;\nBEGIN\n'
-        || @extschema@._settle_fast_tree(names, write_leaves, 1, pg_catalog.cardinality(names)) || E'\nEND');
 END $$;
 
 -- A call found its queue at another version than the generated functions':

@@ -68,21 +68,11 @@ DECLARE
     ignored text;
     stmt text;
     caller_mode text;
-    f record;
 BEGIN
     IF pg_catalog.cardinality(run) = 1 THEN
-        -- (under the caller's search_path: only qualified calls until it is back)
-        ignored := @extschema@._settle_as(caller_path);
-        f := @extschema@._settle_fast_write1(queue, version, w, run[1], run_tokens[1], until);
-        ignored := @extschema@._settle_as('pg_catalog, pg_temp');
-        IF f.hit THEN
-            rids := f.rids; rress := f.rress;
-            RETURN;
-        ELSIF f.hit IS NULL THEN
-            PERFORM @extschema@._settle_fast_refresh();
-        END IF;
         stmt := pg_catalog.format('EXECUTE %I(%L, %L, %L)',
             @extschema@._settle_prepared(queue, version, 'write1:' || w, caller_path), run[1], run_tokens[1], until);
+        -- (under the caller's search_path: only qualified calls until it is back)
         ignored := @extschema@._settle_as(caller_path);
         EXECUTE stmt INTO rids, rress;
     ELSE

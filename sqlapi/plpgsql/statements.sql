@@ -313,8 +313,8 @@ $$;
 -- the version its prepared statements are named by: the registry row's and the
 -- queue (and dead-letter) tables' catalog row versions, which every
 -- registration change and most ALTER TABLEs write anew (not one that drops
--- or renames a column: fast.sql checks those too). When the queue or its
--- table is gone, _settle_shape says which (SQ002, SQ003).
+-- or renames a column: fast.sql checks for a dropped one). When the queue or
+-- its table is gone, _settle_shape says which (SQ002, SQ003).
 CREATE FUNCTION @extschema@._settle_entry(queue text, OUT version text, OUT form text, OUT max_attempts integer,
                                           OUT has_retry_after boolean, OUT outcomes jsonb, OUT by_priority boolean,
                                           OUT keyed boolean)
