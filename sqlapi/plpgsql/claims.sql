@@ -241,6 +241,7 @@ DECLARE
     from_id text;
     started timestamptz;
     f record;
+    m record;
     stale boolean := false;
 BEGIN
     -- one row of a lease or row_lock queue: its generated claim (fast.sql),
@@ -259,6 +260,23 @@ BEGIN
             RETURN;
         END IF;
         stale := f.hit IS NULL;
+    ELSIF batch OPERATOR(pg_catalog.>) 1 AND batch OPERATOR(pg_catalog.<=) 10000 THEN
+        -- more rows of a lease or row_lock queue: its generated claim of many
+        m := @extschema@._settle_fast_claim_many($1, batch, lease);
+        IF m.hit THEN
+            IF true OPERATOR(pg_catalog.=) ANY (m.deads) THEN
+                ignored := @extschema@._settle_as('pg_catalog, pg_temp');
+                PERFORM @extschema@._settle_dead_at_claim(@extschema@._settle_shape($1),
+                    ARRAY(SELECT x.i FROM ROWS FROM (pg_catalog.unnest(m.ids), pg_catalog.unnest(m.deads)) x(i, d) WHERE x.d), caller_path);
+                ignored := @extschema@._settle_as(caller_path);
+            END IF;
+            RETURN QUERY SELECT x.i, x.a, x.t, x.p
+                FROM ROWS FROM (pg_catalog.unnest(m.ids), pg_catalog.unnest(m.atts), pg_catalog.unnest(m.toks), pg_catalog.unnest(m.pays),
+                                pg_catalog.unnest(m.deads)) WITH ORDINALITY x(i, a, t, p, d, o)
+                WHERE x.d IS NOT TRUE ORDER BY x.o;
+            RETURN;
+        END IF;
+        stale := m.hit IS NULL;
     END IF;
     ignored := @extschema@._settle_as('pg_catalog, pg_temp');
     ignored := @extschema@._settle_need($1, 'queue');

@@ -26,8 +26,18 @@ CREATE FUNCTION @extschema@._settle_fast_claim(queue text, lease interval, OUT h
     LANGUAGE plpgsql VOLATILE
     AS $$ BEGIN RETURN; END $$;
 
+CREATE FUNCTION @extschema@._settle_fast_claim_many(queue text, batch integer, lease interval, OUT hit boolean, OUT deads boolean[],
+                                                    OUT ids text[], OUT atts integer[], OUT toks timestamptz[], OUT pays jsonb[])
+    LANGUAGE plpgsql VOLATILE
+    AS $$ BEGIN RETURN; END $$;
+
 CREATE FUNCTION @extschema@._settle_fast_complete(queue text, id text, outcome text, delay interval, token timestamptz,
                                                   OUT hit boolean, OUT result text)
+    LANGUAGE plpgsql VOLATILE
+    AS $$ BEGIN RETURN; END $$;
+
+CREATE FUNCTION @extschema@._settle_fast_complete_many(queue text, ids text[], outcome text, delay interval, tokens timestamptz[],
+                                                       OUT hit boolean, OUT res text[])
     LANGUAGE plpgsql VOLATILE
     AS $$ BEGIN RETURN; END $$;
 
@@ -179,6 +189,64 @@ BEGIN
     RETURN b || @extschema@._settle_fast_mark(sch, s, version, true) || 'END';
 END $$;
 
+-- The generated claim of more than one row ($1) of queue s (lease, row_lock)
+-- at version: the rows as arrays in claim order, deads flagging those a lease
+-- take found past max_attempts (queue_claim moves them). The batch size is a
+-- parameter of the statement's generic plan: ORDER BY and LIMIT keep it on the
+-- claim-order index whatever the size.
+CREATE FUNCTION @extschema@._settle_fast_claim_many_body(sch text, s @extschema@.settle_queue_shape, version text, dead oid,
+                                                         places integer[]) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+    b text := E'#variable_conflict use_column\nDECLARE\n    mark ALIAS FOR $3;\n    every interval;\n    r text[];\n'
+              || E'    started timestamptz;\n    id text;\n    dead boolean := false;\n    caller_mode text;\n';
+    generic text := E'caller_mode := pg_catalog.current_setting(''plan_cache_mode'');\n'
+                    || E'PERFORM pg_catalog.set_config(''plan_cache_mode'', ''force_generic_plan'', true);\n';
+    caller_plans text := E'PERFORM pg_catalog.set_config(''plan_cache_mode'', caller_mode, true);\n';
+BEGIN
+    IF s.form = 'lease' THEN
+        b := b || E'    tok ALIAS FOR $2;\nBEGIN\n'
+            || E'IF lease OPERATOR(pg_catalog.<) ''1 millisecond''::pg_catalog.interval '
+            || E'OR lease OPERATOR(pg_catalog.>) ''36600 days''::pg_catalog.interval THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
+            || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
+            || @extschema@._settle_fast_mark(sch, s, version, false)
+            || E'tok := pg_catalog.date_trunc(''milliseconds'', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) '
+            || E'COALESCE(lease, ''30 seconds''::pg_catalog.interval));\n' || generic
+            || E'IF mark IS NULL THEN\n' || @extschema@._settle_take_lease(s, true, false)
+            || E'\n    INTO deads, ids, atts, toks, pays;\nELSE\n' || @extschema@._settle_take_lease(s, true, true)
+            || E'\n    INTO deads, ids, atts, toks, pays;\nEND IF;\n' || caller_plans
+            -- the mark: the last row taken that is not dead
+            || E'id := ids[pg_catalog.cardinality(ids)];\n'
+            || E'IF true OPERATOR(pg_catalog.=) ANY (deads) THEN\n'
+            || E'    id := (SELECT x.i FROM ROWS FROM (pg_catalog.unnest(ids), pg_catalog.unnest(deads)) WITH ORDINALITY x(i, d, o)\n'
+            || E'           WHERE NOT x.d ORDER BY x.o DESC LIMIT 1);\nEND IF;\n';
+    ELSE
+        -- row_lock: the rows this transaction holds (claims.sql, _settle_row_locks)
+        b := b || E'    held_ids ALIAS FOR $2;\n    held jsonb;\nBEGIN\n'
+            || E'IF lease IS NOT NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
+            || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
+            || @extschema@._settle_fast_mark(sch, s, version, false)
+            || E'held := CASE WHEN COALESCE(pg_catalog.current_setting(''settle_sql.row_locks'', true), '''') OPERATOR(pg_catalog.=) '''' '
+            || E'THEN ''{}''::pg_catalog.jsonb ELSE pg_catalog.current_setting(''settle_sql.row_locks'', true)::pg_catalog.jsonb END;\n'
+            || pg_catalog.format(E'held_ids := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(held OPERATOR(pg_catalog.->) %L, ''[]'')));\n', s.queue)
+            || generic
+            || E'IF pg_catalog.cardinality(held_ids) OPERATOR(pg_catalog.=) 0 THEN\n    IF mark IS NULL THEN\n'
+            || @extschema@._settle_claim_row_lock(s, false, true, false) || E'\n    INTO ids, atts, pays;\n    ELSE\n'
+            || @extschema@._settle_claim_row_lock(s, false, true, true) || E'\n    INTO ids, atts, pays;\n    END IF;\nELSE\n'
+            || E'    IF mark IS NULL THEN\n'
+            || @extschema@._settle_claim_row_lock(s, true, true, false) || E'\n    INTO ids, atts, pays;\n    ELSE\n'
+            || @extschema@._settle_claim_row_lock(s, true, true, true) || E'\n    INTO ids, atts, pays;\n    END IF;\nEND IF;\n'
+            || caller_plans
+            || E'id := ids[pg_catalog.cardinality(ids)];\n'
+            || E'IF id IS NOT NULL THEN\n'
+            || pg_catalog.format(E'    PERFORM pg_catalog.set_config(''settle_sql.row_locks'', pg_catalog.jsonb_set(held, ARRAY[%L], '
+                                 || E'pg_catalog.to_jsonb(held_ids OPERATOR(pg_catalog.||) ids))::pg_catalog.text, true);\n', s.queue)
+            || E'END IF;\n';
+    END IF;
+    RETURN b || @extschema@._settle_fast_mark(sch, s, version, true) || 'END';
+END $$;
+
 -- The generated settle of one row with ack, drop, retry or retry_after of
 -- queue s at version; anything else, and a row not held, is left
 -- to the prepared path (hit false), which settles it or says why not.
@@ -220,7 +288,7 @@ BEGIN
             || E'    hit := false;\n    RETURN;\nEND IF;\n'
             || E'PERFORM pg_catalog.pg_advisory_xact_lock(key);\nPERFORM pg_catalog.pg_advisory_unlock(key);\n';
     END IF;
-    b := b || E'IF w OPERATOR(pg_catalog.=) ''ack'' THEN\n' || @extschema@._settle_write_one(s, 'ack', false)
+    b := b || E'IF w OPERATOR(pg_catalog.=) ''ack'' THEN\n' || @extschema@._settle_ack(s, 'one', false)
         || E'\n    INTO rid, result;\nELSIF w OPERATOR(pg_catalog.=) ''retry'' THEN\n' || @extschema@._settle_write_one(s, 'retry', false)
         || E'\n    INTO rid, result;\n'
         || CASE WHEN s.retry_after IS NOT NULL THEN
@@ -242,6 +310,105 @@ BEGIN
     END IF;
     RETURN b || pg_catalog.format(E'IF %s THEN\n    PERFORM %s._settle_mark_ready(%L, %L, ARRAY[$1]);\nEND IF;\nEND',
                                   ready, sch, s.queue, version);
+END $$;
+
+-- The generated settle of many rows (queue_complete_many) with ack, drop,
+-- retry or retry_after of queue s at version: res, each given id's result in
+-- the order given (NULL: not held). Fewer than two ids, a NULL, an id given
+-- twice, tokens that do not pair with the ids, any other outcome: the
+-- prepared path's (hit false).
+CREATE FUNCTION @extschema@._settle_fast_complete_many_body(sch text, s @extschema@.settle_queue_shape, version text, dead oid,
+                                                            places integer[]) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+    b text := E'#variable_conflict use_column\nDECLARE\n    given text[] := $1;\n    until ALIAS FOR $3;\n'
+              || E'    n integer := pg_catalog.cardinality($1);\n    w text;\n    run text[];\n    rids text[];\n    rress text[];\n'
+              || E'    held jsonb;\n    mine text[];\n    caller_mode text;\nBEGIN\n';
+    -- (the statements' $1: the ids that reach them, run)
+    write text;
+    -- each given id's row: its canonical text ('007' of a bigint id comes back as 7)
+    canon text := pg_catalog.format('((g.v)::%s)::pg_catalog.text', s.id_type);
+BEGIN
+    b := b || E'IF n IS NULL OR n OPERATOR(pg_catalog.<) 2 OR pg_catalog.array_position($1, NULL) IS NOT NULL THEN\n'
+        || E'    hit := false;\n    RETURN;\nEND IF;\n'
+        || CASE WHEN s.form = 'lease' THEN
+             E'IF $2 IS NULL OR pg_catalog.cardinality($2) OPERATOR(pg_catalog.<>) n OR pg_catalog.array_position($2, NULL) IS NOT NULL THEN\n'
+           ELSE E'IF $2 IS NOT NULL THEN\n' END
+        || E'    hit := false;\n    RETURN;\nEND IF;\n'
+        || E'IF outcome OPERATOR(pg_catalog.=) ''ack'' OR outcome OPERATOR(pg_catalog.=) ''drop'' THEN\n    w := ''ack'';\n'
+        || E'ELSIF outcome OPERATOR(pg_catalog.=) ''retry'' THEN\n    w := ''retry'';\n'
+        || CASE WHEN s.retry_after IS NOT NULL THEN
+             E'ELSIF outcome OPERATOR(pg_catalog.=) ''retry_after'' AND delay OPERATOR(pg_catalog.>=) ''0''::pg_catalog.interval '
+             || E'AND delay OPERATOR(pg_catalog.<=) ''36600 days''::pg_catalog.interval THEN\n    w := ''retry_after'';\n'
+             || E'    until := pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) delay;\n' ELSE '' END
+        || E'ELSE\n    hit := false;\n    RETURN;\nEND IF;\n'
+        || E'IF delay IS NOT NULL AND w OPERATOR(pg_catalog.<>) ''retry_after'' THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
+        || E'IF (SELECT pg_catalog.count(DISTINCT u.v) FROM pg_catalog.unnest($1) u(v)) OPERATOR(pg_catalog.<>) n THEN\n'
+        || E'    hit := false;\n    RETURN;\nEND IF;\n'
+        || @extschema@._settle_fast_at_version(version, s.rel, dead, places);
+    -- the ids that reach the statement: row_lock only those this transaction
+    -- claimed, advisory only those whose key this session holds (settles.sql)
+    IF s.form = 'row_lock' THEN
+        b := b || E'held := CASE WHEN COALESCE(pg_catalog.current_setting(''settle_sql.row_locks'', true), '''') OPERATOR(pg_catalog.=) '''' '
+            || E'THEN ''{}''::pg_catalog.jsonb ELSE pg_catalog.current_setting(''settle_sql.row_locks'', true)::pg_catalog.jsonb END;\n'
+            || pg_catalog.format(E'mine := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(held OPERATOR(pg_catalog.->) %L, ''[]'')));\n', s.queue)
+            || E'run := ARRAY(SELECT u.v FROM pg_catalog.unnest(given) u(v) WHERE u.v OPERATOR(pg_catalog.=) ANY (mine));\n';
+        canon := 'CASE WHEN g.v OPERATOR(pg_catalog.=) ANY (run) THEN ' || canon || ' END';
+    ELSIF s.form = 'advisory' THEN
+        b := b || pg_catalog.format(E'run := ARRAY(SELECT u.v FROM pg_catalog.unnest(given) u(v) WHERE %s.queue_advisory_key(%L, u.v) '
+                                    || E'OPERATOR(pg_catalog.=) ANY (ARRAY(%s)));\n', sch, s.queue,
+                 'SELECT (l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8 '
+                 || 'FROM pg_catalog.pg_locks l WHERE l.locktype OPERATOR(pg_catalog.=) ''advisory'' AND l.objsubid OPERATOR(pg_catalog.=) 1 '
+                 || 'AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid() AND l.granted')
+            -- each key held for this transaction from here, so that it stays
+            -- held until the outcome commits (as _settle_settle)
+            || pg_catalog.format(E'PERFORM pg_catalog.pg_advisory_xact_lock(k), pg_catalog.pg_advisory_unlock(k) '
+                                 || E'FROM (SELECT %s.queue_advisory_key(%L, u.v) AS k FROM pg_catalog.unnest(run) u(v)) x;\n', sch, s.queue);
+        canon := 'CASE WHEN g.v OPERATOR(pg_catalog.=) ANY (run) THEN ' || canon || ' END';
+    ELSE
+        b := b || E'run := given;\n';
+    END IF;
+    write := E'IF w OPERATOR(pg_catalog.=) ''ack'' THEN\n'
+        || CASE WHEN s.form = 'lease' THEN
+             -- delivered together: one token, one index scan over the ids
+             E'    IF $2[1] OPERATOR(pg_catalog.=) ALL ($2) THEN\n' || @extschema@._settle_ack(s, 'one_token', true)
+             || E'\n    INTO rids, rress;\n    ELSE\n' || @extschema@._settle_ack(s, 'many', true) || E'\n    INTO rids, rress;\n    END IF;\n'
+           ELSE @extschema@._settle_ack(s, 'many', true) || E'\n    INTO rids, rress;\n' END
+        || E'ELSIF w OPERATOR(pg_catalog.=) ''retry'' THEN\n' || @extschema@._settle_write(s, 'retry', true) || E'\n    INTO rids, rress;\n'
+        || CASE WHEN s.retry_after IS NOT NULL THEN
+             E'ELSE\n' || @extschema@._settle_write(s, 'retry_after', true) || E'\n    INTO rids, rress;\n' ELSE '' END
+        || E'END IF;\n';
+    -- the generic plans of statements with array parameters (see _settle_settle)
+    b := b || E'IF pg_catalog.cardinality(run) OPERATOR(pg_catalog.>) 0 THEN\n    $1 := run;\n'
+        || E'    caller_mode := pg_catalog.current_setting(''plan_cache_mode'');\n'
+        || E'    PERFORM pg_catalog.set_config(''plan_cache_mode'', ''force_generic_plan'', true);\n'
+        || write
+        || E'    PERFORM pg_catalog.set_config(''plan_cache_mode'', caller_mode, true);\nEND IF;\n'
+        || E'res := ARRAY(SELECT x.r FROM pg_catalog.unnest(given) WITH ORDINALITY g(v, o)\n'
+        || E'             LEFT JOIN ROWS FROM (pg_catalog.unnest(rids), pg_catalog.unnest(rress)) x(i, r)\n'
+        || pg_catalog.format(E'             ON x.i OPERATOR(pg_catalog.=) %s ORDER BY g.o);\n', canon);
+    IF s.form = 'row_lock' THEN
+        b := b || pg_catalog.format(E'PERFORM pg_catalog.set_config(''settle_sql.row_locks'', pg_catalog.jsonb_set(held, ARRAY[%L], '
+                                    || E'pg_catalog.to_jsonb(ARRAY(SELECT m FROM pg_catalog.unnest(mine) m '
+                                    || E'WHERE NOT m OPERATOR(pg_catalog.=) ANY (COALESCE(rids, ''{}'')))))::pg_catalog.text, true);\n', s.queue);
+    END IF;
+    IF s.max_attempts IS NOT NULL THEN
+        b := b || pg_catalog.format(E'IF ''dead_lettered'' OPERATOR(pg_catalog.=) ANY (res) THEN\n    FOR i IN 1 .. n LOOP\n'
+            || E'        IF res[i] OPERATOR(pg_catalog.=) ''dead_lettered'' THEN\n'
+            || E'            RAISE WARNING USING ERRCODE = ''01SQ1'', MESSAGE = pg_catalog.format(%L, given[i]);\n'
+            || E'        END IF;\n    END LOOP;\nEND IF;\n',
+            pg_catalog.format('settle: queue "%s": row %%s reached max_attempts (%s) and was moved to the dead letter',
+                              s.queue, s.max_attempts));
+    END IF;
+    -- ready again now: this session's next claim starts at or below them (mark.sql)
+    RETURN b || pg_catalog.format(E'IF %s THEN\n    PERFORM %s._settle_mark_ready(%L, %L, ARRAY(SELECT u.v FROM '
+                                  || E'ROWS FROM (pg_catalog.unnest(given), pg_catalog.unnest(res)) u(v, r) WHERE %s));\nEND IF;\nEND',
+        CASE WHEN s.ordering_key IS NOT NULL THEN 'true'
+             ELSE '''retried'' OPERATOR(pg_catalog.=) ANY (res) OR ''released'' OPERATOR(pg_catalog.=) ANY (res)' END,
+        sch, s.queue, version,
+        CASE WHEN s.ordering_key IS NOT NULL THEN 'u.r IS NOT NULL'
+             ELSE 'u.r OPERATOR(pg_catalog.=) ''retried'' OR u.r OPERATOR(pg_catalog.=) ''released''' END);
 END $$;
 
 -- The extension this edition is (pg_tle's CREATE EXTENSION), NULL when
@@ -295,6 +462,8 @@ DECLARE
     names text[] := '{}';
     claim_leaves text[] := '{}';
     complete_leaves text[] := '{}';
+    many_leaves text[] := '{}';
+    claim_many_leaves text[] := '{}';
     wanted text[] := '{}';
     f regprocedure;
     ext name := @extschema@._settle_fast_extension(ns);
@@ -326,8 +495,18 @@ BEGIN
             claim_leaves := claim_leaves || @extschema@._settle_fast_leaf(q.queue,
                 pg_catalog.format('%s.%I(NULL, NULL, NULL, lease)', sch, h || '_claim_' || s.form),
                 ARRAY['hit', 'dead', 'id', 'attempt', 'token', 'payload']);
+            PERFORM @extschema@._settle_fast_put(ns, sch, ext, h || '_claim_many_' || s.form,
+                'pg_catalog.int8, ' || CASE WHEN s.form = 'lease' THEN 'pg_catalog.timestamptz' ELSE 'pg_catalog.text[]' END
+                || ', pg_catalog.text, lease interval, OUT hit boolean, OUT deads boolean[], OUT ids text[], OUT atts integer[], '
+                   'OUT toks timestamptz[], OUT pays jsonb[]',
+                @extschema@._settle_fast_claim_many_body(sch, s, q.version, q.dead, q.places));
+            wanted := wanted || (h || '_claim_many_' || s.form);
+            claim_many_leaves := claim_many_leaves || @extschema@._settle_fast_leaf(q.queue,
+                pg_catalog.format('%s.%I(batch, NULL, NULL, lease)', sch, h || '_claim_many_' || s.form),
+                ARRAY['hit', 'deads', 'ids', 'atts', 'toks', 'pays']);
         ELSE
             claim_leaves := claim_leaves || @extschema@._settle_fast_leaf(q.queue, NULL, NULL);
+            claim_many_leaves := claim_many_leaves || @extschema@._settle_fast_leaf(q.queue, NULL, NULL);
         END IF;
         IF s.queue IS NOT NULL THEN
             PERFORM @extschema@._settle_fast_put(ns, sch, ext, h || '_complete',
@@ -337,8 +516,16 @@ BEGIN
             wanted := wanted || (h || '_complete');
             complete_leaves := complete_leaves || @extschema@._settle_fast_leaf(q.queue,
                 pg_catalog.format('%s.%I(id, token, NULL, outcome, delay)', sch, h || '_complete'), ARRAY['hit', 'result']);
+            PERFORM @extschema@._settle_fast_put(ns, sch, ext, h || '_complete_many',
+                'pg_catalog.text[], pg_catalog.timestamptz[], pg_catalog.timestamptz, outcome text, delay interval, '
+                'OUT hit boolean, OUT res text[]',
+                @extschema@._settle_fast_complete_many_body(sch, s, q.version, q.dead, q.places));
+            wanted := wanted || (h || '_complete_many');
+            many_leaves := many_leaves || @extschema@._settle_fast_leaf(q.queue,
+                pg_catalog.format('%s.%I(ids, tokens, NULL, outcome, delay)', sch, h || '_complete_many'), ARRAY['hit', 'res']);
         ELSE
             complete_leaves := complete_leaves || @extschema@._settle_fast_leaf(q.queue, NULL, NULL);
+            many_leaves := many_leaves || @extschema@._settle_fast_leaf(q.queue, NULL, NULL);
         END IF;
     END LOOP;
     FOR f IN SELECT p.oid FROM pg_catalog.pg_proc p
@@ -354,10 +541,19 @@ BEGIN
         'OUT token timestamptz, OUT payload jsonb',
         E'#variable_conflict use_variable\nDECLARE\n    r record;\nBEGIN\n'
         || @extschema@._settle_fast_tree(names, claim_leaves, 1, pg_catalog.cardinality(names)) || E'\nEND');
+    PERFORM @extschema@._settle_fast_put(ns, sch, ext, '_settle_fast_claim_many',
+        'queue text, batch integer, lease interval, OUT hit boolean, OUT deads boolean[], OUT ids text[], OUT atts integer[], '
+        'OUT toks timestamptz[], OUT pays jsonb[]',
+        E'#variable_conflict use_variable\nDECLARE\n    r record;\nBEGIN\n'
+        || @extschema@._settle_fast_tree(names, claim_many_leaves, 1, pg_catalog.cardinality(names)) || E'\nEND');
     PERFORM @extschema@._settle_fast_put(ns, sch, ext, '_settle_fast_complete',
         'queue text, id text, outcome text, delay interval, token timestamptz, OUT hit boolean, OUT result text',
         E'#variable_conflict use_variable\nDECLARE\n    r record;\nBEGIN\n'
         || @extschema@._settle_fast_tree(names, complete_leaves, 1, pg_catalog.cardinality(names)) || E'\nEND');
+    PERFORM @extschema@._settle_fast_put(ns, sch, ext, '_settle_fast_complete_many',
+        'queue text, ids text[], outcome text, delay interval, tokens timestamptz[], OUT hit boolean, OUT res text[]',
+        E'#variable_conflict use_variable\nDECLARE\n    r record;\nBEGIN\n'
+        || @extschema@._settle_fast_tree(names, many_leaves, 1, pg_catalog.cardinality(names)) || E'\nEND');
 END $$;
 
 -- A call found its queue at another version than the generated functions':

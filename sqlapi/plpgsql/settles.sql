@@ -76,6 +76,10 @@ BEGIN
         ignored := @extschema@._settle_as(caller_path);
         EXECUTE stmt INTO rids, rress;
     ELSE
+        -- lease deliveries claimed together share their token: one index scan over the ids
+        IF w = 'ack' AND pg_catalog.cardinality(run_tokens) > 0 AND run_tokens[1] = ALL (run_tokens) THEN
+            w := 'ack_one_token';
+        END IF;
         stmt := pg_catalog.format('EXECUTE %I(%L, %L, %L)',
             @extschema@._settle_prepared(queue, version, 'write:' || w, caller_path), run, run_tokens, until);
         -- the generic plan: with text[] parameters PostgreSQL would keep
@@ -109,7 +113,6 @@ DECLARE
     run_tokens timestamptz[] := '{}';
     out text[];
     r record;
-    p integer;
     n integer := pg_catalog.cardinality(ids);
     canon text;
     given text;
@@ -154,36 +157,40 @@ BEGIN
         -- the one row the statement settled is the id given, in whatever text form it was given
         out[1] := r.rress[1];
     ELSE
+        -- each id its row's result; a text id not in canonical form ('007' for
+        -- a bigint) comes back canonical, and is matched on its own
+        out := ARRAY(SELECT x.r FROM pg_catalog.unnest(ids) WITH ORDINALITY g(v, o)
+                     LEFT JOIN ROWS FROM (pg_catalog.unnest(r.rids), pg_catalog.unnest(r.rress)) x(i, r) ON x.i = g.v
+                     ORDER BY g.o);
+        IF EXISTS (SELECT FROM ROWS FROM (pg_catalog.unnest(ids), pg_catalog.unnest(out)) u(v, r) WHERE u.r IS NULL AND u.v = ANY (run)) THEN
+            s := @extschema@._settle_shape($1);
+            FOR i IN 1 .. n LOOP
+                IF out[i] IS NULL AND ids[i] = ANY (run) THEN
+                    EXECUTE pg_catalog.format('SELECT (($1::pg_catalog.text)::%s)::pg_catalog.text', s.id_type) INTO canon USING ids[i];
+                    out[i] := r.rress[pg_catalog.array_position(r.rids, canon)];
+                END IF;
+            END LOOP;
+        END IF;
+    END IF;
+    IF 'dead_lettered' = ANY (out) OR k.custom IS NOT NULL THEN
         FOR i IN 1 .. n LOOP
-            p := pg_catalog.array_position(r.rids, ids[i]);
-            IF p IS NULL AND ids[i] = ANY (run) THEN
-                -- a text id that is not in canonical form ('007' for a bigint) comes back canonical
+            IF out[i] = 'dead_lettered' THEN
+                RAISE WARNING USING ERRCODE = '01SQ1', MESSAGE = pg_catalog.format(
+                    'settle: queue "%s": row %s reached max_attempts (%s) and was moved to the dead letter', $1, ids[i], e.max_attempts);
+            END IF;
+            IF k.custom IS NOT NULL AND out[i] IS NOT NULL THEN
+                -- a custom outcome's SQL means what it means to the caller
                 IF s.queue IS NULL THEN
                     s := @extschema@._settle_shape($1);
                 END IF;
-                EXECUTE pg_catalog.format('SELECT (($1::pg_catalog.text)::%s)::pg_catalog.text', s.id_type) INTO canon USING ids[i];
-                p := pg_catalog.array_position(r.rids, canon);
+                ignored := @extschema@._settle_as(caller_path);
+                EXECUTE pg_catalog.format('SELECT @extschema@._settle_run_custom($1, ($2::pg_catalog.text)::%s)', s.id_type)
+                    USING e.outcomes OPERATOR(pg_catalog.->>) k.custom, ids[i];
+                ignored := @extschema@._settle_as('pg_catalog, pg_temp');
+                out[i] := 'custom';
             END IF;
-            out[i] := r.rress[p];
         END LOOP;
     END IF;
-    FOR i IN 1 .. n LOOP
-        IF out[i] = 'dead_lettered' THEN
-            RAISE WARNING USING ERRCODE = '01SQ1', MESSAGE = pg_catalog.format(
-                'settle: queue "%s": row %s reached max_attempts (%s) and was moved to the dead letter', $1, ids[i], e.max_attempts);
-        END IF;
-        IF k.custom IS NOT NULL AND out[i] IS NOT NULL THEN
-            -- a custom outcome's SQL means what it means to the caller
-            IF s.queue IS NULL THEN
-                s := @extschema@._settle_shape($1);
-            END IF;
-            ignored := @extschema@._settle_as(caller_path);
-            EXECUTE pg_catalog.format('SELECT @extschema@._settle_run_custom($1, ($2::pg_catalog.text)::%s)', s.id_type)
-                USING e.outcomes OPERATOR(pg_catalog.->>) k.custom, ids[i];
-            ignored := @extschema@._settle_as('pg_catalog, pg_temp');
-            out[i] := 'custom';
-        END IF;
-    END LOOP;
     -- ready again now: this session's next claim starts at or below them; with
     -- an ordering key, a row settled any way may have freed its key's next row
     IF e.keyed OR 'retried' = ANY (out) OR 'released' = ANY (out) THEN
@@ -278,13 +285,29 @@ DECLARE
     ignored text;
     caller_path text := pg_catalog.current_setting('search_path');
     res text[];
+    f record;
+    stale boolean := false;
 BEGIN
+    -- ack, drop, retry, retry_after of two rows or more: the queue's generated
+    -- settle (fast.sql), under the caller's search_path
+    IF $1 IS NOT NULL AND $3 IS NOT NULL THEN
+        f := @extschema@._settle_fast_complete_many($1, $2, $3, $4, $5);
+        IF f.hit THEN
+            RETURN QUERY SELECT x.i, COALESCE(x.r, CASE WHEN $5 IS NULL THEN 'not_held' ELSE 'lease_lost' END)
+                FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest(f.res)) WITH ORDINALITY x(i, r, o) ORDER BY x.o;
+            RETURN;
+        END IF;
+        stale := f.hit IS NULL;
+    END IF;
     ignored := @extschema@._settle_as('pg_catalog, pg_temp');
     ignored := @extschema@._settle_need($1, 'queue');
     ignored := @extschema@._settle_need($3, 'outcome');
     res := @extschema@._settle_settle($1, $2, @extschema@._settle_outcome($3), $4, $5, caller_path);
     RETURN QUERY SELECT x.i, COALESCE(x.r, CASE WHEN $5 IS NULL THEN 'not_held' ELSE 'lease_lost' END)
         FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest(res)) WITH ORDINALITY x(i, r, o) ORDER BY x.o;
+    IF stale THEN
+        PERFORM @extschema@._settle_fast_refresh();
+    END IF;
     ignored := @extschema@._settle_as(caller_path);
 END $$;
 

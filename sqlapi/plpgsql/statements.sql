@@ -299,6 +299,41 @@ CREATE FUNCTION @extschema@._settle_write_one(s @extschema@.settle_queue_shape, 
     'pg_catalog.unnest($2::pg_catalog.timestamptz[])', 'pg_catalog.unnest(ARRAY[$2::pg_catalog.timestamptz])')
 $$;
 
+-- The ack (and drop) the calls run: one plain DELETE (or processed_at UPDATE)
+-- of the held rows, as the native extension's ack statements, where
+-- _settle_write's 'ack' (what queue_sql shows) locks them first. A row whose
+-- token changed under it no longer matches when the write re-reads it.
+-- rows: 'one' ($1 text id, $2 timestamptz token), 'many' ($1 text[] ids, $2
+-- timestamptz[] tokens: lease pairs joined, one index descent each),
+-- 'one_token' (lease: the ids' tokens all $2[1], one index scan over the ids).
+-- Rows: (id text, result text); agg: as two arrays in one row.
+CREATE FUNCTION @extschema@._settle_ack(s @extschema@.settle_queue_shape, rows text, agg boolean) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT CASE WHEN agg THEN 'WITH _s_o AS (' ELSE '' END
+    || CASE WHEN s.processed_at IS NOT NULL THEN pg_catalog.format('UPDATE %s _s_t SET %s = pg_catalog.now()', s.tbl, s.processed_at)
+            ELSE pg_catalog.format('DELETE FROM %s _s_t', s.tbl) END
+    || CASE WHEN s.form = 'lease' AND rows = 'many' THEN
+         CASE WHEN s.processed_at IS NOT NULL THEN ' FROM ' ELSE ' USING ' END
+         || 'ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.timestamptz[])) AS _s_in(_s_id, _s_tok)'
+       ELSE '' END
+    || ' WHERE ' || pg_catalog.concat_ws(' AND ', NULLIF(@extschema@._settle_mine(s, '_s_t'), ''),
+         CASE WHEN rows = 'one' THEN pg_catalog.format('_s_t.%s OPERATOR(pg_catalog.=) ($1::pg_catalog.text)::%s', s.id, s.id_type)
+              WHEN s.form = 'lease' AND rows = 'many' THEN
+                pg_catalog.format('_s_t.%s OPERATOR(pg_catalog.=) (_s_in._s_id)::%s', s.id, s.id_type)
+              ELSE pg_catalog.format('_s_t.%s OPERATOR(pg_catalog.=) ANY (($1::pg_catalog.text[])::%s[])', s.id, s.id_type) END,
+         CASE WHEN s.form <> 'lease' THEN NULL
+              WHEN rows = 'one' THEN pg_catalog.format('_s_t.%s OPERATOR(pg_catalog.=) $2', s.locked_until)
+              WHEN rows = 'many' THEN pg_catalog.format('_s_t.%s OPERATOR(pg_catalog.=) _s_in._s_tok', s.locked_until)
+              ELSE pg_catalog.format('_s_t.%s OPERATOR(pg_catalog.=) ($2)[1]', s.locked_until) END)
+    || CASE WHEN agg THEN
+         pg_catalog.format(' RETURNING _s_t.%s AS _s_id) SELECT pg_catalog.array_agg((_s_o._s_id)::pg_catalog.text), '
+                           'pg_catalog.array_agg(%L::pg_catalog.text) FROM _s_o',
+                           s.id, CASE WHEN s.processed_at IS NOT NULL THEN 'marked' ELSE 'deleted' END)
+       ELSE pg_catalog.format(' RETURNING (_s_t.%s)::pg_catalog.text, %L::pg_catalog.text',
+                              s.id, CASE WHEN s.processed_at IS NOT NULL THEN 'marked' ELSE 'deleted' END) END
+$$;
+
 -- Lease heartbeat. $1 text id, $2 timestamptz token, $3 timestamptz new token.
 CREATE FUNCTION @extschema@._settle_extend(s @extschema@.settle_queue_shape) RETURNS text
     LANGUAGE sql IMMUTABLE
@@ -344,7 +379,8 @@ END $$;
 -- LIMIT N), rowlock:N and rowlock_again:N (the row_lock claim, the second with the ids
 -- the transaction holds), cand:N and cand_after:N (advisory candidates; each claim
 -- kind also as <kind>_from, starting at the mark), take_advisory,
--- write:W (a settle write), write1:W (the same for one id). Planned once per session instead of on
+-- write:W (a settle write; ack: _settle_ack's, and ack_one_token for ids
+-- claimed together), write1:W (the same for one id). Planned once per session instead of on
 -- every call; prepared under the caller's search_path, the one it runs under
 -- (a plan made under another path is made again). Run by name with literal
 -- arguments (EXECUTE of a prepared statement takes no USING parameters); the
@@ -382,10 +418,12 @@ BEGIN
         stmt := @extschema@._settle_take_advisory(s, true);
         types := 'pg_catalog.text[]';
     ELSIF base = 'write1' THEN
-        stmt := @extschema@._settle_write_one(s, arg);
+        stmt := CASE WHEN arg = 'ack' THEN @extschema@._settle_ack(s, 'one', true) ELSE @extschema@._settle_write_one(s, arg) END;
         types := 'pg_catalog.text, pg_catalog.timestamptz, pg_catalog.timestamptz';
     ELSE
-        stmt := @extschema@._settle_write(s, arg, true);
+        stmt := CASE WHEN arg = 'ack' THEN @extschema@._settle_ack(s, 'many', true)
+                     WHEN arg = 'ack_one_token' THEN @extschema@._settle_ack(s, 'one_token', true)
+                     ELSE @extschema@._settle_write(s, arg, true) END;
         types := 'pg_catalog.text[], pg_catalog.timestamptz[], pg_catalog.timestamptz';
     END IF;
     stmt := pg_catalog.format('PREPARE %I(%s) AS %s', pname, types, stmt);

@@ -33,6 +33,49 @@ SELECT queue_complete('fq_2', :'adv_id', 'ack') AS not_held;
 SELECT count(*) AS unregistered FROM generate_series(4, 40) g, LATERAL queue_unregister('fq_' || g) WHERE g <> 31;
 :generated;
 
+\echo '== batches: claims of many (lease, row_lock) and complete_many (every form) run generated, with the same results'
+SET track_functions = 'pl';
+-- calls of the generated batch functions so far (counted exactly within one transaction)
+\set fast_calls 'SELECT COALESCE(sum(pg_stat_get_xact_function_calls(p.oid)), 0) AS calls FROM pg_proc p WHERE p.proname LIKE ''\\_settle\\_fq\\_%many%'''
+SELECT queue_create('fq_b', 'lease', 2, 'fq_b_dead');
+INSERT INTO fq_b (payload) SELECT jsonb_build_object('n', g) FROM generate_series(1, 6) g;
+UPDATE fq_b SET attempt = 2 WHERE id = 2;
+BEGIN;
+:fast_calls \gset before_
+SELECT id, attempt, payload FROM queue_claim('fq_b', 3, interval '1 minute');
+SELECT array_agg(id::text ORDER BY id) AS ids, array_agg(locked_until ORDER BY id) AS toks FROM fq_b WHERE locked_until IS NOT NULL \gset
+SELECT * FROM queue_complete_many('fq_b', ARRAY['00' || (:'ids'::text[])[1], '9'], 'retry', NULL, ARRAY[(:'toks'::timestamptz[])[1], now()]);
+SELECT * FROM queue_complete_many('fq_b', (:'ids'::text[])[2:3], 'retry_after', interval '1 hour', (:'toks'::timestamptz[])[2:3]);
+:fast_calls \gset after_
+SELECT :after_calls - :before_calls AS generated_calls;
+COMMIT;
+SELECT id, attempt, locked_until IS NULL AS free, retry_after IS NOT NULL AS delayed FROM fq_b ORDER BY id;
+SELECT id, attempt FROM fq_b_dead ORDER BY id;
+UPDATE fq_b SET retry_after = NULL;
+SELECT array_agg(c.id) AS ids, array_agg(c.token) AS toks FROM queue_claim('fq_b', 10) c \gset
+SELECT * FROM queue_complete_many('fq_b', :'ids', 'retry', NULL, :'toks');
+SELECT id, attempt FROM fq_b_dead ORDER BY id;
+BEGIN;
+:fast_calls \gset before_
+INSERT INTO fq_31 (payload) SELECT jsonb_build_object('n', g) FROM generate_series(4, 6) g;
+SELECT id, attempt FROM queue_claim('fq_31', 2);
+SELECT id, attempt FROM queue_claim('fq_31', 2);
+SELECT * FROM queue_complete_many('fq_31', '{3,4,5,6}', 'ack');
+SELECT * FROM queue_complete_many('fq_31', '{1,abc}', 'ack');
+SELECT settle_sql_held FROM pg_catalog.current_setting('settle_sql.row_locks') settle_sql_held;
+:fast_calls \gset after_
+SELECT :after_calls - :before_calls AS generated_calls;
+COMMIT;
+INSERT INTO fq_2 (payload) VALUES ('{"n": 2}'), ('{"n": 3}');
+SELECT array_agg(id) AS adv_ids FROM queue_claim('fq_2', 2) \gset
+SELECT * FROM queue_complete_many('fq_2', :'adv_ids', 'retry');
+SELECT * FROM queue_complete_many('fq_2', :'adv_ids', 'ack');
+SELECT count(*) AS keys_still_held FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid();
+\set ON_ERROR_STOP off
+SELECT * FROM queue_complete_many('fq_2', '{1,1}', 'ack');
+\set ON_ERROR_STOP on
+RESET track_functions;
+
 \echo '== a table changed under a queue: the next call builds again, the dead letter copies the new column'
 SELECT queue_create('fq_alter', 'lease', 2, 'fq_alter_dead');
 INSERT INTO fq_alter (payload) VALUES ('{"n": 1}');
@@ -77,6 +120,10 @@ CREATE FUNCTION fq_evil.now() RETURNS timestamptz LANGUAGE sql AS $$ SELECT 'inf
 SET search_path = fq_evil, pg_catalog, public;
 SELECT id, attempt, payload FROM queue_claim('fq_own');
 SELECT queue_complete('fq_own', c.id, 'ack', NULL, c.token) FROM queue_claim('fq_own') c;
+INSERT INTO public.fq_own (payload) VALUES ('{"n": 3}'), ('{"n": 4}'), ('{"n": 5}');
+SELECT array_agg(c.id) AS own_ids, array_agg(c.token) AS own_toks FROM queue_claim('fq_own', 2) c \gset
+SELECT :'own_ids' AS claimed_two;
+SELECT * FROM queue_complete_many('fq_own', :'own_ids', 'ack', NULL, :'own_toks');
 RESET search_path;
 SELECT id FROM fq_own;
 RESET ROLE;

@@ -41,7 +41,7 @@ LANGUAGE sql AS $$
   SELECT 'function', p.oid::regprocedure::text,
          concat_ws(' | ', pg_get_function_result(p.oid), p.prosecdef, p.provolatile, p.proparallel,
                    p.proisstrict, p.proretset, l.lanname, p.proconfig::text, p.proacl::text,
-                   CASE WHEN p.proname IN ('_settle_fast_claim', '_settle_fast_complete', '_settle_fast_write1')
+                   CASE WHEN p.proname IN ('_settle_fast_claim', '_settle_fast_complete', '_settle_fast_claim_many', '_settle_fast_complete_many')
                         THEN 'generated' ELSE p.prosrc END,
                    pg_get_function_arguments(p.oid), obj_description(p.oid, 'pg_proc'))
   FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang

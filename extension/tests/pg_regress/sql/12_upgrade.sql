@@ -7,7 +7,7 @@ SET client_min_messages = warning;
 DROP EXTENSION settle CASCADE;
 DROP SCHEMA settle_elsewhere;
 RESET client_min_messages;
-SELECT name, version FROM pg_available_extension_versions WHERE name = 'settle' ORDER BY version;
+SELECT name, version FROM pg_available_extension_versions WHERE name = 'settle' ORDER BY pg_catalog.string_to_array(version, '.')::int[];
 CREATE EXTENSION settle VERSION '0.1.0';
 SELECT extversion FROM pg_extension WHERE extname = 'settle';
 

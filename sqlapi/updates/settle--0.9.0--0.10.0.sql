@@ -1,0 +1,747 @@
+-- settle 0.9.0 -> 0.10.0, the SQL edition (ALTER EXTENSION settle UPDATE through pg_tle, or
+-- settle-update--0.10.0.sql for an install made with psql): acks as one plain write, and
+-- batches (queue_complete_many, queue_claim of more than one row) through the queues'
+-- generated functions. The functions generated for 0.9.0 are dropped here; each queue's are
+-- generated again by its first call after the update (or at the next registration).
+
+-- The ack (and drop) the calls run: one plain DELETE (or processed_at UPDATE)
+-- of the held rows, as the native extension's ack statements, where
+-- _settle_write's 'ack' (what queue_sql shows) locks them first. A row whose
+-- token changed under it no longer matches when the write re-reads it.
+-- rows: 'one' ($1 text id, $2 timestamptz token), 'many' ($1 text[] ids, $2
+-- timestamptz[] tokens: lease pairs joined, one index descent each),
+-- 'one_token' (lease: the ids' tokens all $2[1], one index scan over the ids).
+-- Rows: (id text, result text); agg: as two arrays in one row.
+CREATE OR REPLACE FUNCTION @extschema@._settle_ack(s @extschema@.settle_queue_shape, rows text, agg boolean) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT CASE WHEN agg THEN 'WITH _s_o AS (' ELSE '' END
+    || CASE WHEN s.processed_at IS NOT NULL THEN pg_catalog.format('UPDATE %s _s_t SET %s = pg_catalog.now()', s.tbl, s.processed_at)
+            ELSE pg_catalog.format('DELETE FROM %s _s_t', s.tbl) END
+    || CASE WHEN s.form = 'lease' AND rows = 'many' THEN
+         CASE WHEN s.processed_at IS NOT NULL THEN ' FROM ' ELSE ' USING ' END
+         || 'ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.timestamptz[])) AS _s_in(_s_id, _s_tok)'
+       ELSE '' END
+    || ' WHERE ' || pg_catalog.concat_ws(' AND ', NULLIF(@extschema@._settle_mine(s, '_s_t'), ''),
+         CASE WHEN rows = 'one' THEN pg_catalog.format('_s_t.%s OPERATOR(pg_catalog.=) ($1::pg_catalog.text)::%s', s.id, s.id_type)
+              WHEN s.form = 'lease' AND rows = 'many' THEN
+                pg_catalog.format('_s_t.%s OPERATOR(pg_catalog.=) (_s_in._s_id)::%s', s.id, s.id_type)
+              ELSE pg_catalog.format('_s_t.%s OPERATOR(pg_catalog.=) ANY (($1::pg_catalog.text[])::%s[])', s.id, s.id_type) END,
+         CASE WHEN s.form <> 'lease' THEN NULL
+              WHEN rows = 'one' THEN pg_catalog.format('_s_t.%s OPERATOR(pg_catalog.=) $2', s.locked_until)
+              WHEN rows = 'many' THEN pg_catalog.format('_s_t.%s OPERATOR(pg_catalog.=) _s_in._s_tok', s.locked_until)
+              ELSE pg_catalog.format('_s_t.%s OPERATOR(pg_catalog.=) ($2)[1]', s.locked_until) END)
+    || CASE WHEN agg THEN
+         pg_catalog.format(' RETURNING _s_t.%s AS _s_id) SELECT pg_catalog.array_agg((_s_o._s_id)::pg_catalog.text), '
+                           'pg_catalog.array_agg(%L::pg_catalog.text) FROM _s_o',
+                           s.id, CASE WHEN s.processed_at IS NOT NULL THEN 'marked' ELSE 'deleted' END)
+       ELSE pg_catalog.format(' RETURNING (_s_t.%s)::pg_catalog.text, %L::pg_catalog.text',
+                              s.id, CASE WHEN s.processed_at IS NOT NULL THEN 'marked' ELSE 'deleted' END) END
+$$;
+
+-- The name of this session's prepared statement for one of a queue's
+-- statements, prepared now if the session has none: take:N (the lease take,
+-- LIMIT N), rowlock:N and rowlock_again:N (the row_lock claim, the second with the ids
+-- the transaction holds), cand:N and cand_after:N (advisory candidates; each claim
+-- kind also as <kind>_from, starting at the mark), take_advisory,
+-- write:W (a settle write; ack: _settle_ack's, and ack_one_token for ids
+-- claimed together), write1:W (the same for one id). Planned once per session instead of on
+-- every call; prepared under the caller's search_path, the one it runs under
+-- (a plan made under another path is made again). Run by name with literal
+-- arguments (EXECUTE of a prepared statement takes no USING parameters); the
+-- rows come back as one row of arrays (agg), as a cursor cannot be opened on it.
+CREATE OR REPLACE FUNCTION @extschema@._settle_prepared(queue text, version text, kind text, caller_path text) RETURNS text
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    ignored text;
+    pname text := 'settle_' || pg_catalog.md5(queue || '/' || version || '/' || kind);
+    base text := pg_catalog.split_part(kind, ':', 1);
+    arg text := pg_catalog.split_part(kind, ':', 2);
+    s @extschema@.settle_queue_shape;
+    stmt text;
+    types text;
+BEGIN
+    IF EXISTS (SELECT FROM pg_catalog.pg_prepared_statements p WHERE p.name = pname) THEN
+        RETURN pname;
+    END IF;
+    s := @extschema@._settle_shape(queue);
+    -- a claim's batch size N is written into its statement (LIMIT N)
+    IF base IN ('take', 'take_from') THEN
+        stmt := pg_catalog.replace(@extschema@._settle_take_lease(s, true, base = 'take_from'), 'LIMIT $1', 'LIMIT ' || arg::integer);
+        types := 'pg_catalog.int8, pg_catalog.timestamptz, pg_catalog.text';
+    ELSIF base IN ('rowlock', 'rowlock_again', 'rowlock_from', 'rowlock_again_from') THEN
+        stmt := pg_catalog.replace(@extschema@._settle_claim_row_lock(s, base IN ('rowlock_again', 'rowlock_again_from'), true,
+                                                                      base IN ('rowlock_from', 'rowlock_again_from')),
+                                   'LIMIT $1', 'LIMIT ' || arg::integer);
+        types := 'pg_catalog.int8, pg_catalog.text[], pg_catalog.text';
+    ELSIF base IN ('cand', 'cand_after', 'cand_from') THEN
+        stmt := pg_catalog.replace(@extschema@._settle_candidates(s, base = 'cand_after', true, base = 'cand_from'),
+                                   'LIMIT $1', 'LIMIT ' || arg::integer);
+        types := 'pg_catalog.int8, pg_catalog.text';
+    ELSIF kind = 'take_advisory' THEN
+        stmt := @extschema@._settle_take_advisory(s, true);
+        types := 'pg_catalog.text[]';
+    ELSIF base = 'write1' THEN
+        stmt := CASE WHEN arg = 'ack' THEN @extschema@._settle_ack(s, 'one', true) ELSE @extschema@._settle_write_one(s, arg) END;
+        types := 'pg_catalog.text, pg_catalog.timestamptz, pg_catalog.timestamptz';
+    ELSE
+        stmt := CASE WHEN arg = 'ack' THEN @extschema@._settle_ack(s, 'many', true)
+                     WHEN arg = 'ack_one_token' THEN @extschema@._settle_ack(s, 'one_token', true)
+                     ELSE @extschema@._settle_write(s, arg, true) END;
+        types := 'pg_catalog.text[], pg_catalog.timestamptz[], pg_catalog.timestamptz';
+    END IF;
+    stmt := pg_catalog.format('PREPARE %I(%s) AS %s', pname, types, stmt);
+    ignored := @extschema@._settle_as(caller_path);
+    EXECUTE stmt;
+    ignored := @extschema@._settle_as('pg_catalog, pg_temp');
+    RETURN pname;
+END $$;
+
+CREATE OR REPLACE FUNCTION @extschema@.queue_claim(queue text, batch integer DEFAULT 1, lease interval DEFAULT NULL)
+    RETURNS TABLE(id text, attempt integer, token timestamptz, payload jsonb)
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    ignored text;
+    caller_path text := pg_catalog.current_setting('search_path');
+    e record;
+    r record;
+    n integer;
+    every interval;
+    from_id text;
+    started timestamptz;
+    f record;
+    m record;
+    stale boolean := false;
+BEGIN
+    -- one row of a lease or row_lock queue: its generated claim (fast.sql),
+    -- under the caller's search_path, everything in it qualified
+    IF batch OPERATOR(pg_catalog.=) 1 THEN
+        f := @extschema@._settle_fast_claim($1, lease);
+        IF f.hit THEN
+            IF f.dead THEN
+                ignored := @extschema@._settle_as('pg_catalog, pg_temp');
+                PERFORM @extschema@._settle_dead_at_claim(@extschema@._settle_shape($1), ARRAY[f.id], caller_path);
+                ignored := @extschema@._settle_as(caller_path);
+            ELSIF f.id IS NOT NULL THEN
+                id := f.id; attempt := f.attempt; token := f.token; payload := f.payload;
+                RETURN NEXT;
+            END IF;
+            RETURN;
+        END IF;
+        stale := f.hit IS NULL;
+    ELSIF batch OPERATOR(pg_catalog.>) 1 AND batch OPERATOR(pg_catalog.<=) 10000 THEN
+        -- more rows of a lease or row_lock queue: its generated claim of many
+        m := @extschema@._settle_fast_claim_many($1, batch, lease);
+        IF m.hit THEN
+            IF true OPERATOR(pg_catalog.=) ANY (m.deads) THEN
+                ignored := @extschema@._settle_as('pg_catalog, pg_temp');
+                PERFORM @extschema@._settle_dead_at_claim(@extschema@._settle_shape($1),
+                    ARRAY(SELECT x.i FROM ROWS FROM (pg_catalog.unnest(m.ids), pg_catalog.unnest(m.deads)) x(i, d) WHERE x.d), caller_path);
+                ignored := @extschema@._settle_as(caller_path);
+            END IF;
+            RETURN QUERY SELECT x.i, x.a, x.t, x.p
+                FROM ROWS FROM (pg_catalog.unnest(m.ids), pg_catalog.unnest(m.atts), pg_catalog.unnest(m.toks), pg_catalog.unnest(m.pays),
+                                pg_catalog.unnest(m.deads)) WITH ORDINALITY x(i, a, t, p, d, o)
+                WHERE x.d IS NOT TRUE ORDER BY x.o;
+            RETURN;
+        END IF;
+        stale := m.hit IS NULL;
+    END IF;
+    ignored := @extschema@._settle_as('pg_catalog, pg_temp');
+    ignored := @extschema@._settle_need($1, 'queue');
+    batch := COALESCE(batch, 1);
+    IF batch < 1 OR batch > 10000 THEN
+        PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('batch must be between 1 and 10000, got %s', batch));
+    END IF;
+    SELECT * INTO e FROM @extschema@._settle_entry($1);
+    IF e.form <> 'lease' AND lease IS NOT NULL THEN
+        PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('lease applies to the lease form only; queue "%s" uses %s', $1, e.form));
+    END IF;
+    -- where the scan starts: the mark, or (NULL) the lowest id, timed
+    -- (none for a queue claimed in priority order, where a new row may belong
+    -- below every row claimed so far: scanned from the start every time)
+    every := CASE WHEN e.by_priority THEN interval '0' ELSE @extschema@._settle_rescan_interval() END;
+    from_id := @extschema@._settle_mark_start($1, e.version, every);
+    IF from_id IS NULL THEN
+        started := pg_catalog.clock_timestamp();
+    END IF;
+    IF e.form = 'lease' THEN
+        r := @extschema@._settle_take_leased($1, e.version, batch, lease, from_id, caller_path);
+    ELSIF e.form = 'row_lock' THEN
+        r := @extschema@._settle_take_locked($1, e.version, batch, from_id, caller_path);
+    ELSE
+        r := @extschema@._settle_take_keyed($1, e.version, batch, from_id, caller_path, e.by_priority);
+    END IF;
+    n := COALESCE(pg_catalog.cardinality(r.ids), 0);
+    IF n = 1 THEN
+        id := r.ids[1]; attempt := r.atts[1]; token := r.toks[1]; payload := r.pays[1];
+        RETURN NEXT;
+    ELSIF n > 1 THEN
+        RETURN QUERY SELECT x.i, x.a, x.t, x.p
+            FROM ROWS FROM (pg_catalog.unnest(r.ids), pg_catalog.unnest(r.atts), pg_catalog.unnest(r.toks), pg_catalog.unnest(r.pays))
+                 WITH ORDINALITY x(i, a, t, p, o)
+            ORDER BY x.o;
+    END IF;
+    ignored := @extschema@._settle_mark_claimed($1, e.version, every, started, r.ids[n]);
+    IF stale THEN
+        PERFORM @extschema@._settle_fast_refresh();
+    END IF;
+    ignored := @extschema@._settle_as(caller_path);
+END $$;
+
+-- Run write w for the ids run (tokens run_tokens, lease), until the time a
+-- retry_after delays them to: the ids settled (canonical text) and the result of each.
+CREATE OR REPLACE FUNCTION @extschema@._settle_write_run(queue text, version text, w text, run text[], run_tokens timestamptz[],
+                                             until timestamptz, caller_path text, OUT rids text[], OUT rress text[])
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    ignored text;
+    stmt text;
+    caller_mode text;
+BEGIN
+    IF pg_catalog.cardinality(run) = 1 THEN
+        stmt := pg_catalog.format('EXECUTE %I(%L, %L, %L)',
+            @extschema@._settle_prepared(queue, version, 'write1:' || w, caller_path), run[1], run_tokens[1], until);
+        -- (under the caller's search_path: only qualified calls until it is back)
+        ignored := @extschema@._settle_as(caller_path);
+        EXECUTE stmt INTO rids, rress;
+    ELSE
+        -- lease deliveries claimed together share their token: one index scan over the ids
+        IF w = 'ack' AND pg_catalog.cardinality(run_tokens) > 0 AND run_tokens[1] = ALL (run_tokens) THEN
+            w := 'ack_one_token';
+        END IF;
+        stmt := pg_catalog.format('EXECUTE %I(%L, %L, %L)',
+            @extschema@._settle_prepared(queue, version, 'write:' || w, caller_path), run, run_tokens, until);
+        -- the generic plan: with text[] parameters PostgreSQL would keep
+        -- choosing a custom plan, made anew on every call
+        caller_mode := pg_catalog.current_setting('plan_cache_mode');
+        ignored := @extschema@._settle_as(caller_path);
+        ignored := pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
+        EXECUTE stmt INTO rids, rress;
+        ignored := pg_catalog.set_config('plan_cache_mode', caller_mode, true);
+    END IF;
+    ignored := @extschema@._settle_as('pg_catalog, pg_temp');
+END $$;
+
+-- Settle the given ids of one queue with one action (an outcome, or
+-- 'release'): the result of each id, in the order given; NULL: not held.
+-- Runs under the pinned search_path of its caller (queue_complete & co.).
+CREATE OR REPLACE FUNCTION @extschema@._settle_settle(queue text, ids text[], action text, delay interval, tokens timestamptz[],
+                                            caller_path text)
+    RETURNS text[]
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    ignored text;
+    s @extschema@.settle_queue_shape;
+    e record;
+    k record;
+    held jsonb;
+    mine text[];
+    held_keys bigint[];
+    run text[] := '{}';
+    run_tokens timestamptz[] := '{}';
+    out text[];
+    r record;
+    n integer := pg_catalog.cardinality(ids);
+    canon text;
+    given text;
+BEGIN
+    IF ids IS NULL OR pg_catalog.array_position(ids, NULL) IS NOT NULL THEN
+        PERFORM @extschema@._settle_error('SQ004', 'ids must not be NULL');
+    END IF;
+    IF n > 1 THEN
+        SELECT u.v INTO given FROM pg_catalog.unnest(ids) u(v) GROUP BY u.v HAVING count(*) > 1 LIMIT 1;
+        IF FOUND THEN
+            PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('id %s is given twice', given));
+        END IF;
+    END IF;
+    SELECT * INTO e FROM @extschema@._settle_entry($1);
+    k := @extschema@._settle_write_for($1, e, n, action, delay, tokens);
+    -- the ids that reach the statement: row_lock only those this transaction
+    -- claimed, advisory only those whose key this session holds
+    IF e.form = 'row_lock' THEN
+        held := @extschema@._settle_row_locks();
+        mine := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(held -> $1, '[]')));
+        run := ARRAY(SELECT u.v FROM pg_catalog.unnest(ids) u(v) WHERE u.v = ANY (mine));
+    ELSIF e.form = 'advisory' THEN
+        held_keys := @extschema@._settle_keys_held();
+        run := ARRAY(SELECT u.v FROM pg_catalog.unnest(ids) u(v)
+                     WHERE @extschema@.queue_advisory_key($1, u.v) = ANY (held_keys));
+        -- each key stays held until this transaction ends: after the outcome
+        -- commits, or after a failed statement rolls it back
+        FOREACH given IN ARRAY run LOOP
+            PERFORM pg_catalog.pg_advisory_xact_lock(@extschema@.queue_advisory_key($1, given));
+            PERFORM pg_catalog.pg_advisory_unlock(@extschema@.queue_advisory_key($1, given));
+        END LOOP;
+    ELSE
+        run := ids;
+        run_tokens := tokens;
+    END IF;
+    out := pg_catalog.array_fill(NULL::text, ARRAY[n]);
+    IF pg_catalog.cardinality(run) = 0 THEN
+        RETURN out;
+    END IF;
+    r := @extschema@._settle_write_run($1, e.version, k.w, run, run_tokens, pg_catalog.clock_timestamp() + delay, caller_path);
+    IF n = 1 THEN
+        -- the one row the statement settled is the id given, in whatever text form it was given
+        out[1] := r.rress[1];
+    ELSE
+        -- each id its row's result; a text id not in canonical form ('007' for
+        -- a bigint) comes back canonical, and is matched on its own
+        out := ARRAY(SELECT x.r FROM pg_catalog.unnest(ids) WITH ORDINALITY g(v, o)
+                     LEFT JOIN ROWS FROM (pg_catalog.unnest(r.rids), pg_catalog.unnest(r.rress)) x(i, r) ON x.i = g.v
+                     ORDER BY g.o);
+        IF EXISTS (SELECT FROM ROWS FROM (pg_catalog.unnest(ids), pg_catalog.unnest(out)) u(v, r) WHERE u.r IS NULL AND u.v = ANY (run)) THEN
+            s := @extschema@._settle_shape($1);
+            FOR i IN 1 .. n LOOP
+                IF out[i] IS NULL AND ids[i] = ANY (run) THEN
+                    EXECUTE pg_catalog.format('SELECT (($1::pg_catalog.text)::%s)::pg_catalog.text', s.id_type) INTO canon USING ids[i];
+                    out[i] := r.rress[pg_catalog.array_position(r.rids, canon)];
+                END IF;
+            END LOOP;
+        END IF;
+    END IF;
+    IF 'dead_lettered' = ANY (out) OR k.custom IS NOT NULL THEN
+        FOR i IN 1 .. n LOOP
+            IF out[i] = 'dead_lettered' THEN
+                RAISE WARNING USING ERRCODE = '01SQ1', MESSAGE = pg_catalog.format(
+                    'settle: queue "%s": row %s reached max_attempts (%s) and was moved to the dead letter', $1, ids[i], e.max_attempts);
+            END IF;
+            IF k.custom IS NOT NULL AND out[i] IS NOT NULL THEN
+                -- a custom outcome's SQL means what it means to the caller
+                IF s.queue IS NULL THEN
+                    s := @extschema@._settle_shape($1);
+                END IF;
+                ignored := @extschema@._settle_as(caller_path);
+                EXECUTE pg_catalog.format('SELECT @extschema@._settle_run_custom($1, ($2::pg_catalog.text)::%s)', s.id_type)
+                    USING e.outcomes OPERATOR(pg_catalog.->>) k.custom, ids[i];
+                ignored := @extschema@._settle_as('pg_catalog, pg_temp');
+                out[i] := 'custom';
+            END IF;
+        END LOOP;
+    END IF;
+    -- ready again now: this session's next claim starts at or below them; with
+    -- an ordering key, a row settled any way may have freed its key's next row
+    IF e.keyed OR 'retried' = ANY (out) OR 'released' = ANY (out) THEN
+        ignored := @extschema@._settle_mark_ready($1, e.version, ARRAY(SELECT ids[i] FROM pg_catalog.generate_subscripts(out, 1) i
+                                                            WHERE out[i] IN ('retried', 'released') OR (e.keyed AND out[i] IS NOT NULL)));
+    END IF;
+    IF e.form = 'row_lock' THEN
+        mine := ARRAY(SELECT m FROM pg_catalog.unnest(mine) m WHERE NOT m = ANY (COALESCE(r.rids, '{}')));
+        ignored := @extschema@._settle_set_row_locks(pg_catalog.jsonb_set(held, ARRAY[$1], pg_catalog.to_jsonb(mine)));
+    END IF;
+    RETURN out;
+END $$;
+
+CREATE OR REPLACE FUNCTION @extschema@.queue_complete_many(queue text, ids text[], outcome text, delay interval DEFAULT NULL,
+                                                tokens timestamptz[] DEFAULT NULL)
+    RETURNS TABLE(id text, result text)
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    ignored text;
+    caller_path text := pg_catalog.current_setting('search_path');
+    res text[];
+    f record;
+    stale boolean := false;
+BEGIN
+    -- ack, drop, retry, retry_after of two rows or more: the queue's generated
+    -- settle (fast.sql), under the caller's search_path
+    IF $1 IS NOT NULL AND $3 IS NOT NULL THEN
+        f := @extschema@._settle_fast_complete_many($1, $2, $3, $4, $5);
+        IF f.hit THEN
+            RETURN QUERY SELECT x.i, COALESCE(x.r, CASE WHEN $5 IS NULL THEN 'not_held' ELSE 'lease_lost' END)
+                FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest(f.res)) WITH ORDINALITY x(i, r, o) ORDER BY x.o;
+            RETURN;
+        END IF;
+        stale := f.hit IS NULL;
+    END IF;
+    ignored := @extschema@._settle_as('pg_catalog, pg_temp');
+    ignored := @extschema@._settle_need($1, 'queue');
+    ignored := @extschema@._settle_need($3, 'outcome');
+    res := @extschema@._settle_settle($1, $2, @extschema@._settle_outcome($3), $4, $5, caller_path);
+    RETURN QUERY SELECT x.i, COALESCE(x.r, CASE WHEN $5 IS NULL THEN 'not_held' ELSE 'lease_lost' END)
+        FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest(res)) WITH ORDINALITY x(i, r, o) ORDER BY x.o;
+    IF stale THEN
+        PERFORM @extschema@._settle_fast_refresh();
+    END IF;
+    ignored := @extschema@._settle_as(caller_path);
+END $$;
+
+-- The generated claim of more than one row ($1) of queue s (lease, row_lock)
+-- at version: the rows as arrays in claim order, deads flagging those a lease
+-- take found past max_attempts (queue_claim moves them). The batch size is a
+-- parameter of the statement's generic plan: ORDER BY and LIMIT keep it on the
+-- claim-order index whatever the size.
+CREATE OR REPLACE FUNCTION @extschema@._settle_fast_claim_many_body(sch text, s @extschema@.settle_queue_shape, version text, dead oid,
+                                                         places integer[]) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+    b text := E'#variable_conflict use_column\nDECLARE\n    mark ALIAS FOR $3;\n    every interval;\n    r text[];\n'
+              || E'    started timestamptz;\n    id text;\n    dead boolean := false;\n    caller_mode text;\n';
+    generic text := E'caller_mode := pg_catalog.current_setting(''plan_cache_mode'');\n'
+                    || E'PERFORM pg_catalog.set_config(''plan_cache_mode'', ''force_generic_plan'', true);\n';
+    caller_plans text := E'PERFORM pg_catalog.set_config(''plan_cache_mode'', caller_mode, true);\n';
+BEGIN
+    IF s.form = 'lease' THEN
+        b := b || E'    tok ALIAS FOR $2;\nBEGIN\n'
+            || E'IF lease OPERATOR(pg_catalog.<) ''1 millisecond''::pg_catalog.interval '
+            || E'OR lease OPERATOR(pg_catalog.>) ''36600 days''::pg_catalog.interval THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
+            || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
+            || @extschema@._settle_fast_mark(sch, s, version, false)
+            || E'tok := pg_catalog.date_trunc(''milliseconds'', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) '
+            || E'COALESCE(lease, ''30 seconds''::pg_catalog.interval));\n' || generic
+            || E'IF mark IS NULL THEN\n' || @extschema@._settle_take_lease(s, true, false)
+            || E'\n    INTO deads, ids, atts, toks, pays;\nELSE\n' || @extschema@._settle_take_lease(s, true, true)
+            || E'\n    INTO deads, ids, atts, toks, pays;\nEND IF;\n' || caller_plans
+            -- the mark: the last row taken that is not dead
+            || E'id := ids[pg_catalog.cardinality(ids)];\n'
+            || E'IF true OPERATOR(pg_catalog.=) ANY (deads) THEN\n'
+            || E'    id := (SELECT x.i FROM ROWS FROM (pg_catalog.unnest(ids), pg_catalog.unnest(deads)) WITH ORDINALITY x(i, d, o)\n'
+            || E'           WHERE NOT x.d ORDER BY x.o DESC LIMIT 1);\nEND IF;\n';
+    ELSE
+        -- row_lock: the rows this transaction holds (claims.sql, _settle_row_locks)
+        b := b || E'    held_ids ALIAS FOR $2;\n    held jsonb;\nBEGIN\n'
+            || E'IF lease IS NOT NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
+            || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
+            || @extschema@._settle_fast_mark(sch, s, version, false)
+            || E'held := CASE WHEN COALESCE(pg_catalog.current_setting(''settle_sql.row_locks'', true), '''') OPERATOR(pg_catalog.=) '''' '
+            || E'THEN ''{}''::pg_catalog.jsonb ELSE pg_catalog.current_setting(''settle_sql.row_locks'', true)::pg_catalog.jsonb END;\n'
+            || pg_catalog.format(E'held_ids := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(held OPERATOR(pg_catalog.->) %L, ''[]'')));\n', s.queue)
+            || generic
+            || E'IF pg_catalog.cardinality(held_ids) OPERATOR(pg_catalog.=) 0 THEN\n    IF mark IS NULL THEN\n'
+            || @extschema@._settle_claim_row_lock(s, false, true, false) || E'\n    INTO ids, atts, pays;\n    ELSE\n'
+            || @extschema@._settle_claim_row_lock(s, false, true, true) || E'\n    INTO ids, atts, pays;\n    END IF;\nELSE\n'
+            || E'    IF mark IS NULL THEN\n'
+            || @extschema@._settle_claim_row_lock(s, true, true, false) || E'\n    INTO ids, atts, pays;\n    ELSE\n'
+            || @extschema@._settle_claim_row_lock(s, true, true, true) || E'\n    INTO ids, atts, pays;\n    END IF;\nEND IF;\n'
+            || caller_plans
+            || E'id := ids[pg_catalog.cardinality(ids)];\n'
+            || E'IF id IS NOT NULL THEN\n'
+            || pg_catalog.format(E'    PERFORM pg_catalog.set_config(''settle_sql.row_locks'', pg_catalog.jsonb_set(held, ARRAY[%L], '
+                                 || E'pg_catalog.to_jsonb(held_ids OPERATOR(pg_catalog.||) ids))::pg_catalog.text, true);\n', s.queue)
+            || E'END IF;\n';
+    END IF;
+    RETURN b || @extschema@._settle_fast_mark(sch, s, version, true) || 'END';
+END $$;
+
+-- The generated settle of one row with ack, drop, retry or retry_after of
+-- queue s at version; anything else, and a row not held, is left
+-- to the prepared path (hit false), which settles it or says why not.
+CREATE OR REPLACE FUNCTION @extschema@._settle_fast_complete_body(sch text, s @extschema@.settle_queue_shape, version text, dead oid,
+                                                       places integer[]) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+    b text := E'#variable_conflict use_column\nDECLARE\n    until ALIAS FOR $3;\n    w text;\n    rid text;\n    held jsonb;\n'
+              || E'    key bigint;\nBEGIN\n';
+    ready text := 'result OPERATOR(pg_catalog.=) ''retried'' OR result OPERATOR(pg_catalog.=) ''released''';
+BEGIN
+    b := b || CASE WHEN s.form = 'lease' THEN 'IF $2 IS NULL THEN' ELSE 'IF $2 IS NOT NULL THEN' END
+        || E'\n    hit := false;\n    RETURN;\nEND IF;\n'
+        || E'IF outcome OPERATOR(pg_catalog.=) ''ack'' OR outcome OPERATOR(pg_catalog.=) ''drop'' THEN\n    w := ''ack'';\n'
+        || E'ELSIF outcome OPERATOR(pg_catalog.=) ''retry'' THEN\n    w := ''retry'';\n'
+        || CASE WHEN s.retry_after IS NOT NULL THEN
+             E'ELSIF outcome OPERATOR(pg_catalog.=) ''retry_after'' AND delay OPERATOR(pg_catalog.>=) ''0''::pg_catalog.interval '
+             || E'AND delay OPERATOR(pg_catalog.<=) ''36600 days''::pg_catalog.interval THEN\n    w := ''retry_after'';\n'
+             || E'    until := pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) delay;\n' ELSE '' END
+        || E'ELSE\n    hit := false;\n    RETURN;\nEND IF;\n'
+        || E'IF delay IS NOT NULL AND w OPERATOR(pg_catalog.<>) ''retry_after'' THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
+        || @extschema@._settle_fast_at_version(version, s.rel, dead, places);
+    IF s.form = 'row_lock' THEN
+        b := b || E'held := CASE WHEN COALESCE(pg_catalog.current_setting(''settle_sql.row_locks'', true), '''') OPERATOR(pg_catalog.=) '''' '
+            || E'THEN ''{}''::pg_catalog.jsonb ELSE pg_catalog.current_setting(''settle_sql.row_locks'', true)::pg_catalog.jsonb END;\n'
+            || pg_catalog.format(E'IF NOT COALESCE((held OPERATOR(pg_catalog.->) %L) OPERATOR(pg_catalog.?) $1, false) THEN\n'
+                                 || E'    hit := false;\n    RETURN;\nEND IF;\n', s.queue);
+    ELSIF s.form = 'advisory' THEN
+        -- the key this session holds; held for this transaction from here, so
+        -- that it stays held until the outcome commits (as _settle_settle)
+        b := b || pg_catalog.format(E'key := %s.queue_advisory_key(%L, $1);\n', sch, s.queue)
+            -- (its own query, not _settle_keys_held: that one's plan is kept for
+            -- the claim's search_path, and would be made anew under the caller's)
+            || E'IF NOT EXISTS (SELECT FROM pg_catalog.pg_locks l WHERE l.locktype OPERATOR(pg_catalog.=) ''advisory'' '
+            || E'AND l.objsubid OPERATOR(pg_catalog.=) 1 AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid() AND l.granted '
+            || E'AND ((l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8) '
+            || E'OPERATOR(pg_catalog.=) key) THEN\n'
+            || E'    hit := false;\n    RETURN;\nEND IF;\n'
+            || E'PERFORM pg_catalog.pg_advisory_xact_lock(key);\nPERFORM pg_catalog.pg_advisory_unlock(key);\n';
+    END IF;
+    b := b || E'IF w OPERATOR(pg_catalog.=) ''ack'' THEN\n' || @extschema@._settle_ack(s, 'one', false)
+        || E'\n    INTO rid, result;\nELSIF w OPERATOR(pg_catalog.=) ''retry'' THEN\n' || @extschema@._settle_write_one(s, 'retry', false)
+        || E'\n    INTO rid, result;\n'
+        || CASE WHEN s.retry_after IS NOT NULL THEN
+             E'ELSE\n' || @extschema@._settle_write_one(s, 'retry_after', false) || E'\n    INTO rid, result;\n' ELSE '' END
+        || E'END IF;\nIF result IS NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n';
+    IF s.form = 'row_lock' THEN
+        b := b || pg_catalog.format(E'PERFORM pg_catalog.set_config(''settle_sql.row_locks'', pg_catalog.jsonb_set(held, ARRAY[%1$L], '
+                                    || E'(held OPERATOR(pg_catalog.->) %1$L) OPERATOR(pg_catalog.-) $1)::pg_catalog.text, true);\n', s.queue);
+    END IF;
+    IF s.max_attempts IS NOT NULL THEN
+        b := b || pg_catalog.format(E'IF result OPERATOR(pg_catalog.=) ''dead_lettered'' THEN\n'
+            || E'    RAISE WARNING USING ERRCODE = ''01SQ1'', MESSAGE = pg_catalog.format(%L, $1);\nEND IF;\n',
+            pg_catalog.format('settle: queue "%s": row %%s reached max_attempts (%s) and was moved to the dead letter',
+                              s.queue, s.max_attempts));
+    END IF;
+    -- ready again now: this session's next claim starts at or below it (mark.sql)
+    IF s.ordering_key IS NOT NULL THEN
+        ready := 'true';
+    END IF;
+    RETURN b || pg_catalog.format(E'IF %s THEN\n    PERFORM %s._settle_mark_ready(%L, %L, ARRAY[$1]);\nEND IF;\nEND',
+                                  ready, sch, s.queue, version);
+END $$;
+
+-- The generated settle of many rows (queue_complete_many) with ack, drop,
+-- retry or retry_after of queue s at version: res, each given id's result in
+-- the order given (NULL: not held). Fewer than two ids, a NULL, an id given
+-- twice, tokens that do not pair with the ids, any other outcome: the
+-- prepared path's (hit false).
+CREATE OR REPLACE FUNCTION @extschema@._settle_fast_complete_many_body(sch text, s @extschema@.settle_queue_shape, version text, dead oid,
+                                                            places integer[]) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+    b text := E'#variable_conflict use_column\nDECLARE\n    given text[] := $1;\n    until ALIAS FOR $3;\n'
+              || E'    n integer := pg_catalog.cardinality($1);\n    w text;\n    run text[];\n    rids text[];\n    rress text[];\n'
+              || E'    held jsonb;\n    mine text[];\n    caller_mode text;\nBEGIN\n';
+    -- (the statements' $1: the ids that reach them, run)
+    write text;
+    -- each given id's row: its canonical text ('007' of a bigint id comes back as 7)
+    canon text := pg_catalog.format('((g.v)::%s)::pg_catalog.text', s.id_type);
+BEGIN
+    b := b || E'IF n IS NULL OR n OPERATOR(pg_catalog.<) 2 OR pg_catalog.array_position($1, NULL) IS NOT NULL THEN\n'
+        || E'    hit := false;\n    RETURN;\nEND IF;\n'
+        || CASE WHEN s.form = 'lease' THEN
+             E'IF $2 IS NULL OR pg_catalog.cardinality($2) OPERATOR(pg_catalog.<>) n OR pg_catalog.array_position($2, NULL) IS NOT NULL THEN\n'
+           ELSE E'IF $2 IS NOT NULL THEN\n' END
+        || E'    hit := false;\n    RETURN;\nEND IF;\n'
+        || E'IF outcome OPERATOR(pg_catalog.=) ''ack'' OR outcome OPERATOR(pg_catalog.=) ''drop'' THEN\n    w := ''ack'';\n'
+        || E'ELSIF outcome OPERATOR(pg_catalog.=) ''retry'' THEN\n    w := ''retry'';\n'
+        || CASE WHEN s.retry_after IS NOT NULL THEN
+             E'ELSIF outcome OPERATOR(pg_catalog.=) ''retry_after'' AND delay OPERATOR(pg_catalog.>=) ''0''::pg_catalog.interval '
+             || E'AND delay OPERATOR(pg_catalog.<=) ''36600 days''::pg_catalog.interval THEN\n    w := ''retry_after'';\n'
+             || E'    until := pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) delay;\n' ELSE '' END
+        || E'ELSE\n    hit := false;\n    RETURN;\nEND IF;\n'
+        || E'IF delay IS NOT NULL AND w OPERATOR(pg_catalog.<>) ''retry_after'' THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
+        || E'IF (SELECT pg_catalog.count(DISTINCT u.v) FROM pg_catalog.unnest($1) u(v)) OPERATOR(pg_catalog.<>) n THEN\n'
+        || E'    hit := false;\n    RETURN;\nEND IF;\n'
+        || @extschema@._settle_fast_at_version(version, s.rel, dead, places);
+    -- the ids that reach the statement: row_lock only those this transaction
+    -- claimed, advisory only those whose key this session holds (settles.sql)
+    IF s.form = 'row_lock' THEN
+        b := b || E'held := CASE WHEN COALESCE(pg_catalog.current_setting(''settle_sql.row_locks'', true), '''') OPERATOR(pg_catalog.=) '''' '
+            || E'THEN ''{}''::pg_catalog.jsonb ELSE pg_catalog.current_setting(''settle_sql.row_locks'', true)::pg_catalog.jsonb END;\n'
+            || pg_catalog.format(E'mine := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(held OPERATOR(pg_catalog.->) %L, ''[]'')));\n', s.queue)
+            || E'run := ARRAY(SELECT u.v FROM pg_catalog.unnest(given) u(v) WHERE u.v OPERATOR(pg_catalog.=) ANY (mine));\n';
+        canon := 'CASE WHEN g.v OPERATOR(pg_catalog.=) ANY (run) THEN ' || canon || ' END';
+    ELSIF s.form = 'advisory' THEN
+        b := b || pg_catalog.format(E'run := ARRAY(SELECT u.v FROM pg_catalog.unnest(given) u(v) WHERE %s.queue_advisory_key(%L, u.v) '
+                                    || E'OPERATOR(pg_catalog.=) ANY (ARRAY(%s)));\n', sch, s.queue,
+                 'SELECT (l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8 '
+                 || 'FROM pg_catalog.pg_locks l WHERE l.locktype OPERATOR(pg_catalog.=) ''advisory'' AND l.objsubid OPERATOR(pg_catalog.=) 1 '
+                 || 'AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid() AND l.granted')
+            -- each key held for this transaction from here, so that it stays
+            -- held until the outcome commits (as _settle_settle)
+            || pg_catalog.format(E'PERFORM pg_catalog.pg_advisory_xact_lock(k), pg_catalog.pg_advisory_unlock(k) '
+                                 || E'FROM (SELECT %s.queue_advisory_key(%L, u.v) AS k FROM pg_catalog.unnest(run) u(v)) x;\n', sch, s.queue);
+        canon := 'CASE WHEN g.v OPERATOR(pg_catalog.=) ANY (run) THEN ' || canon || ' END';
+    ELSE
+        b := b || E'run := given;\n';
+    END IF;
+    write := E'IF w OPERATOR(pg_catalog.=) ''ack'' THEN\n'
+        || CASE WHEN s.form = 'lease' THEN
+             -- delivered together: one token, one index scan over the ids
+             E'    IF $2[1] OPERATOR(pg_catalog.=) ALL ($2) THEN\n' || @extschema@._settle_ack(s, 'one_token', true)
+             || E'\n    INTO rids, rress;\n    ELSE\n' || @extschema@._settle_ack(s, 'many', true) || E'\n    INTO rids, rress;\n    END IF;\n'
+           ELSE @extschema@._settle_ack(s, 'many', true) || E'\n    INTO rids, rress;\n' END
+        || E'ELSIF w OPERATOR(pg_catalog.=) ''retry'' THEN\n' || @extschema@._settle_write(s, 'retry', true) || E'\n    INTO rids, rress;\n'
+        || CASE WHEN s.retry_after IS NOT NULL THEN
+             E'ELSE\n' || @extschema@._settle_write(s, 'retry_after', true) || E'\n    INTO rids, rress;\n' ELSE '' END
+        || E'END IF;\n';
+    -- the generic plans of statements with array parameters (see _settle_settle)
+    b := b || E'IF pg_catalog.cardinality(run) OPERATOR(pg_catalog.>) 0 THEN\n    $1 := run;\n'
+        || E'    caller_mode := pg_catalog.current_setting(''plan_cache_mode'');\n'
+        || E'    PERFORM pg_catalog.set_config(''plan_cache_mode'', ''force_generic_plan'', true);\n'
+        || write
+        || E'    PERFORM pg_catalog.set_config(''plan_cache_mode'', caller_mode, true);\nEND IF;\n'
+        || E'res := ARRAY(SELECT x.r FROM pg_catalog.unnest(given) WITH ORDINALITY g(v, o)\n'
+        || E'             LEFT JOIN ROWS FROM (pg_catalog.unnest(rids), pg_catalog.unnest(rress)) x(i, r)\n'
+        || pg_catalog.format(E'             ON x.i OPERATOR(pg_catalog.=) %s ORDER BY g.o);\n', canon);
+    IF s.form = 'row_lock' THEN
+        b := b || pg_catalog.format(E'PERFORM pg_catalog.set_config(''settle_sql.row_locks'', pg_catalog.jsonb_set(held, ARRAY[%L], '
+                                    || E'pg_catalog.to_jsonb(ARRAY(SELECT m FROM pg_catalog.unnest(mine) m '
+                                    || E'WHERE NOT m OPERATOR(pg_catalog.=) ANY (COALESCE(rids, ''{}'')))))::pg_catalog.text, true);\n', s.queue);
+    END IF;
+    IF s.max_attempts IS NOT NULL THEN
+        b := b || pg_catalog.format(E'IF ''dead_lettered'' OPERATOR(pg_catalog.=) ANY (res) THEN\n    FOR i IN 1 .. n LOOP\n'
+            || E'        IF res[i] OPERATOR(pg_catalog.=) ''dead_lettered'' THEN\n'
+            || E'            RAISE WARNING USING ERRCODE = ''01SQ1'', MESSAGE = pg_catalog.format(%L, given[i]);\n'
+            || E'        END IF;\n    END LOOP;\nEND IF;\n',
+            pg_catalog.format('settle: queue "%s": row %%s reached max_attempts (%s) and was moved to the dead letter',
+                              s.queue, s.max_attempts));
+    END IF;
+    -- ready again now: this session's next claim starts at or below them (mark.sql)
+    RETURN b || pg_catalog.format(E'IF %s THEN\n    PERFORM %s._settle_mark_ready(%L, %L, ARRAY(SELECT u.v FROM '
+                                  || E'ROWS FROM (pg_catalog.unnest(given), pg_catalog.unnest(res)) u(v, r) WHERE %s));\nEND IF;\nEND',
+        CASE WHEN s.ordering_key IS NOT NULL THEN 'true'
+             ELSE '''retried'' OPERATOR(pg_catalog.=) ANY (res) OR ''released'' OPERATOR(pg_catalog.=) ANY (res)' END,
+        sch, s.queue, version,
+        CASE WHEN s.ordering_key IS NOT NULL THEN 'u.r IS NOT NULL'
+             ELSE 'u.r OPERATOR(pg_catalog.=) ''retried'' OR u.r OPERATOR(pg_catalog.=) ''released''' END);
+END $$;
+
+-- Write every queue's functions and the dispatchers from the registry as this
+-- transaction sees it; drop the functions of queues no longer registered.
+-- Runs as the edition's owner (a queue's registrant may own nothing in this
+-- schema); everything it writes is built from quoted names and literals, and
+-- what it writes runs with its caller's privileges. One writer at a time (a
+-- transaction-level advisory lock of the two-key form, which the advisory
+-- claim form does not use).
+CREATE OR REPLACE FUNCTION @extschema@._settle_fast_build() RETURNS void
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    ns oid := (SELECT t.typnamespace FROM pg_catalog.pg_type t
+                WHERE t.oid = pg_catalog.pg_typeof(NULL::@extschema@.settle_queue_shape)::oid);
+    sch text := (SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_namespace n WHERE n.oid = ns);
+    q record;
+    s @extschema@.settle_queue_shape;
+    h text;
+    names text[] := '{}';
+    claim_leaves text[] := '{}';
+    complete_leaves text[] := '{}';
+    many_leaves text[] := '{}';
+    claim_many_leaves text[] := '{}';
+    wanted text[] := '{}';
+    f regprocedure;
+    ext name := @extschema@._settle_fast_extension(ns);
+BEGIN
+    PERFORM pg_catalog.pg_advisory_xact_lock(1936028780, 1718186868);
+    FOR q IN SELECT r.queue, (@extschema@._settle_entry(r.queue)).version, r.dead_letter_table::oid AS dead,
+                    ARRAY(SELECT a.attnum::integer FROM pg_catalog.pg_attribute a
+                           WHERE a.attrelid = r.tbl AND NOT a.attisdropped AND a.attnum > 0
+                             AND a.attname::text IN (SELECT k.value FROM pg_catalog.jsonb_each_text(r.columns) k)
+                           ORDER BY a.attnum) AS places
+               FROM @extschema@.settle_queues r
+               JOIN pg_catalog.pg_class c ON c.oid = r.tbl
+              ORDER BY r.queue COLLATE "C" LOOP
+        BEGIN
+            s := @extschema@._settle_shape(q.queue);
+        EXCEPTION WHEN OTHERS THEN
+            s := NULL;
+        END;
+        names := names || q.queue;
+        h := '_settle_fq_' || pg_catalog.left(pg_catalog.md5(q.queue), 24);
+        IF s.form IN ('lease', 'row_lock') THEN
+            -- (the form in the name: its second argument's type differs)
+            PERFORM @extschema@._settle_fast_put(ns, sch, ext, h || '_claim_' || s.form,
+                'pg_catalog.int8, ' || CASE WHEN s.form = 'lease' THEN 'pg_catalog.timestamptz' ELSE 'pg_catalog.text[]' END
+                || ', pg_catalog.text, lease interval, OUT hit boolean, OUT dead boolean, OUT id text, OUT attempt integer, '
+                   'OUT token timestamptz, OUT payload jsonb',
+                @extschema@._settle_fast_claim_body(sch, s, q.version, q.dead, q.places));
+            wanted := wanted || (h || '_claim_' || s.form);
+            claim_leaves := claim_leaves || @extschema@._settle_fast_leaf(q.queue,
+                pg_catalog.format('%s.%I(NULL, NULL, NULL, lease)', sch, h || '_claim_' || s.form),
+                ARRAY['hit', 'dead', 'id', 'attempt', 'token', 'payload']);
+            PERFORM @extschema@._settle_fast_put(ns, sch, ext, h || '_claim_many_' || s.form,
+                'pg_catalog.int8, ' || CASE WHEN s.form = 'lease' THEN 'pg_catalog.timestamptz' ELSE 'pg_catalog.text[]' END
+                || ', pg_catalog.text, lease interval, OUT hit boolean, OUT deads boolean[], OUT ids text[], OUT atts integer[], '
+                   'OUT toks timestamptz[], OUT pays jsonb[]',
+                @extschema@._settle_fast_claim_many_body(sch, s, q.version, q.dead, q.places));
+            wanted := wanted || (h || '_claim_many_' || s.form);
+            claim_many_leaves := claim_many_leaves || @extschema@._settle_fast_leaf(q.queue,
+                pg_catalog.format('%s.%I(batch, NULL, NULL, lease)', sch, h || '_claim_many_' || s.form),
+                ARRAY['hit', 'deads', 'ids', 'atts', 'toks', 'pays']);
+        ELSE
+            claim_leaves := claim_leaves || @extschema@._settle_fast_leaf(q.queue, NULL, NULL);
+            claim_many_leaves := claim_many_leaves || @extschema@._settle_fast_leaf(q.queue, NULL, NULL);
+        END IF;
+        IF s.queue IS NOT NULL THEN
+            PERFORM @extschema@._settle_fast_put(ns, sch, ext, h || '_complete',
+                'pg_catalog.text, pg_catalog.timestamptz, pg_catalog.timestamptz, outcome text, delay interval, '
+                'OUT hit boolean, OUT result text',
+                @extschema@._settle_fast_complete_body(sch, s, q.version, q.dead, q.places));
+            wanted := wanted || (h || '_complete');
+            complete_leaves := complete_leaves || @extschema@._settle_fast_leaf(q.queue,
+                pg_catalog.format('%s.%I(id, token, NULL, outcome, delay)', sch, h || '_complete'), ARRAY['hit', 'result']);
+            PERFORM @extschema@._settle_fast_put(ns, sch, ext, h || '_complete_many',
+                'pg_catalog.text[], pg_catalog.timestamptz[], pg_catalog.timestamptz, outcome text, delay interval, '
+                'OUT hit boolean, OUT res text[]',
+                @extschema@._settle_fast_complete_many_body(sch, s, q.version, q.dead, q.places));
+            wanted := wanted || (h || '_complete_many');
+            many_leaves := many_leaves || @extschema@._settle_fast_leaf(q.queue,
+                pg_catalog.format('%s.%I(ids, tokens, NULL, outcome, delay)', sch, h || '_complete_many'), ARRAY['hit', 'res']);
+        ELSE
+            complete_leaves := complete_leaves || @extschema@._settle_fast_leaf(q.queue, NULL, NULL);
+            many_leaves := many_leaves || @extschema@._settle_fast_leaf(q.queue, NULL, NULL);
+        END IF;
+    END LOOP;
+    FOR f IN SELECT p.oid FROM pg_catalog.pg_proc p
+              WHERE p.pronamespace = ns AND p.proname LIKE E'\\_settle\\_fq\\_%' AND NOT p.proname = ANY (wanted) LOOP
+        IF EXISTS (SELECT FROM pg_catalog.pg_depend d WHERE d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+                      AND d.objid = f AND d.deptype = 'e') THEN
+            EXECUTE pg_catalog.format('ALTER EXTENSION %I DROP FUNCTION %s', ext, f);
+        END IF;
+        EXECUTE pg_catalog.format('DROP FUNCTION %s', f);
+    END LOOP;
+    PERFORM @extschema@._settle_fast_put(ns, sch, ext, '_settle_fast_claim',
+        'queue text, lease interval, OUT hit boolean, OUT dead boolean, OUT id text, OUT attempt integer, '
+        'OUT token timestamptz, OUT payload jsonb',
+        E'#variable_conflict use_variable\nDECLARE\n    r record;\nBEGIN\n'
+        || @extschema@._settle_fast_tree(names, claim_leaves, 1, pg_catalog.cardinality(names)) || E'\nEND');
+    PERFORM @extschema@._settle_fast_put(ns, sch, ext, '_settle_fast_claim_many',
+        'queue text, batch integer, lease interval, OUT hit boolean, OUT deads boolean[], OUT ids text[], OUT atts integer[], '
+        'OUT toks timestamptz[], OUT pays jsonb[]',
+        E'#variable_conflict use_variable\nDECLARE\n    r record;\nBEGIN\n'
+        || @extschema@._settle_fast_tree(names, claim_many_leaves, 1, pg_catalog.cardinality(names)) || E'\nEND');
+    PERFORM @extschema@._settle_fast_put(ns, sch, ext, '_settle_fast_complete',
+        'queue text, id text, outcome text, delay interval, token timestamptz, OUT hit boolean, OUT result text',
+        E'#variable_conflict use_variable\nDECLARE\n    r record;\nBEGIN\n'
+        || @extschema@._settle_fast_tree(names, complete_leaves, 1, pg_catalog.cardinality(names)) || E'\nEND');
+    PERFORM @extschema@._settle_fast_put(ns, sch, ext, '_settle_fast_complete_many',
+        'queue text, ids text[], outcome text, delay interval, tokens timestamptz[], OUT hit boolean, OUT res text[]',
+        E'#variable_conflict use_variable\nDECLARE\n    r record;\nBEGIN\n'
+        || @extschema@._settle_fast_tree(names, many_leaves, 1, pg_catalog.cardinality(names)) || E'\nEND');
+END $$;
+
+-- the generated functions of 0.9.0, and dispatchers that send every queue's first call to a build
+DO $settle_step$
+DECLARE
+    f regprocedure;
+BEGIN
+    FOR f IN SELECT p.oid FROM pg_catalog.pg_proc p
+              WHERE p.pronamespace = '@extschema@'::pg_catalog.regnamespace AND p.proname LIKE E'\\_settle\\_fq\\_%' LOOP
+        EXECUTE pg_catalog.format('DROP FUNCTION %s', f);
+    END LOOP;
+END $settle_step$;
+
+CREATE OR REPLACE FUNCTION @extschema@._settle_fast_claim_many(queue text, batch integer, lease interval, OUT hit boolean, OUT deads boolean[],
+                                                    OUT ids text[], OUT atts integer[], OUT toks timestamptz[], OUT pays jsonb[])
+    LANGUAGE plpgsql VOLATILE
+    AS $$ BEGIN RETURN; END $$;
+
+-- The dispatchers as installed (no queue yet: hit NULL), rewritten by _settle_fast_build.
+CREATE OR REPLACE FUNCTION @extschema@._settle_fast_claim(queue text, lease interval, OUT hit boolean, OUT dead boolean,
+                                               OUT id text, OUT attempt integer, OUT token timestamptz, OUT payload jsonb)
+    LANGUAGE plpgsql VOLATILE
+    AS $$ BEGIN RETURN; END $$;
+
+CREATE OR REPLACE FUNCTION @extschema@._settle_fast_complete(queue text, id text, outcome text, delay interval, token timestamptz,
+                                                  OUT hit boolean, OUT result text)
+    LANGUAGE plpgsql VOLATILE
+    AS $$ BEGIN RETURN; END $$;
+
+CREATE OR REPLACE FUNCTION @extschema@._settle_fast_complete_many(queue text, ids text[], outcome text, delay interval, tokens timestamptz[],
+                                                       OUT hit boolean, OUT res text[])
+    LANGUAGE plpgsql VOLATILE
+    AS $$ BEGIN RETURN; END $$;
+
+-- Which edition of settle this database runs, and its version.
+CREATE OR REPLACE FUNCTION @extschema@.settle_edition(OUT edition text, OUT version text)
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT 'sql'::text, '0.10.0'::text $$;
