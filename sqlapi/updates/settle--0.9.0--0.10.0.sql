@@ -510,8 +510,9 @@ DECLARE
               || E'    held jsonb;\n    mine text[];\n    caller_mode text;\nBEGIN\n';
     -- (the statements' $1: the ids that reach them, run)
     write text;
-    -- each given id's row: its canonical text ('007' of a bigint id comes back as 7)
-    canon text := pg_catalog.format('((g.v)::%s)::pg_catalog.text', s.id_type);
+    -- each given id that reached the statement, u.v: its row's id as the statement returns it (canonical:
+    -- '007' of a bigint id comes back as 7)
+    canon text := pg_catalog.format('((u.v)::%s)::pg_catalog.text', s.id_type);
 BEGIN
     b := b || E'IF n IS NULL OR n OPERATOR(pg_catalog.<) 2 OR pg_catalog.array_position($1, NULL) IS NOT NULL THEN\n'
         || E'    hit := false;\n    RETURN;\nEND IF;\n'
@@ -536,19 +537,18 @@ BEGIN
         b := b || E'held := CASE WHEN COALESCE(pg_catalog.current_setting(''settle_sql.row_locks'', true), '''') OPERATOR(pg_catalog.=) '''' '
             || E'THEN ''{}''::pg_catalog.jsonb ELSE pg_catalog.current_setting(''settle_sql.row_locks'', true)::pg_catalog.jsonb END;\n'
             || pg_catalog.format(E'mine := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(held OPERATOR(pg_catalog.->) %L, ''[]'')));\n', s.queue)
-            || E'run := ARRAY(SELECT u.v FROM pg_catalog.unnest(given) u(v) WHERE u.v OPERATOR(pg_catalog.=) ANY (mine));\n';
-        canon := 'CASE WHEN g.v OPERATOR(pg_catalog.=) ANY (run) THEN ' || canon || ' END';
+            -- (joins, not = ANY: a hash instead of n x n comparisons)
+            || E'run := ARRAY(SELECT u.v FROM pg_catalog.unnest(given) u(v) JOIN pg_catalog.unnest(mine) m(v) ON m.v OPERATOR(pg_catalog.=) u.v);\n';
     ELSIF s.form = 'advisory' THEN
-        b := b || pg_catalog.format(E'run := ARRAY(SELECT u.v FROM pg_catalog.unnest(given) u(v) WHERE %s.queue_advisory_key(%L, u.v) '
-                                    || E'OPERATOR(pg_catalog.=) ANY (ARRAY(%s)));\n', sch, s.queue,
-                 'SELECT (l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8 '
+        b := b || pg_catalog.format(E'run := ARRAY(SELECT u.v FROM pg_catalog.unnest(given) u(v) JOIN (%s) h(k) '
+                                    || E'ON h.k OPERATOR(pg_catalog.=) %s.queue_advisory_key(%L, u.v));\n',
+                 'SELECT DISTINCT (l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8 '
                  || 'FROM pg_catalog.pg_locks l WHERE l.locktype OPERATOR(pg_catalog.=) ''advisory'' AND l.objsubid OPERATOR(pg_catalog.=) 1 '
-                 || 'AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid() AND l.granted')
+                 || 'AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid() AND l.granted', sch, s.queue)
             -- each key held for this transaction from here, so that it stays
             -- held until the outcome commits (as _settle_settle)
             || pg_catalog.format(E'PERFORM pg_catalog.pg_advisory_xact_lock(k), pg_catalog.pg_advisory_unlock(k) '
                                  || E'FROM (SELECT %s.queue_advisory_key(%L, u.v) AS k FROM pg_catalog.unnest(run) u(v)) x;\n', sch, s.queue);
-        canon := 'CASE WHEN g.v OPERATOR(pg_catalog.=) ANY (run) THEN ' || canon || ' END';
     ELSE
         b := b || E'run := given;\n';
     END IF;
@@ -569,12 +569,14 @@ BEGIN
         || write
         || E'    PERFORM pg_catalog.set_config(''plan_cache_mode'', caller_mode, true);\nEND IF;\n'
         || E'res := ARRAY(SELECT x.r FROM pg_catalog.unnest(given) WITH ORDINALITY g(v, o)\n'
+        || CASE WHEN s.form = 'lease' THEN E'             CROSS JOIN LATERAL (SELECT g.v) u(v)\n'
+                ELSE E'             LEFT JOIN pg_catalog.unnest(run) u(v) ON u.v OPERATOR(pg_catalog.=) g.v\n' END
         || E'             LEFT JOIN ROWS FROM (pg_catalog.unnest(rids), pg_catalog.unnest(rress)) x(i, r)\n'
         || pg_catalog.format(E'             ON x.i OPERATOR(pg_catalog.=) %s ORDER BY g.o);\n', canon);
     IF s.form = 'row_lock' THEN
         b := b || pg_catalog.format(E'PERFORM pg_catalog.set_config(''settle_sql.row_locks'', pg_catalog.jsonb_set(held, ARRAY[%L], '
-                                    || E'pg_catalog.to_jsonb(ARRAY(SELECT m FROM pg_catalog.unnest(mine) m '
-                                    || E'WHERE NOT m OPERATOR(pg_catalog.=) ANY (COALESCE(rids, ''{}'')))))::pg_catalog.text, true);\n', s.queue);
+                                    || E'pg_catalog.to_jsonb(ARRAY(SELECT m.v FROM pg_catalog.unnest(mine) m(v) '
+                                    || E'LEFT JOIN pg_catalog.unnest(rids) d(i) ON d.i OPERATOR(pg_catalog.=) m.v WHERE d.i IS NULL)))::pg_catalog.text, true);\n', s.queue);
     END IF;
     IF s.max_attempts IS NOT NULL THEN
         b := b || pg_catalog.format(E'IF ''dead_lettered'' OPERATOR(pg_catalog.=) ANY (res) THEN\n    FOR i IN 1 .. n LOOP\n'
