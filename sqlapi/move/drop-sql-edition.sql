@@ -10,7 +10,7 @@ DECLARE
     f regprocedure;
 BEGIN
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog', true);
-    EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS settle_fast_build ON %s.settle_queues', ns);
+    EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS settle_fast_build_insert ON %1$s.settle_queues; DROP TRIGGER IF EXISTS settle_fast_build_update ON %1$s.settle_queues; DROP TRIGGER IF EXISTS settle_fast_build_delete ON %1$s.settle_queues', ns);
     FOR f IN SELECT p.oid FROM pg_catalog.pg_proc p
               WHERE p.pronamespace = ns AND (p.proname = ANY ('{@functions@}'::text[]) OR p.proname LIKE E'\\_settle\\_fq\\_%') LOOP
         EXECUTE pg_catalog.format('DROP FUNCTION %s', f);

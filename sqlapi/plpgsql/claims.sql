@@ -24,6 +24,21 @@ BEGIN
                AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid() AND l.granted);
 END $$;
 
+-- The advisory keys this transaction gave up that pg_locks still lists: a
+-- settle releases a key's session lock but keeps it for the transaction (until
+-- the outcome commits), a claim keeps the transaction lock of a candidate whose
+-- row it did not take. Locked, but not held: a settle of their rows finds them
+-- not held. A transaction-local setting ('k1 k2 … '), which a rolled-back
+-- savepoint puts back as it gives back the locks taken in it.
+CREATE FUNCTION @extschema@._settle_keys_gone() RETURNS bigint[]
+    LANGUAGE sql STABLE
+    AS $$ SELECT COALESCE(pg_catalog.string_to_array(pg_catalog.btrim(pg_catalog.current_setting('settle_sql.advisory_gone', true)), ' ')::pg_catalog.int8[], '{}') $$;
+
+CREATE FUNCTION @extschema@._settle_keys_give_up(keys bigint[]) RETURNS text
+    LANGUAGE sql VOLATILE
+    AS $$ SELECT pg_catalog.set_config('settle_sql.advisory_gone', COALESCE(pg_catalog.current_setting('settle_sql.advisory_gone', true), '')
+                                       OPERATOR(pg_catalog.||) pg_catalog.array_to_string(keys, ' ') OPERATOR(pg_catalog.||) ' ', true) $$;
+
 -- Rows a take flagged dead: moved to the dead letter with a WARNING (01SQ2).
 CREATE FUNCTION @extschema@._settle_dead_at_claim(s @extschema@.settle_queue_shape, dead text[], caller_path text) RETURNS void
     LANGUAGE plpgsql VOLATILE
@@ -213,6 +228,9 @@ BEGIN
                                   pg_catalog.unnest(t_deads)) WITH ORDINALITY x(i, a, p, d, o);
             END IF;
             PERFORM pg_catalog.pg_advisory_lock(k) FROM pg_catalog.unnest(t_keys) k;
+            IF pg_catalog.cardinality(t_keys) < pg_catalog.cardinality(keys) THEN
+                ignored := @extschema@._settle_keys_give_up(ARRAY(SELECT k FROM pg_catalog.unnest(keys) k WHERE NOT k = ANY (t_keys)));
+            END IF;
             held_keys := held_keys || t_keys;
             got := got + pg_catalog.cardinality(t_ids);
             ids := ids || t_ids;
@@ -260,8 +278,10 @@ BEGIN
             RETURN;
         END IF;
         stale := f.hit IS NULL;
-    ELSIF batch OPERATOR(pg_catalog.>) 1 AND batch OPERATOR(pg_catalog.<=) 10000 THEN
-        -- more rows of a lease or row_lock queue: its generated claim of many
+    END IF;
+    IF NOT stale AND batch OPERATOR(pg_catalog.>=) 1 AND batch OPERATOR(pg_catalog.<=) 10000 THEN
+        -- more rows of a lease or row_lock queue, or an advisory claim: the
+        -- queue's generated claim of many
         m := @extschema@._settle_fast_claim_many($1, batch, lease);
         IF m.hit THEN
             IF true OPERATOR(pg_catalog.=) ANY (m.deads) THEN
@@ -315,7 +335,7 @@ BEGIN
     END IF;
     ignored := @extschema@._settle_mark_claimed($1, e.version, every, started, r.ids[n]);
     IF stale THEN
-        PERFORM @extschema@._settle_fast_refresh();
+        PERFORM @extschema@._settle_fast_refresh($1);
     END IF;
     ignored := @extschema@._settle_as(caller_path);
 END $$;

@@ -109,6 +109,7 @@ DECLARE
     held jsonb;
     mine text[];
     held_keys bigint[];
+    gone_keys bigint[];
     run text[] := '{}';
     run_tokens timestamptz[] := '{}';
     out text[];
@@ -136,14 +137,19 @@ BEGIN
         run := ARRAY(SELECT u.v FROM pg_catalog.unnest(ids) u(v) WHERE u.v = ANY (mine));
     ELSIF e.form = 'advisory' THEN
         held_keys := @extschema@._settle_keys_held();
+        gone_keys := @extschema@._settle_keys_gone();
         run := ARRAY(SELECT u.v FROM pg_catalog.unnest(ids) u(v)
-                     WHERE @extschema@.queue_advisory_key($1, u.v) = ANY (held_keys));
+                     WHERE @extschema@.queue_advisory_key($1, u.v) = ANY (held_keys)
+                       AND NOT @extschema@.queue_advisory_key($1, u.v) = ANY (gone_keys));
         -- each key stays held until this transaction ends: after the outcome
         -- commits, or after a failed statement rolls it back
         FOREACH given IN ARRAY run LOOP
             PERFORM pg_catalog.pg_advisory_xact_lock(@extschema@.queue_advisory_key($1, given));
             PERFORM pg_catalog.pg_advisory_unlock(@extschema@.queue_advisory_key($1, given));
         END LOOP;
+        IF pg_catalog.cardinality(run) > 0 THEN
+            ignored := @extschema@._settle_keys_give_up(ARRAY(SELECT @extschema@.queue_advisory_key($1, u.v) FROM pg_catalog.unnest(run) u(v)));
+        END IF;
     ELSE
         run := ids;
         run_tokens := tokens;
@@ -270,7 +276,7 @@ BEGIN
     ignored := @extschema@._settle_need($3, 'outcome');
     res := @extschema@._settle_one($1, $2, @extschema@._settle_outcome($3), $4, $5, caller_path);
     IF stale THEN
-        PERFORM @extschema@._settle_fast_refresh();
+        PERFORM @extschema@._settle_fast_refresh($1);
     END IF;
     ignored := @extschema@._settle_as(caller_path);
     RETURN res;
@@ -306,7 +312,7 @@ BEGIN
     RETURN QUERY SELECT x.i, COALESCE(x.r, CASE WHEN $5 IS NULL THEN 'not_held' ELSE 'lease_lost' END)
         FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest(res)) WITH ORDINALITY x(i, r, o) ORDER BY x.o;
     IF stale THEN
-        PERFORM @extschema@._settle_fast_refresh();
+        PERFORM @extschema@._settle_fast_refresh($1);
     END IF;
     ignored := @extschema@._settle_as(caller_path);
 END $$;

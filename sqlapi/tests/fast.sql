@@ -67,9 +67,15 @@ SELECT settle_sql_held FROM pg_catalog.current_setting('settle_sql.row_locks') s
 SELECT :after_calls - :before_calls AS generated_calls;
 COMMIT;
 INSERT INTO fq_2 (payload) VALUES ('{"n": 2}'), ('{"n": 3}');
+BEGIN;
+:fast_calls \gset before_
 SELECT array_agg(id) AS adv_ids FROM queue_claim('fq_2', 2) \gset
+SELECT count(*) AS session_keys FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND objsubid = 1;
 SELECT * FROM queue_complete_many('fq_2', :'adv_ids', 'retry');
 SELECT * FROM queue_complete_many('fq_2', :'adv_ids', 'ack');
+:fast_calls \gset after_
+SELECT :after_calls - :before_calls AS generated_calls;
+COMMIT;
 SELECT count(*) AS keys_still_held FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid();
 \set ON_ERROR_STOP off
 SELECT * FROM queue_complete_many('fq_2', '{1,1}', 'ack');

@@ -4,6 +4,12 @@
 -- generated functions. The functions generated for 0.9.0 are dropped here; each queue's are
 -- generated again by its first call after the update (or at the next registration).
 
+-- the fast path's builder now takes the queues to build, and its refresh the queue that found
+-- its functions stale: the 0.9.0 signatures go, with the trigger that called the builder
+DROP TRIGGER settle_fast_build ON @extschema@.settle_queues;
+DROP FUNCTION @extschema@._settle_fast_build();
+DROP FUNCTION @extschema@._settle_fast_refresh();
+
 -- The ack (and drop) the calls run: one plain DELETE (or processed_at UPDATE)
 -- of the held rows, as the native extension's ack statements, where
 -- _settle_write's 'ack' (what queue_sql shows) locks them first. A row whose
@@ -98,6 +104,124 @@ BEGIN
     RETURN pname;
 END $$;
 
+-- The advisory keys this transaction gave up that pg_locks still lists: a
+-- settle releases a key's session lock but keeps it for the transaction (until
+-- the outcome commits), a claim keeps the transaction lock of a candidate whose
+-- row it did not take. Locked, but not held: a settle of their rows finds them
+-- not held. A transaction-local setting ('k1 k2 … '), which a rolled-back
+-- savepoint puts back as it gives back the locks taken in it.
+CREATE OR REPLACE FUNCTION @extschema@._settle_keys_gone() RETURNS bigint[]
+    LANGUAGE sql STABLE
+    AS $$ SELECT COALESCE(pg_catalog.string_to_array(pg_catalog.btrim(pg_catalog.current_setting('settle_sql.advisory_gone', true)), ' ')::pg_catalog.int8[], '{}') $$;
+
+CREATE OR REPLACE FUNCTION @extschema@._settle_keys_give_up(keys bigint[]) RETURNS text
+    LANGUAGE sql VOLATILE
+    AS $$ SELECT pg_catalog.set_config('settle_sql.advisory_gone', COALESCE(pg_catalog.current_setting('settle_sql.advisory_gone', true), '')
+                                       OPERATOR(pg_catalog.||) pg_catalog.array_to_string(keys, ' ') OPERATOR(pg_catalog.||) ' ', true) $$;
+
+-- The advisory claim: walk ready rows in claim order (pages of 2 * batch + 16)
+-- and lock their keys; a key locked at transaction level first, so an error
+-- half-way leaks none, and held for the session only once its row is taken.
+-- Out: as _settle_take_leased's, toks NULL.
+CREATE OR REPLACE FUNCTION @extschema@._settle_take_keyed(queue text, version text, batch integer, from_id text, caller_path text,
+                                              by_priority boolean, OUT ids text[], OUT atts integer[], OUT toks timestamptz[], OUT pays jsonb[])
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    ignored text;
+    stmt text;
+    caller_mode text := pg_catalog.current_setting('plan_cache_mode');
+    page bigint := batch * 2 + 16;
+    held_keys bigint[] := @extschema@._settle_keys_held();
+    last_id text;
+    passed bigint := 0;
+    cands text[];
+    cand_keys bigint[];
+    locked text[];
+    keys bigint[];
+    got integer := 0;
+    full_page boolean;
+    dead text[] := '{}';
+    t_deads boolean[];
+    t_ids text[];
+    t_atts integer[];
+    t_toks timestamptz[];
+    t_pays jsonb[];
+    t_keys bigint[];
+    t_dead text[];
+BEGIN
+    ids := '{}'; atts := '{}'; pays := '{}';
+    FOR pass IN 1 .. 16 LOOP
+        EXIT WHEN got = batch;
+        locked := '{}';
+        keys := '{}';
+        IF last_id IS NULL THEN
+            stmt := pg_catalog.format('EXECUTE %I(%L, %L)',
+                @extschema@._settle_prepared(queue, version, CASE WHEN from_id IS NULL THEN 'cand:' ELSE 'cand_from:' END || page,
+                                             caller_path), page, from_id);
+        ELSE
+            stmt := pg_catalog.format('EXECUTE %I(%L, %L)',
+                @extschema@._settle_prepared(queue, version, 'cand_after:' || page, caller_path), page,
+                CASE WHEN by_priority THEN passed::text ELSE last_id END);
+        END IF;
+        ignored := @extschema@._settle_as(caller_path);
+        EXECUTE stmt INTO cands, cand_keys;
+        ignored := @extschema@._settle_as('pg_catalog, pg_temp');
+        FOR j IN 1 .. COALESCE(pg_catalog.cardinality(cands), 0) LOOP
+            EXIT WHEN pg_catalog.cardinality(locked) >= batch - got;
+            last_id := cands[j];
+            passed := passed + 1;
+            -- a session lock is re-entrant: never hand this session a row it already holds
+            IF NOT (cand_keys[j] = ANY (held_keys)) AND pg_catalog.pg_try_advisory_xact_lock(cand_keys[j]) THEN
+                locked := locked || cands[j];
+                keys := keys || cand_keys[j];
+            END IF;
+        END LOOP;
+        full_page := COALESCE(pg_catalog.cardinality(cands), 0) = page;
+        IF pg_catalog.cardinality(locked) > 0 THEN
+            stmt := pg_catalog.format('EXECUTE %I(%L)',
+                @extschema@._settle_prepared(queue, version, 'take_advisory', caller_path), locked);
+            -- the generic plan (a text[] parameter: see _settle_settle)
+            ignored := @extschema@._settle_as(caller_path);
+            ignored := pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
+            EXECUTE stmt INTO t_deads, t_ids, t_atts, t_toks, t_pays;
+            ignored := pg_catalog.set_config('plan_cache_mode', caller_mode, true);
+            ignored := @extschema@._settle_as('pg_catalog, pg_temp');
+            -- the rows taken, in id order: their keys held for the session now; dead ones apart
+            IF pg_catalog.cardinality(t_ids) = 1 THEN
+                t_keys := CASE WHEN t_deads[1] THEN '{}' ELSE ARRAY[keys[pg_catalog.array_position(locked, t_ids[1])]] END;
+                t_dead := CASE WHEN t_deads[1] THEN t_ids ELSE '{}' END;
+                IF t_deads[1] THEN
+                    t_ids := '{}'; t_atts := '{}'; t_pays := '{}';
+                END IF;
+            ELSE
+                SELECT COALESCE(pg_catalog.array_agg(x.i ORDER BY x.o) FILTER (WHERE NOT x.d), '{}'),
+                       COALESCE(pg_catalog.array_agg(x.a ORDER BY x.o) FILTER (WHERE NOT x.d), '{}'),
+                       COALESCE(pg_catalog.array_agg(x.p ORDER BY x.o) FILTER (WHERE NOT x.d), '{}'),
+                       COALESCE(pg_catalog.array_agg(keys[pg_catalog.array_position(locked, x.i)]) FILTER (WHERE NOT x.d), '{}'),
+                       COALESCE(pg_catalog.array_agg(x.i) FILTER (WHERE x.d), '{}')
+                  INTO t_ids, t_atts, t_pays, t_keys, t_dead
+                  FROM ROWS FROM (pg_catalog.unnest(t_ids), pg_catalog.unnest(t_atts), pg_catalog.unnest(t_pays),
+                                  pg_catalog.unnest(t_deads)) WITH ORDINALITY x(i, a, p, d, o);
+            END IF;
+            PERFORM pg_catalog.pg_advisory_lock(k) FROM pg_catalog.unnest(t_keys) k;
+            IF pg_catalog.cardinality(t_keys) < pg_catalog.cardinality(keys) THEN
+                ignored := @extschema@._settle_keys_give_up(ARRAY(SELECT k FROM pg_catalog.unnest(keys) k WHERE NOT k = ANY (t_keys)));
+            END IF;
+            held_keys := held_keys || t_keys;
+            got := got + pg_catalog.cardinality(t_ids);
+            ids := ids || t_ids;
+            atts := atts || t_atts;
+            pays := pays || t_pays;
+            dead := dead || t_dead;
+        END IF;
+        EXIT WHEN NOT full_page;
+    END LOOP;
+    IF pg_catalog.cardinality(dead) > 0 THEN
+        PERFORM @extschema@._settle_dead_at_claim(@extschema@._settle_shape(queue), dead, caller_path);
+    END IF;
+END $$;
+
 CREATE OR REPLACE FUNCTION @extschema@.queue_claim(queue text, batch integer DEFAULT 1, lease interval DEFAULT NULL)
     RETURNS TABLE(id text, attempt integer, token timestamptz, payload jsonb)
     LANGUAGE plpgsql VOLATILE
@@ -131,8 +255,10 @@ BEGIN
             RETURN;
         END IF;
         stale := f.hit IS NULL;
-    ELSIF batch OPERATOR(pg_catalog.>) 1 AND batch OPERATOR(pg_catalog.<=) 10000 THEN
-        -- more rows of a lease or row_lock queue: its generated claim of many
+    END IF;
+    IF NOT stale AND batch OPERATOR(pg_catalog.>=) 1 AND batch OPERATOR(pg_catalog.<=) 10000 THEN
+        -- more rows of a lease or row_lock queue, or an advisory claim: the
+        -- queue's generated claim of many
         m := @extschema@._settle_fast_claim_many($1, batch, lease);
         IF m.hit THEN
             IF true OPERATOR(pg_catalog.=) ANY (m.deads) THEN
@@ -186,7 +312,7 @@ BEGIN
     END IF;
     ignored := @extschema@._settle_mark_claimed($1, e.version, every, started, r.ids[n]);
     IF stale THEN
-        PERFORM @extschema@._settle_fast_refresh();
+        PERFORM @extschema@._settle_fast_refresh($1);
     END IF;
     ignored := @extschema@._settle_as(caller_path);
 END $$;
@@ -242,6 +368,7 @@ DECLARE
     held jsonb;
     mine text[];
     held_keys bigint[];
+    gone_keys bigint[];
     run text[] := '{}';
     run_tokens timestamptz[] := '{}';
     out text[];
@@ -269,14 +396,19 @@ BEGIN
         run := ARRAY(SELECT u.v FROM pg_catalog.unnest(ids) u(v) WHERE u.v = ANY (mine));
     ELSIF e.form = 'advisory' THEN
         held_keys := @extschema@._settle_keys_held();
+        gone_keys := @extschema@._settle_keys_gone();
         run := ARRAY(SELECT u.v FROM pg_catalog.unnest(ids) u(v)
-                     WHERE @extschema@.queue_advisory_key($1, u.v) = ANY (held_keys));
+                     WHERE @extschema@.queue_advisory_key($1, u.v) = ANY (held_keys)
+                       AND NOT @extschema@.queue_advisory_key($1, u.v) = ANY (gone_keys));
         -- each key stays held until this transaction ends: after the outcome
         -- commits, or after a failed statement rolls it back
         FOREACH given IN ARRAY run LOOP
             PERFORM pg_catalog.pg_advisory_xact_lock(@extschema@.queue_advisory_key($1, given));
             PERFORM pg_catalog.pg_advisory_unlock(@extschema@.queue_advisory_key($1, given));
         END LOOP;
+        IF pg_catalog.cardinality(run) > 0 THEN
+            ignored := @extschema@._settle_keys_give_up(ARRAY(SELECT @extschema@.queue_advisory_key($1, u.v) FROM pg_catalog.unnest(run) u(v)));
+        END IF;
     ELSE
         run := ids;
         run_tokens := tokens;
@@ -337,6 +469,38 @@ BEGIN
     RETURN out;
 END $$;
 
+CREATE OR REPLACE FUNCTION @extschema@.queue_complete(queue text, id text, outcome text, delay interval DEFAULT NULL,
+                                           token timestamptz DEFAULT NULL) RETURNS text
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    ignored text;
+    caller_path text := pg_catalog.current_setting('search_path');
+    res text;
+    f record;
+    stale boolean := false;
+BEGIN
+    -- ack, drop, retry, retry_after of one row: its
+    -- generated settle (fast.sql), under the caller's search_path
+    IF $1 IS NOT NULL AND $2 IS NOT NULL AND $3 IS NOT NULL THEN
+        f := @extschema@._settle_fast_complete($1, $2, $3, $4, $5);
+        IF f.hit THEN
+            RETURN f.result;
+        END IF;
+        stale := f.hit IS NULL;
+    END IF;
+    ignored := @extschema@._settle_as('pg_catalog, pg_temp');
+    ignored := @extschema@._settle_need($1, 'queue');
+    ignored := @extschema@._settle_need($2, 'id');
+    ignored := @extschema@._settle_need($3, 'outcome');
+    res := @extschema@._settle_one($1, $2, @extschema@._settle_outcome($3), $4, $5, caller_path);
+    IF stale THEN
+        PERFORM @extschema@._settle_fast_refresh($1);
+    END IF;
+    ignored := @extschema@._settle_as(caller_path);
+    RETURN res;
+END $$;
+
 CREATE OR REPLACE FUNCTION @extschema@.queue_complete_many(queue text, ids text[], outcome text, delay interval DEFAULT NULL,
                                                 tokens timestamptz[] DEFAULT NULL)
     RETURNS TABLE(id text, result text)
@@ -367,7 +531,7 @@ BEGIN
     RETURN QUERY SELECT x.i, COALESCE(x.r, CASE WHEN $5 IS NULL THEN 'not_held' ELSE 'lease_lost' END)
         FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest(res)) WITH ORDINALITY x(i, r, o) ORDER BY x.o;
     IF stale THEN
-        PERFORM @extschema@._settle_fast_refresh();
+        PERFORM @extschema@._settle_fast_refresh($1);
     END IF;
     ignored := @extschema@._settle_as(caller_path);
 END $$;
@@ -430,6 +594,71 @@ BEGIN
     RETURN b || @extschema@._settle_fast_mark(sch, s, version, true) || 'END';
 END $$;
 
+-- The generated advisory claim of batch rows (one or more) of queue s at
+-- version, as _settle_take_keyed: ready rows in claim order, a page
+-- ($1: 2 * batch + 16) at a time, their keys locked for the transaction
+-- first and for the session once their row is taken. Out as the claim of
+-- many's. Statement parameters: $1 the page, $2 the candidates' start (the
+-- mark, the last id seen, or in priority order the rows passed), $6 the ids
+-- whose keys this call locked.
+CREATE OR REPLACE FUNCTION @extschema@._settle_fast_claim_advisory_body(sch text, s @extschema@.settle_queue_shape, version text, dead oid,
+                                                             places integer[]) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT E'#variable_conflict use_column\nDECLARE\n    mark ALIAS FOR $3;\n    every interval;\n    r text[];\n'
+    || E'    started timestamptz;\n    id text;\n    dead boolean := false;\n    caller_mode text;\n    held_keys bigint[];\n'
+    || E'    cands text[];\n    cand_keys bigint[];\n    keys bigint[];\n    got integer := 0;\n    passed bigint := 0;\n'
+    || E'    last_id text;\n    full_page boolean;\n    t_deads boolean[];\n    t_ids text[];\n    t_atts integer[];\n'
+    || E'    t_toks timestamptz[];\n    t_pays jsonb[];\n    t_keys bigint[];\nBEGIN\n'
+    || E'IF lease IS NOT NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
+    || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
+    || @extschema@._settle_fast_mark(sch, s, version, false)
+    || E'$1 := batch OPERATOR(pg_catalog.*) 2 OPERATOR(pg_catalog.+) 16;\n'
+    -- the keys this session holds (a session lock is re-entrant: never hand
+    -- this session a row it holds already)
+    || E'held_keys := ARRAY(SELECT (l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8 '
+    || E'FROM pg_catalog.pg_locks l WHERE l.locktype OPERATOR(pg_catalog.=) ''advisory'' AND l.objsubid OPERATOR(pg_catalog.=) 1 '
+    || E'AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid() AND l.granted);\n'
+    || E'deads := ''{}'';\nids := ''{}'';\natts := ''{}'';\npays := ''{}'';\n'
+    || E'caller_mode := pg_catalog.current_setting(''plan_cache_mode'');\n'
+    || E'PERFORM pg_catalog.set_config(''plan_cache_mode'', ''force_generic_plan'', true);\n'
+    || E'FOR pass IN 1 .. 16 LOOP\n    EXIT WHEN got OPERATOR(pg_catalog.=) batch;\n    $6 := ''{}'';\n    keys := ''{}'';\n'
+    || E'    IF last_id IS NULL AND mark IS NULL THEN\n' || @extschema@._settle_candidates(s, false, true, false)
+    || E'\n    INTO cands, cand_keys;\n    ELSIF last_id IS NULL THEN\n    $2 := mark;\n' || @extschema@._settle_candidates(s, false, true, true)
+    || E'\n    INTO cands, cand_keys;\n    ELSE\n'
+    || CASE WHEN s.priority IS NOT NULL THEN E'    $2 := passed::pg_catalog.text;\n' ELSE E'    $2 := last_id;\n' END
+    || @extschema@._settle_candidates(s, true, true, false) || E'\n    INTO cands, cand_keys;\n    END IF;\n'
+    || E'    FOR j IN 1 .. COALESCE(pg_catalog.cardinality(cands), 0) LOOP\n'
+    || E'        EXIT WHEN pg_catalog.cardinality($6) OPERATOR(pg_catalog.>=) (batch OPERATOR(pg_catalog.-) got);\n'
+    || E'        last_id := cands[j];\n        passed := passed OPERATOR(pg_catalog.+) 1;\n'
+    || E'        IF NOT (cand_keys[j] OPERATOR(pg_catalog.=) ANY (held_keys)) AND pg_catalog.pg_try_advisory_xact_lock(cand_keys[j]) THEN\n'
+    || E'            $6 := $6 OPERATOR(pg_catalog.||) cands[j];\n            keys := keys OPERATOR(pg_catalog.||) cand_keys[j];\n'
+    || E'        END IF;\n    END LOOP;\n'
+    || E'    full_page := COALESCE(pg_catalog.cardinality(cands), 0) OPERATOR(pg_catalog.=) $1;\n'
+    || E'    IF pg_catalog.cardinality($6) OPERATOR(pg_catalog.>) 0 THEN\n'
+    || pg_catalog.replace(@extschema@._settle_take_advisory(s, true), '$1::pg_catalog.text[]', '$6::pg_catalog.text[]')
+    || E'\n        INTO t_deads, t_ids, t_atts, t_toks, t_pays;\n'
+    -- the rows taken: their keys held for the session now; dead ones apart
+    || E'        t_keys := ARRAY(SELECT l.k FROM ROWS FROM (pg_catalog.unnest($6), pg_catalog.unnest(keys)) l(i, k)\n'
+    || E'                        JOIN ROWS FROM (pg_catalog.unnest(t_ids), pg_catalog.unnest(t_deads)) x(i, d)\n'
+    || E'                          ON x.i OPERATOR(pg_catalog.=) l.i WHERE NOT x.d);\n'
+    || E'        PERFORM pg_catalog.pg_advisory_lock(k) FROM pg_catalog.unnest(t_keys) k;\n'
+    || E'        IF pg_catalog.cardinality(t_keys) OPERATOR(pg_catalog.<) pg_catalog.cardinality(keys) THEN\n'
+    || pg_catalog.format(E'            PERFORM %s._settle_keys_give_up(ARRAY(SELECT l.k FROM pg_catalog.unnest(keys) l(k) '
+                         || E'LEFT JOIN pg_catalog.unnest(t_keys) t(k) ON t.k OPERATOR(pg_catalog.=) l.k WHERE t.k IS NULL));\n', sch)
+    || E'        END IF;\n'
+    || E'        held_keys := held_keys OPERATOR(pg_catalog.||) t_keys;\n'
+    || E'        got := got OPERATOR(pg_catalog.+) pg_catalog.cardinality(t_keys);\n'
+    || E'        deads := deads OPERATOR(pg_catalog.||) t_deads;\n        ids := ids OPERATOR(pg_catalog.||) t_ids;\n'
+    || E'        atts := atts OPERATOR(pg_catalog.||) t_atts;\n        pays := pays OPERATOR(pg_catalog.||) t_pays;\n'
+    || E'    END IF;\n    EXIT WHEN NOT full_page;\nEND LOOP;\n'
+    || E'PERFORM pg_catalog.set_config(''plan_cache_mode'', caller_mode, true);\n'
+    -- the mark: the last row taken that is not dead
+    || E'id := (SELECT x.i FROM ROWS FROM (pg_catalog.unnest(ids), pg_catalog.unnest(deads)) WITH ORDINALITY x(i, d, o)\n'
+    || E'       WHERE NOT x.d ORDER BY x.o DESC LIMIT 1);\n'
+    || @extschema@._settle_fast_mark(sch, s, version, true) || 'END'
+$$;
+
 -- The generated settle of one row with ack, drop, retry or retry_after of
 -- queue s at version; anything else, and a row not held, is left
 -- to the prepared path (hit false), which settles it or says why not.
@@ -467,9 +696,10 @@ BEGIN
             || E'IF NOT EXISTS (SELECT FROM pg_catalog.pg_locks l WHERE l.locktype OPERATOR(pg_catalog.=) ''advisory'' '
             || E'AND l.objsubid OPERATOR(pg_catalog.=) 1 AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid() AND l.granted '
             || E'AND ((l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8) '
-            || E'OPERATOR(pg_catalog.=) key) THEN\n'
+            || pg_catalog.format(E'OPERATOR(pg_catalog.=) key) OR key OPERATOR(pg_catalog.=) ANY (%s._settle_keys_gone()) THEN\n', sch)
             || E'    hit := false;\n    RETURN;\nEND IF;\n'
-            || E'PERFORM pg_catalog.pg_advisory_xact_lock(key);\nPERFORM pg_catalog.pg_advisory_unlock(key);\n';
+            || E'PERFORM pg_catalog.pg_advisory_xact_lock(key);\nPERFORM pg_catalog.pg_advisory_unlock(key);\n'
+            || pg_catalog.format(E'PERFORM %s._settle_keys_give_up(ARRAY[key]);\n', sch);
     END IF;
     b := b || E'IF w OPERATOR(pg_catalog.=) ''ack'' THEN\n' || @extschema@._settle_ack(s, 'one', false)
         || E'\n    INTO rid, result;\nELSIF w OPERATOR(pg_catalog.=) ''retry'' THEN\n' || @extschema@._settle_write_one(s, 'retry', false)
@@ -541,14 +771,18 @@ BEGIN
             || E'run := ARRAY(SELECT u.v FROM pg_catalog.unnest(given) u(v) JOIN pg_catalog.unnest(mine) m(v) ON m.v OPERATOR(pg_catalog.=) u.v);\n';
     ELSIF s.form = 'advisory' THEN
         b := b || pg_catalog.format(E'run := ARRAY(SELECT u.v FROM pg_catalog.unnest(given) u(v) JOIN (%s) h(k) '
-                                    || E'ON h.k OPERATOR(pg_catalog.=) %s.queue_advisory_key(%L, u.v));\n',
+                                    || E'ON h.k OPERATOR(pg_catalog.=) %s.queue_advisory_key(%L, u.v) '
+                                    || E'WHERE NOT h.k OPERATOR(pg_catalog.=) ANY (%s._settle_keys_gone()));\n',
                  'SELECT DISTINCT (l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8 '
                  || 'FROM pg_catalog.pg_locks l WHERE l.locktype OPERATOR(pg_catalog.=) ''advisory'' AND l.objsubid OPERATOR(pg_catalog.=) 1 '
-                 || 'AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid() AND l.granted', sch, s.queue)
+                 || 'AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid() AND l.granted', sch, s.queue, sch)
             -- each key held for this transaction from here, so that it stays
             -- held until the outcome commits (as _settle_settle)
             || pg_catalog.format(E'PERFORM pg_catalog.pg_advisory_xact_lock(k), pg_catalog.pg_advisory_unlock(k) '
-                                 || E'FROM (SELECT %s.queue_advisory_key(%L, u.v) AS k FROM pg_catalog.unnest(run) u(v)) x;\n', sch, s.queue);
+                                 || E'FROM (SELECT %s.queue_advisory_key(%L, u.v) AS k FROM pg_catalog.unnest(run) u(v)) x;\n', sch, s.queue)
+            || pg_catalog.format(E'IF pg_catalog.cardinality(run) OPERATOR(pg_catalog.>) 0 THEN\n'
+                                 || E'    PERFORM %1$s._settle_keys_give_up(ARRAY(SELECT %1$s.queue_advisory_key(%2$L, u.v) FROM pg_catalog.unnest(run) u(v)));\n'
+                                 || E'END IF;\n', sch, s.queue);
     ELSE
         b := b || E'run := given;\n';
     END IF;
@@ -596,14 +830,31 @@ BEGIN
              ELSE 'u.r OPERATOR(pg_catalog.=) ''retried'' OR u.r OPERATOR(pg_catalog.=) ''released''' END);
 END $$;
 
--- Write every queue's functions and the dispatchers from the registry as this
--- transaction sees it; drop the functions of queues no longer registered.
--- Runs as the edition's owner (a queue's registrant may own nothing in this
--- schema); everything it writes is built from quoted names and literals, and
--- what it writes runs with its caller's privileges. One writer at a time (a
--- transaction-level advisory lock of the two-key form, which the advisory
--- claim form does not use).
-CREATE OR REPLACE FUNCTION @extschema@._settle_fast_build() RETURNS void
+-- One dispatcher branch: for queue, run call and copy its columns cols (run
+-- NULL: hit false; '': hit NULL).
+CREATE OR REPLACE FUNCTION @extschema@._settle_fast_leaf(queue text, run text, cols text[]) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+BEGIN
+    -- (PL/pgSQL: its query's plan is kept; a build makes four branches per queue)
+    RETURN pg_catalog.format(E'IF queue OPERATOR(pg_catalog.=) %L THEN\n%s\n    RETURN;\nEND IF;', queue,
+        CASE WHEN run IS NULL THEN '    hit := false;'
+             WHEN run = '' THEN '    hit := NULL;'
+             ELSE '    r := ' || run || ';'
+                  || (SELECT pg_catalog.string_agg(pg_catalog.format(' %1$s := r.%1$s;', c), '') FROM pg_catalog.unnest(cols) c) END);
+END $$;
+
+-- Write the functions of the queues named in changed (NULL: every queue) and
+-- the dispatchers from the registry as this transaction sees it; drop the
+-- functions of queues no longer registered. A queue not named keeps the
+-- functions it has (so a registration costs its own queue's functions, not
+-- every queue's); where they are missing, its dispatcher branches answer hit
+-- NULL, and its first call builds them. Runs as the edition's owner (a
+-- queue's registrant may own nothing in this schema); everything it writes is
+-- built from quoted names and literals, and what it writes runs with its
+-- caller's privileges. One writer at a time (a transaction-level advisory
+-- lock of the two-key form, which the advisory claim form does not use).
+CREATE OR REPLACE FUNCTION @extschema@._settle_fast_build(changed text[] DEFAULT NULL) RETURNS void
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -614,77 +865,112 @@ DECLARE
     q record;
     s @extschema@.settle_queue_shape;
     h text;
+    version text;
+    places integer[];
+    -- the generated functions there are (name -> true), and those the registry wants
+    made jsonb;
+    wanted text[] := '{}';
+    broken boolean;
+    -- the dispatchers' branches: the kind of function each calls, its arguments, the columns it copies
+    kinds text[] := ARRAY['claim', 'claim_many', 'complete', 'complete_many'];
+    calls text[] := ARRAY['(NULL, NULL, NULL, lease)', '(batch, NULL, NULL, lease)',
+                          '(id, token, NULL, outcome, delay)', '(ids, tokens, NULL, outcome, delay)'];
+    cols text[] := ARRAY['hit,dead,id,attempt,token,payload', 'hit,deads,ids,atts,toks,pays', 'hit,result', 'hit,res'];
+    fname text;
+    leaf text;
     names text[] := '{}';
     claim_leaves text[] := '{}';
+    claim_many_leaves text[] := '{}';
     complete_leaves text[] := '{}';
     many_leaves text[] := '{}';
-    claim_many_leaves text[] := '{}';
-    wanted text[] := '{}';
     f regprocedure;
     ext name := @extschema@._settle_fast_extension(ns);
 BEGIN
     PERFORM pg_catalog.pg_advisory_xact_lock(1936028780, 1718186868);
-    FOR q IN SELECT r.queue, (@extschema@._settle_entry(r.queue)).version, r.dead_letter_table::oid AS dead,
-                    ARRAY(SELECT a.attnum::integer FROM pg_catalog.pg_attribute a
-                           WHERE a.attrelid = r.tbl AND NOT a.attisdropped AND a.attnum > 0
-                             AND a.attname::text IN (SELECT k.value FROM pg_catalog.jsonb_each_text(r.columns) k)
-                           ORDER BY a.attnum) AS places
+    made := (SELECT COALESCE(pg_catalog.jsonb_object_agg(p.proname, true), '{}') FROM pg_catalog.pg_proc p
+              WHERE p.pronamespace = ns AND p.proname LIKE E'\\_settle\\_fq\\_%');
+    FOR q IN SELECT r.queue, r.form, r.tbl, r.dead_letter_table::oid AS dead, r.columns
                FROM @extschema@.settle_queues r
                JOIN pg_catalog.pg_class c ON c.oid = r.tbl
               ORDER BY r.queue COLLATE "C" LOOP
-        BEGIN
-            s := @extschema@._settle_shape(q.queue);
-        EXCEPTION WHEN OTHERS THEN
-            s := NULL;
-        END;
         names := names || q.queue;
         h := '_settle_fq_' || pg_catalog.left(pg_catalog.md5(q.queue), 24);
-        IF s.form IN ('lease', 'row_lock') THEN
-            -- (the form in the name: its second argument's type differs)
-            PERFORM @extschema@._settle_fast_put(ns, sch, ext, h || '_claim_' || s.form,
-                'pg_catalog.int8, ' || CASE WHEN s.form = 'lease' THEN 'pg_catalog.timestamptz' ELSE 'pg_catalog.text[]' END
-                || ', pg_catalog.text, lease interval, OUT hit boolean, OUT dead boolean, OUT id text, OUT attempt integer, '
-                   'OUT token timestamptz, OUT payload jsonb',
-                @extschema@._settle_fast_claim_body(sch, s, q.version, q.dead, q.places));
-            wanted := wanted || (h || '_claim_' || s.form);
-            claim_leaves := claim_leaves || @extschema@._settle_fast_leaf(q.queue,
-                pg_catalog.format('%s.%I(NULL, NULL, NULL, lease)', sch, h || '_claim_' || s.form),
-                ARRAY['hit', 'dead', 'id', 'attempt', 'token', 'payload']);
-            PERFORM @extschema@._settle_fast_put(ns, sch, ext, h || '_claim_many_' || s.form,
-                'pg_catalog.int8, ' || CASE WHEN s.form = 'lease' THEN 'pg_catalog.timestamptz' ELSE 'pg_catalog.text[]' END
-                || ', pg_catalog.text, lease interval, OUT hit boolean, OUT deads boolean[], OUT ids text[], OUT atts integer[], '
-                   'OUT toks timestamptz[], OUT pays jsonb[]',
-                @extschema@._settle_fast_claim_many_body(sch, s, q.version, q.dead, q.places));
-            wanted := wanted || (h || '_claim_many_' || s.form);
-            claim_many_leaves := claim_many_leaves || @extschema@._settle_fast_leaf(q.queue,
-                pg_catalog.format('%s.%I(batch, NULL, NULL, lease)', sch, h || '_claim_many_' || s.form),
-                ARRAY['hit', 'deads', 'ids', 'atts', 'toks', 'pays']);
-        ELSE
-            claim_leaves := claim_leaves || @extschema@._settle_fast_leaf(q.queue, NULL, NULL);
-            claim_many_leaves := claim_many_leaves || @extschema@._settle_fast_leaf(q.queue, NULL, NULL);
+        broken := false;
+        IF changed IS NULL OR q.queue = ANY (changed) THEN
+            BEGIN
+                s := @extschema@._settle_shape(q.queue);
+            EXCEPTION WHEN OTHERS THEN
+                s := NULL;
+            END;
+            broken := s.queue IS NULL;
+            IF NOT broken THEN
+                version := (@extschema@._settle_entry(q.queue)).version;
+                places := ARRAY(SELECT a.attnum::integer FROM pg_catalog.pg_attribute a
+                                 WHERE a.attrelid = q.tbl AND NOT a.attisdropped AND a.attnum > 0
+                                   AND a.attname::text IN (SELECT k.value FROM pg_catalog.jsonb_each_text(q.columns) k)
+                                 ORDER BY a.attnum);
+                IF s.form IN ('lease', 'row_lock') THEN
+                    -- (the form in the name: its second argument's type differs)
+                    PERFORM @extschema@._settle_fast_put(ns, sch, ext, h || '_claim_' || s.form,
+                        'pg_catalog.int8, ' || CASE WHEN s.form = 'lease' THEN 'pg_catalog.timestamptz' ELSE 'pg_catalog.text[]' END
+                        || ', pg_catalog.text, lease interval, OUT hit boolean, OUT dead boolean, OUT id text, OUT attempt integer, '
+                           'OUT token timestamptz, OUT payload jsonb',
+                        @extschema@._settle_fast_claim_body(sch, s, version, q.dead, places));
+                    PERFORM @extschema@._settle_fast_put(ns, sch, ext, h || '_claim_many_' || s.form,
+                        'pg_catalog.int8, ' || CASE WHEN s.form = 'lease' THEN 'pg_catalog.timestamptz' ELSE 'pg_catalog.text[]' END
+                        || ', pg_catalog.text, lease interval, OUT hit boolean, OUT deads boolean[], OUT ids text[], OUT atts integer[], '
+                           'OUT toks timestamptz[], OUT pays jsonb[]',
+                        @extschema@._settle_fast_claim_many_body(sch, s, version, q.dead, places));
+                    made := made || pg_catalog.jsonb_build_object(h || '_claim_' || s.form, true);
+                ELSE
+                    PERFORM @extschema@._settle_fast_put(ns, sch, ext, h || '_claim_many_advisory',
+                        'pg_catalog.int8, pg_catalog.text, pg_catalog.text, lease interval, batch integer, pg_catalog.text[], '
+                        'OUT hit boolean, OUT deads boolean[], OUT ids text[], OUT atts integer[], OUT toks timestamptz[], OUT pays jsonb[]',
+                        @extschema@._settle_fast_claim_advisory_body(sch, s, version, q.dead, places));
+                END IF;
+                PERFORM @extschema@._settle_fast_put(ns, sch, ext, h || '_complete',
+                    'pg_catalog.text, pg_catalog.timestamptz, pg_catalog.timestamptz, outcome text, delay interval, '
+                    'OUT hit boolean, OUT result text',
+                    @extschema@._settle_fast_complete_body(sch, s, version, q.dead, places));
+                PERFORM @extschema@._settle_fast_put(ns, sch, ext, h || '_complete_many',
+                    'pg_catalog.text[], pg_catalog.timestamptz[], pg_catalog.timestamptz, outcome text, delay interval, '
+                    'OUT hit boolean, OUT res text[]',
+                    @extschema@._settle_fast_complete_many_body(sch, s, version, q.dead, places));
+                made := made || pg_catalog.jsonb_build_object(h || '_claim_many_' || s.form, true, h || '_complete', true,
+                                                              h || '_complete_many', true);
+            END IF;
         END IF;
-        IF s.queue IS NOT NULL THEN
-            PERFORM @extschema@._settle_fast_put(ns, sch, ext, h || '_complete',
-                'pg_catalog.text, pg_catalog.timestamptz, pg_catalog.timestamptz, outcome text, delay interval, '
-                'OUT hit boolean, OUT result text',
-                @extschema@._settle_fast_complete_body(sch, s, q.version, q.dead, q.places));
-            wanted := wanted || (h || '_complete');
-            complete_leaves := complete_leaves || @extschema@._settle_fast_leaf(q.queue,
-                pg_catalog.format('%s.%I(id, token, NULL, outcome, delay)', sch, h || '_complete'), ARRAY['hit', 'result']);
-            PERFORM @extschema@._settle_fast_put(ns, sch, ext, h || '_complete_many',
-                'pg_catalog.text[], pg_catalog.timestamptz[], pg_catalog.timestamptz, outcome text, delay interval, '
-                'OUT hit boolean, OUT res text[]',
-                @extschema@._settle_fast_complete_many_body(sch, s, q.version, q.dead, q.places));
-            wanted := wanted || (h || '_complete_many');
-            many_leaves := many_leaves || @extschema@._settle_fast_leaf(q.queue,
-                pg_catalog.format('%s.%I(ids, tokens, NULL, outcome, delay)', sch, h || '_complete_many'), ARRAY['hit', 'res']);
-        ELSE
-            complete_leaves := complete_leaves || @extschema@._settle_fast_leaf(q.queue, NULL, NULL);
-            many_leaves := many_leaves || @extschema@._settle_fast_leaf(q.queue, NULL, NULL);
-        END IF;
+        -- each dispatcher's branch for this queue: its function; none (hit
+        -- false: a queue whose shape fails, which the prepared path reports,
+        -- or the one-row claim of an advisory queue, which the claim of many
+        -- serves); or, where its function is missing, hit NULL
+        FOR k IN 1 .. 4 LOOP
+            fname := h || '_' || kinds[k] || CASE WHEN k <= 2 THEN '_' || q.form ELSE '' END;
+            IF broken OR (k = 1 AND q.form = 'advisory') THEN
+                leaf := @extschema@._settle_fast_leaf(q.queue, NULL, NULL);
+            ELSIF made ? fname THEN
+                wanted := wanted || fname;
+                leaf := @extschema@._settle_fast_leaf(q.queue,
+                    pg_catalog.format('%s.%I', sch, fname)
+                    || CASE WHEN k = 2 AND q.form = 'advisory' THEN '(NULL, NULL, NULL, lease, batch, NULL)' ELSE calls[k] END,
+                    pg_catalog.string_to_array(cols[k], ','));
+            ELSE
+                leaf := @extschema@._settle_fast_leaf(q.queue, '', NULL);
+            END IF;
+            IF k = 1 THEN
+                claim_leaves := claim_leaves || leaf;
+            ELSIF k = 2 THEN
+                claim_many_leaves := claim_many_leaves || leaf;
+            ELSIF k = 3 THEN
+                complete_leaves := complete_leaves || leaf;
+            ELSE
+                many_leaves := many_leaves || leaf;
+            END IF;
+        END LOOP;
     END LOOP;
+    made := (SELECT COALESCE(pg_catalog.jsonb_object_agg(w, true), '{}') FROM pg_catalog.unnest(wanted) w);
     FOR f IN SELECT p.oid FROM pg_catalog.pg_proc p
-              WHERE p.pronamespace = ns AND p.proname LIKE E'\\_settle\\_fq\\_%' AND NOT p.proname = ANY (wanted) LOOP
+              WHERE p.pronamespace = ns AND p.proname LIKE E'\\_settle\\_fq\\_%' AND NOT made ? p.proname::text LOOP
         IF EXISTS (SELECT FROM pg_catalog.pg_depend d WHERE d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
                       AND d.objid = f AND d.deptype = 'e') THEN
             EXECUTE pg_catalog.format('ALTER EXTENSION %I DROP FUNCTION %s', ext, f);
@@ -711,6 +997,38 @@ BEGIN
         || @extschema@._settle_fast_tree(names, many_leaves, 1, pg_catalog.cardinality(names)) || E'\nEND');
 END $$;
 
+-- A call found its queue (queue) at another version than its generated
+-- functions', or found them missing: build them, unless another transaction
+-- is building (calls take the prepared path meanwhile), or this one cannot
+-- write, or reads an older snapshot than the latest build may have.
+CREATE OR REPLACE FUNCTION @extschema@._settle_fast_refresh(queue text) RETURNS void
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+BEGIN
+    IF pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.=) 'read committed'
+       AND pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'off'
+       AND pg_catalog.pg_try_advisory_xact_lock(1936028780, 1718186868) THEN
+        PERFORM @extschema@._settle_fast_build(ARRAY[queue]);
+    END IF;
+END $$;
+
+-- The registry changed: build the queues registered or registered anew
+-- (settle_changed, the statement's new rows); after a DELETE, only the
+-- dispatchers; after a TRUNCATE, everything.
+CREATE OR REPLACE FUNCTION @extschema@._settle_fast_registry_changed() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF TG_OP OPERATOR(pg_catalog.=) 'INSERT' OR TG_OP OPERATOR(pg_catalog.=) 'UPDATE' THEN
+        PERFORM @extschema@._settle_fast_build(ARRAY(SELECT c.queue FROM settle_changed c));
+    ELSIF TG_OP OPERATOR(pg_catalog.=) 'DELETE' THEN
+        PERFORM @extschema@._settle_fast_build('{}');
+    ELSE
+        PERFORM @extschema@._settle_fast_build();
+    END IF;
+    RETURN NULL;
+END $$;
+
 -- the generated functions of 0.9.0, and dispatchers that send every queue's first call to a build
 DO $settle_step$
 DECLARE
@@ -721,6 +1039,16 @@ BEGIN
         EXECUTE pg_catalog.format('DROP FUNCTION %s', f);
     END LOOP;
 END $settle_step$;
+
+-- (a transition table needs a trigger of one event)
+CREATE TRIGGER settle_fast_build_insert AFTER INSERT ON @extschema@.settle_queues
+    REFERENCING NEW TABLE AS settle_changed
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._settle_fast_registry_changed();
+CREATE TRIGGER settle_fast_build_update AFTER UPDATE ON @extschema@.settle_queues
+    REFERENCING NEW TABLE AS settle_changed
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._settle_fast_registry_changed();
+CREATE TRIGGER settle_fast_build_delete AFTER DELETE OR TRUNCATE ON @extschema@.settle_queues
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._settle_fast_registry_changed();
 
 CREATE OR REPLACE FUNCTION @extschema@._settle_fast_claim_many(queue text, batch integer, lease interval, OUT hit boolean, OUT deads boolean[],
                                                     OUT ids text[], OUT atts integer[], OUT toks timestamptz[], OUT pays jsonb[])

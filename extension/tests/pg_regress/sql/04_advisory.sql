@@ -106,3 +106,17 @@ RESET enable_indexscan;
 RESET enable_bitmapscan;
 SELECT queue_complete('ad_order', '2', 'ack'), queue_complete('ad_order', '10', 'retry');
 SELECT id, attempt FROM ad_order ORDER BY id;
+-- a delivery settled in a transaction stays settled there: a second outcome
+-- finds it not held, though its key stays locked until the first commits
+CREATE TABLE ad_twice (id bigint PRIMARY KEY, attempt int NOT NULL DEFAULT 0);
+SELECT queue_register('ad_twice', 'ad_twice', 'advisory');
+INSERT INTO ad_twice (id) VALUES (1), (2), (3);
+BEGIN;
+SELECT id FROM queue_claim('ad_twice', 2);
+SELECT * FROM queue_complete_many('ad_twice', '{1,2}', 'retry');
+SELECT * FROM queue_complete_many('ad_twice', '{1,2}', 'ack');
+SELECT id FROM queue_claim('ad_twice');
+SELECT queue_complete('ad_twice', '3', 'ack');
+SELECT try($$SELECT queue_complete('ad_twice', '3', 'drop')$$);
+ROLLBACK;
+SELECT id, attempt FROM ad_twice ORDER BY id;

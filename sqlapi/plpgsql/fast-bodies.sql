@@ -1,0 +1,418 @@
+-- The SQL edition's fast path, the code it generates (fast.sql generates and
+-- reaches it): for a queue s at version (_settle_entry's) whose dead-letter
+-- table is dead and whose role columns are at attnums places, in the
+-- edition's schema sch, the PL/pgSQL body of each function generated for it.
+-- Statements come from statements.sql's builders, written in as static SQL;
+-- everything around them is schema-qualified, since they run under their
+-- caller's search_path.
+
+-- The generated test that its queue is still at version (_settle_entry's: the
+-- registry row's, the table's and the dead-letter table's row versions) with
+-- its role columns still at attnums places, returning with hit NULL if not.
+-- The registry row is kept in step by the trigger that builds these
+-- functions; the tables' catalog rows are read, one index probe each; a
+-- column dropped changes no other catalog row than its own, and is seen by
+-- has_column_privilege (NULL for a dropped column, read from the catalog
+-- cache). (A role column renamed is not seen: its queue must be registered
+-- again, which builds anew.)
+CREATE FUNCTION @extschema@._settle_fast_at_version(version text, rel oid, dead oid, places integer[])
+    RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT pg_catalog.format(
+    E'IF NOT EXISTS (SELECT FROM pg_catalog.pg_class c%s WHERE c.oid OPERATOR(pg_catalog.=) %s::pg_catalog.oid '
+    'AND c.xmin OPERATOR(pg_catalog.=) %L::pg_catalog.xid%s) THEN\n    RETURN;\nEND IF;\n%s'
+    || E'hit := true;\n',
+    CASE WHEN dead IS NOT NULL THEN ', pg_catalog.pg_class d' ELSE '' END, rel, v[2],
+    CASE WHEN dead IS NOT NULL THEN pg_catalog.format(
+      ' AND d.oid OPERATOR(pg_catalog.=) %s::pg_catalog.oid AND d.xmin OPERATOR(pg_catalog.=) %L::pg_catalog.xid', dead, v[3]) ELSE '' END,
+    CASE WHEN pg_catalog.cardinality(places) > 0 THEN
+      'IF ' || (SELECT pg_catalog.string_agg(pg_catalog.format(
+                  'pg_catalog.has_column_privilege(%s::pg_catalog.oid, %s::pg_catalog.int2, ''SELECT'') IS NULL', rel, p), ' OR ')
+                FROM pg_catalog.unnest(places) p)
+      || E' THEN\n    RETURN;\nEND IF;\n' ELSE '' END)
+  FROM (SELECT pg_catalog.string_to_array(version, '.') AS v) x
+$$;
+
+-- The generated code of a claim's mark (mark.sql), for queue at version:
+-- first where the claim starts (mark: an id, NULL: the lowest id; started:
+-- when a scan from the lowest id began), then, after the take, the new mark
+-- (the id taken, unless dead). A queue claimed in priority order keeps none.
+CREATE FUNCTION @extschema@._settle_fast_mark(sch text, s @extschema@.settle_queue_shape, version text, after boolean)
+    RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT CASE
+    WHEN s.priority IS NOT NULL THEN ''
+    WHEN NOT after THEN pg_catalog.format($f$
+every := CASE WHEN COALESCE(pg_catalog.current_setting('settle.rescan_interval', true), '') OPERATOR(pg_catalog.=) ''
+              THEN '1 second'::pg_catalog.interval ELSE %3$s._settle_rescan_interval() END;
+r := pg_catalog.string_to_array(pg_catalog.current_setting(%2$L, true), ' ');
+mark := CASE WHEN every OPERATOR(pg_catalog.>) '0'::pg_catalog.interval
+                  AND pg_catalog.current_setting(%1$L, true) OPERATOR(pg_catalog.<>) ''
+                  AND pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.<)
+                      (r[1]::pg_catalog.float8 OPERATOR(pg_catalog.+)
+                       GREATEST(pg_catalog.date_part('epoch', every), 10 OPERATOR(pg_catalog.*) r[2]::pg_catalog.float8))
+             THEN pg_catalog.current_setting(%1$L, true) END;
+started := CASE WHEN mark IS NULL THEN pg_catalog.clock_timestamp() END;
+$f$, 'settle_sql.m' || k, 'settle_sql.r' || k, sch)
+    ELSE pg_catalog.format($f$
+IF started IS NOT NULL THEN
+    PERFORM pg_catalog.set_config(%2$L, pg_catalog.date_part('epoch', started)::pg_catalog.text OPERATOR(pg_catalog.||) ' '
+        OPERATOR(pg_catalog.||) pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) started)::pg_catalog.text, false);
+END IF;
+IF id IS NOT NULL AND NOT dead AND every OPERATOR(pg_catalog.>) '0'::pg_catalog.interval THEN
+    PERFORM pg_catalog.set_config(%1$L, id, false);
+END IF;
+$f$, 'settle_sql.m' || k, 'settle_sql.r' || k, sch)
+  END
+  FROM (SELECT pg_catalog.md5(s.queue || '/' || version) AS k) x
+$$;
+
+-- The generated claim of one row (lease, row_lock) of queue s at version.
+CREATE FUNCTION @extschema@._settle_fast_claim_body(sch text, s @extschema@.settle_queue_shape, version text, dead oid,
+                                                    places integer[]) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+    b text := E'#variable_conflict use_column\nDECLARE\n    mark ALIAS FOR $3;\n    every interval;\n'
+              || E'    r text[];\n    started timestamptz;\n';
+    one text := 'LIMIT 1';
+    -- around a statement with a text[] parameter: its generic plan, which
+    -- PostgreSQL would otherwise make anew on every call (see _settle_settle)
+    generic text := E'caller_mode := pg_catalog.current_setting(''plan_cache_mode'');\n'
+                    || E'PERFORM pg_catalog.set_config(''plan_cache_mode'', ''force_generic_plan'', true);\n';
+    caller_plans text := E'PERFORM pg_catalog.set_config(''plan_cache_mode'', caller_mode, true);\n';
+BEGIN
+    IF s.form = 'lease' THEN
+        b := b || E'    tok ALIAS FOR $2;\nBEGIN\n'
+            || E'IF lease OPERATOR(pg_catalog.<) ''1 millisecond''::pg_catalog.interval '
+            || E'OR lease OPERATOR(pg_catalog.>) ''36600 days''::pg_catalog.interval THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
+            || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
+            || @extschema@._settle_fast_mark(sch, s, version, false)
+            || E'tok := pg_catalog.date_trunc(''milliseconds'', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) '
+            || E'COALESCE(lease, ''30 seconds''::pg_catalog.interval));\nIF mark IS NULL THEN\n'
+            || pg_catalog.replace(@extschema@._settle_take_lease(s, false, false), 'LIMIT $1', one)
+            || E'\n    INTO dead, id, attempt, token, payload;\nELSE\n'
+            || pg_catalog.replace(@extschema@._settle_take_lease(s, false, true), 'LIMIT $1', one)
+            || E'\n    INTO dead, id, attempt, token, payload;\nEND IF;\n';
+    ELSE
+        -- row_lock: the rows this transaction holds (claims.sql, _settle_row_locks)
+        b := b || E'    held_ids ALIAS FOR $2;\n    held jsonb;\n    caller_mode text;\nBEGIN\n'
+            || E'IF lease IS NOT NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
+            || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
+            || @extschema@._settle_fast_mark(sch, s, version, false)
+            || E'held := CASE WHEN COALESCE(pg_catalog.current_setting(''settle_sql.row_locks'', true), '''') OPERATOR(pg_catalog.=) '''' '
+            || E'THEN ''{}''::pg_catalog.jsonb ELSE pg_catalog.current_setting(''settle_sql.row_locks'', true)::pg_catalog.jsonb END;\n'
+            || pg_catalog.format(E'held_ids := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(held OPERATOR(pg_catalog.->) %L, ''[]'')));\n', s.queue)
+            || E'IF pg_catalog.cardinality(held_ids) OPERATOR(pg_catalog.=) 0 THEN\n    IF mark IS NULL THEN\n'
+            || pg_catalog.replace(@extschema@._settle_claim_row_lock(s, false, false, false), 'LIMIT $1', one)
+            || E'\n    INTO id, attempt, token, payload;\n    ELSE\n'
+            || pg_catalog.replace(@extschema@._settle_claim_row_lock(s, false, false, true), 'LIMIT $1', one)
+            || E'\n    INTO id, attempt, token, payload;\n    END IF;\nELSE\n' || generic
+            || E'    IF mark IS NULL THEN\n'
+            || pg_catalog.replace(@extschema@._settle_claim_row_lock(s, true, false, false), 'LIMIT $1', one)
+            || E'\n    INTO id, attempt, token, payload;\n    ELSE\n'
+            || pg_catalog.replace(@extschema@._settle_claim_row_lock(s, true, false, true), 'LIMIT $1', one)
+            || E'\n    INTO id, attempt, token, payload;\n    END IF;\n' || caller_plans || E'END IF;\ndead := false;\n'
+            || E'IF id IS NOT NULL THEN\n'
+            || pg_catalog.format(E'    PERFORM pg_catalog.set_config(''settle_sql.row_locks'', pg_catalog.jsonb_set(held, ARRAY[%L], '
+                                 || E'pg_catalog.to_jsonb(pg_catalog.array_append(held_ids, id)))::pg_catalog.text, true);\n', s.queue)
+            || E'END IF;\n';
+    END IF;
+    RETURN b || @extschema@._settle_fast_mark(sch, s, version, true) || 'END';
+END $$;
+
+-- The generated claim of more than one row ($1) of queue s (lease, row_lock)
+-- at version: the rows as arrays in claim order, deads flagging those a lease
+-- take found past max_attempts (queue_claim moves them). The batch size is a
+-- parameter of the statement's generic plan: ORDER BY and LIMIT keep it on the
+-- claim-order index whatever the size.
+CREATE FUNCTION @extschema@._settle_fast_claim_many_body(sch text, s @extschema@.settle_queue_shape, version text, dead oid,
+                                                         places integer[]) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+    b text := E'#variable_conflict use_column\nDECLARE\n    mark ALIAS FOR $3;\n    every interval;\n    r text[];\n'
+              || E'    started timestamptz;\n    id text;\n    dead boolean := false;\n    caller_mode text;\n';
+    generic text := E'caller_mode := pg_catalog.current_setting(''plan_cache_mode'');\n'
+                    || E'PERFORM pg_catalog.set_config(''plan_cache_mode'', ''force_generic_plan'', true);\n';
+    caller_plans text := E'PERFORM pg_catalog.set_config(''plan_cache_mode'', caller_mode, true);\n';
+BEGIN
+    IF s.form = 'lease' THEN
+        b := b || E'    tok ALIAS FOR $2;\nBEGIN\n'
+            || E'IF lease OPERATOR(pg_catalog.<) ''1 millisecond''::pg_catalog.interval '
+            || E'OR lease OPERATOR(pg_catalog.>) ''36600 days''::pg_catalog.interval THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
+            || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
+            || @extschema@._settle_fast_mark(sch, s, version, false)
+            || E'tok := pg_catalog.date_trunc(''milliseconds'', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) '
+            || E'COALESCE(lease, ''30 seconds''::pg_catalog.interval));\n' || generic
+            || E'IF mark IS NULL THEN\n' || @extschema@._settle_take_lease(s, true, false)
+            || E'\n    INTO deads, ids, atts, toks, pays;\nELSE\n' || @extschema@._settle_take_lease(s, true, true)
+            || E'\n    INTO deads, ids, atts, toks, pays;\nEND IF;\n' || caller_plans
+            -- the mark: the last row taken that is not dead
+            || E'id := ids[pg_catalog.cardinality(ids)];\n'
+            || E'IF true OPERATOR(pg_catalog.=) ANY (deads) THEN\n'
+            || E'    id := (SELECT x.i FROM ROWS FROM (pg_catalog.unnest(ids), pg_catalog.unnest(deads)) WITH ORDINALITY x(i, d, o)\n'
+            || E'           WHERE NOT x.d ORDER BY x.o DESC LIMIT 1);\nEND IF;\n';
+    ELSE
+        -- row_lock: the rows this transaction holds (claims.sql, _settle_row_locks)
+        b := b || E'    held_ids ALIAS FOR $2;\n    held jsonb;\nBEGIN\n'
+            || E'IF lease IS NOT NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
+            || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
+            || @extschema@._settle_fast_mark(sch, s, version, false)
+            || E'held := CASE WHEN COALESCE(pg_catalog.current_setting(''settle_sql.row_locks'', true), '''') OPERATOR(pg_catalog.=) '''' '
+            || E'THEN ''{}''::pg_catalog.jsonb ELSE pg_catalog.current_setting(''settle_sql.row_locks'', true)::pg_catalog.jsonb END;\n'
+            || pg_catalog.format(E'held_ids := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(held OPERATOR(pg_catalog.->) %L, ''[]'')));\n', s.queue)
+            || generic
+            || E'IF pg_catalog.cardinality(held_ids) OPERATOR(pg_catalog.=) 0 THEN\n    IF mark IS NULL THEN\n'
+            || @extschema@._settle_claim_row_lock(s, false, true, false) || E'\n    INTO ids, atts, pays;\n    ELSE\n'
+            || @extschema@._settle_claim_row_lock(s, false, true, true) || E'\n    INTO ids, atts, pays;\n    END IF;\nELSE\n'
+            || E'    IF mark IS NULL THEN\n'
+            || @extschema@._settle_claim_row_lock(s, true, true, false) || E'\n    INTO ids, atts, pays;\n    ELSE\n'
+            || @extschema@._settle_claim_row_lock(s, true, true, true) || E'\n    INTO ids, atts, pays;\n    END IF;\nEND IF;\n'
+            || caller_plans
+            || E'id := ids[pg_catalog.cardinality(ids)];\n'
+            || E'IF id IS NOT NULL THEN\n'
+            || pg_catalog.format(E'    PERFORM pg_catalog.set_config(''settle_sql.row_locks'', pg_catalog.jsonb_set(held, ARRAY[%L], '
+                                 || E'pg_catalog.to_jsonb(held_ids OPERATOR(pg_catalog.||) ids))::pg_catalog.text, true);\n', s.queue)
+            || E'END IF;\n';
+    END IF;
+    RETURN b || @extschema@._settle_fast_mark(sch, s, version, true) || 'END';
+END $$;
+
+-- The generated advisory claim of batch rows (one or more) of queue s at
+-- version, as _settle_take_keyed: ready rows in claim order, a page
+-- ($1: 2 * batch + 16) at a time, their keys locked for the transaction
+-- first and for the session once their row is taken. Out as the claim of
+-- many's. Statement parameters: $1 the page, $2 the candidates' start (the
+-- mark, the last id seen, or in priority order the rows passed), $6 the ids
+-- whose keys this call locked.
+CREATE FUNCTION @extschema@._settle_fast_claim_advisory_body(sch text, s @extschema@.settle_queue_shape, version text, dead oid,
+                                                             places integer[]) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT E'#variable_conflict use_column\nDECLARE\n    mark ALIAS FOR $3;\n    every interval;\n    r text[];\n'
+    || E'    started timestamptz;\n    id text;\n    dead boolean := false;\n    caller_mode text;\n    held_keys bigint[];\n'
+    || E'    cands text[];\n    cand_keys bigint[];\n    keys bigint[];\n    got integer := 0;\n    passed bigint := 0;\n'
+    || E'    last_id text;\n    full_page boolean;\n    t_deads boolean[];\n    t_ids text[];\n    t_atts integer[];\n'
+    || E'    t_toks timestamptz[];\n    t_pays jsonb[];\n    t_keys bigint[];\nBEGIN\n'
+    || E'IF lease IS NOT NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
+    || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
+    || @extschema@._settle_fast_mark(sch, s, version, false)
+    || E'$1 := batch OPERATOR(pg_catalog.*) 2 OPERATOR(pg_catalog.+) 16;\n'
+    -- the keys this session holds (a session lock is re-entrant: never hand
+    -- this session a row it holds already)
+    || E'held_keys := ARRAY(SELECT (l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8 '
+    || E'FROM pg_catalog.pg_locks l WHERE l.locktype OPERATOR(pg_catalog.=) ''advisory'' AND l.objsubid OPERATOR(pg_catalog.=) 1 '
+    || E'AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid() AND l.granted);\n'
+    || E'deads := ''{}'';\nids := ''{}'';\natts := ''{}'';\npays := ''{}'';\n'
+    || E'caller_mode := pg_catalog.current_setting(''plan_cache_mode'');\n'
+    || E'PERFORM pg_catalog.set_config(''plan_cache_mode'', ''force_generic_plan'', true);\n'
+    || E'FOR pass IN 1 .. 16 LOOP\n    EXIT WHEN got OPERATOR(pg_catalog.=) batch;\n    $6 := ''{}'';\n    keys := ''{}'';\n'
+    || E'    IF last_id IS NULL AND mark IS NULL THEN\n' || @extschema@._settle_candidates(s, false, true, false)
+    || E'\n    INTO cands, cand_keys;\n    ELSIF last_id IS NULL THEN\n    $2 := mark;\n' || @extschema@._settle_candidates(s, false, true, true)
+    || E'\n    INTO cands, cand_keys;\n    ELSE\n'
+    || CASE WHEN s.priority IS NOT NULL THEN E'    $2 := passed::pg_catalog.text;\n' ELSE E'    $2 := last_id;\n' END
+    || @extschema@._settle_candidates(s, true, true, false) || E'\n    INTO cands, cand_keys;\n    END IF;\n'
+    || E'    FOR j IN 1 .. COALESCE(pg_catalog.cardinality(cands), 0) LOOP\n'
+    || E'        EXIT WHEN pg_catalog.cardinality($6) OPERATOR(pg_catalog.>=) (batch OPERATOR(pg_catalog.-) got);\n'
+    || E'        last_id := cands[j];\n        passed := passed OPERATOR(pg_catalog.+) 1;\n'
+    || E'        IF NOT (cand_keys[j] OPERATOR(pg_catalog.=) ANY (held_keys)) AND pg_catalog.pg_try_advisory_xact_lock(cand_keys[j]) THEN\n'
+    || E'            $6 := $6 OPERATOR(pg_catalog.||) cands[j];\n            keys := keys OPERATOR(pg_catalog.||) cand_keys[j];\n'
+    || E'        END IF;\n    END LOOP;\n'
+    || E'    full_page := COALESCE(pg_catalog.cardinality(cands), 0) OPERATOR(pg_catalog.=) $1;\n'
+    || E'    IF pg_catalog.cardinality($6) OPERATOR(pg_catalog.>) 0 THEN\n'
+    || pg_catalog.replace(@extschema@._settle_take_advisory(s, true), '$1::pg_catalog.text[]', '$6::pg_catalog.text[]')
+    || E'\n        INTO t_deads, t_ids, t_atts, t_toks, t_pays;\n'
+    -- the rows taken: their keys held for the session now; dead ones apart
+    || E'        t_keys := ARRAY(SELECT l.k FROM ROWS FROM (pg_catalog.unnest($6), pg_catalog.unnest(keys)) l(i, k)\n'
+    || E'                        JOIN ROWS FROM (pg_catalog.unnest(t_ids), pg_catalog.unnest(t_deads)) x(i, d)\n'
+    || E'                          ON x.i OPERATOR(pg_catalog.=) l.i WHERE NOT x.d);\n'
+    || E'        PERFORM pg_catalog.pg_advisory_lock(k) FROM pg_catalog.unnest(t_keys) k;\n'
+    || E'        IF pg_catalog.cardinality(t_keys) OPERATOR(pg_catalog.<) pg_catalog.cardinality(keys) THEN\n'
+    || pg_catalog.format(E'            PERFORM %s._settle_keys_give_up(ARRAY(SELECT l.k FROM pg_catalog.unnest(keys) l(k) '
+                         || E'LEFT JOIN pg_catalog.unnest(t_keys) t(k) ON t.k OPERATOR(pg_catalog.=) l.k WHERE t.k IS NULL));\n', sch)
+    || E'        END IF;\n'
+    || E'        held_keys := held_keys OPERATOR(pg_catalog.||) t_keys;\n'
+    || E'        got := got OPERATOR(pg_catalog.+) pg_catalog.cardinality(t_keys);\n'
+    || E'        deads := deads OPERATOR(pg_catalog.||) t_deads;\n        ids := ids OPERATOR(pg_catalog.||) t_ids;\n'
+    || E'        atts := atts OPERATOR(pg_catalog.||) t_atts;\n        pays := pays OPERATOR(pg_catalog.||) t_pays;\n'
+    || E'    END IF;\n    EXIT WHEN NOT full_page;\nEND LOOP;\n'
+    || E'PERFORM pg_catalog.set_config(''plan_cache_mode'', caller_mode, true);\n'
+    -- the mark: the last row taken that is not dead
+    || E'id := (SELECT x.i FROM ROWS FROM (pg_catalog.unnest(ids), pg_catalog.unnest(deads)) WITH ORDINALITY x(i, d, o)\n'
+    || E'       WHERE NOT x.d ORDER BY x.o DESC LIMIT 1);\n'
+    || @extschema@._settle_fast_mark(sch, s, version, true) || 'END'
+$$;
+
+-- The generated settle of one row with ack, drop, retry or retry_after of
+-- queue s at version; anything else, and a row not held, is left
+-- to the prepared path (hit false), which settles it or says why not.
+CREATE FUNCTION @extschema@._settle_fast_complete_body(sch text, s @extschema@.settle_queue_shape, version text, dead oid,
+                                                       places integer[]) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+    b text := E'#variable_conflict use_column\nDECLARE\n    until ALIAS FOR $3;\n    w text;\n    rid text;\n    held jsonb;\n'
+              || E'    key bigint;\nBEGIN\n';
+    ready text := 'result OPERATOR(pg_catalog.=) ''retried'' OR result OPERATOR(pg_catalog.=) ''released''';
+BEGIN
+    b := b || CASE WHEN s.form = 'lease' THEN 'IF $2 IS NULL THEN' ELSE 'IF $2 IS NOT NULL THEN' END
+        || E'\n    hit := false;\n    RETURN;\nEND IF;\n'
+        || E'IF outcome OPERATOR(pg_catalog.=) ''ack'' OR outcome OPERATOR(pg_catalog.=) ''drop'' THEN\n    w := ''ack'';\n'
+        || E'ELSIF outcome OPERATOR(pg_catalog.=) ''retry'' THEN\n    w := ''retry'';\n'
+        || CASE WHEN s.retry_after IS NOT NULL THEN
+             E'ELSIF outcome OPERATOR(pg_catalog.=) ''retry_after'' AND delay OPERATOR(pg_catalog.>=) ''0''::pg_catalog.interval '
+             || E'AND delay OPERATOR(pg_catalog.<=) ''36600 days''::pg_catalog.interval THEN\n    w := ''retry_after'';\n'
+             || E'    until := pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) delay;\n' ELSE '' END
+        || E'ELSE\n    hit := false;\n    RETURN;\nEND IF;\n'
+        || E'IF delay IS NOT NULL AND w OPERATOR(pg_catalog.<>) ''retry_after'' THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
+        || @extschema@._settle_fast_at_version(version, s.rel, dead, places);
+    IF s.form = 'row_lock' THEN
+        b := b || E'held := CASE WHEN COALESCE(pg_catalog.current_setting(''settle_sql.row_locks'', true), '''') OPERATOR(pg_catalog.=) '''' '
+            || E'THEN ''{}''::pg_catalog.jsonb ELSE pg_catalog.current_setting(''settle_sql.row_locks'', true)::pg_catalog.jsonb END;\n'
+            || pg_catalog.format(E'IF NOT COALESCE((held OPERATOR(pg_catalog.->) %L) OPERATOR(pg_catalog.?) $1, false) THEN\n'
+                                 || E'    hit := false;\n    RETURN;\nEND IF;\n', s.queue);
+    ELSIF s.form = 'advisory' THEN
+        -- the key this session holds; held for this transaction from here, so
+        -- that it stays held until the outcome commits (as _settle_settle)
+        b := b || pg_catalog.format(E'key := %s.queue_advisory_key(%L, $1);\n', sch, s.queue)
+            -- (its own query, not _settle_keys_held: that one's plan is kept for
+            -- the claim's search_path, and would be made anew under the caller's)
+            || E'IF NOT EXISTS (SELECT FROM pg_catalog.pg_locks l WHERE l.locktype OPERATOR(pg_catalog.=) ''advisory'' '
+            || E'AND l.objsubid OPERATOR(pg_catalog.=) 1 AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid() AND l.granted '
+            || E'AND ((l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8) '
+            || pg_catalog.format(E'OPERATOR(pg_catalog.=) key) OR key OPERATOR(pg_catalog.=) ANY (%s._settle_keys_gone()) THEN\n', sch)
+            || E'    hit := false;\n    RETURN;\nEND IF;\n'
+            || E'PERFORM pg_catalog.pg_advisory_xact_lock(key);\nPERFORM pg_catalog.pg_advisory_unlock(key);\n'
+            || pg_catalog.format(E'PERFORM %s._settle_keys_give_up(ARRAY[key]);\n', sch);
+    END IF;
+    b := b || E'IF w OPERATOR(pg_catalog.=) ''ack'' THEN\n' || @extschema@._settle_ack(s, 'one', false)
+        || E'\n    INTO rid, result;\nELSIF w OPERATOR(pg_catalog.=) ''retry'' THEN\n' || @extschema@._settle_write_one(s, 'retry', false)
+        || E'\n    INTO rid, result;\n'
+        || CASE WHEN s.retry_after IS NOT NULL THEN
+             E'ELSE\n' || @extschema@._settle_write_one(s, 'retry_after', false) || E'\n    INTO rid, result;\n' ELSE '' END
+        || E'END IF;\nIF result IS NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n';
+    IF s.form = 'row_lock' THEN
+        b := b || pg_catalog.format(E'PERFORM pg_catalog.set_config(''settle_sql.row_locks'', pg_catalog.jsonb_set(held, ARRAY[%1$L], '
+                                    || E'(held OPERATOR(pg_catalog.->) %1$L) OPERATOR(pg_catalog.-) $1)::pg_catalog.text, true);\n', s.queue);
+    END IF;
+    IF s.max_attempts IS NOT NULL THEN
+        b := b || pg_catalog.format(E'IF result OPERATOR(pg_catalog.=) ''dead_lettered'' THEN\n'
+            || E'    RAISE WARNING USING ERRCODE = ''01SQ1'', MESSAGE = pg_catalog.format(%L, $1);\nEND IF;\n',
+            pg_catalog.format('settle: queue "%s": row %%s reached max_attempts (%s) and was moved to the dead letter',
+                              s.queue, s.max_attempts));
+    END IF;
+    -- ready again now: this session's next claim starts at or below it (mark.sql)
+    IF s.ordering_key IS NOT NULL THEN
+        ready := 'true';
+    END IF;
+    RETURN b || pg_catalog.format(E'IF %s THEN\n    PERFORM %s._settle_mark_ready(%L, %L, ARRAY[$1]);\nEND IF;\nEND',
+                                  ready, sch, s.queue, version);
+END $$;
+
+-- The generated settle of many rows (queue_complete_many) with ack, drop,
+-- retry or retry_after of queue s at version: res, each given id's result in
+-- the order given (NULL: not held). Fewer than two ids, a NULL, an id given
+-- twice, tokens that do not pair with the ids, any other outcome: the
+-- prepared path's (hit false).
+CREATE FUNCTION @extschema@._settle_fast_complete_many_body(sch text, s @extschema@.settle_queue_shape, version text, dead oid,
+                                                            places integer[]) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+    b text := E'#variable_conflict use_column\nDECLARE\n    given text[] := $1;\n    until ALIAS FOR $3;\n'
+              || E'    n integer := pg_catalog.cardinality($1);\n    w text;\n    run text[];\n    rids text[];\n    rress text[];\n'
+              || E'    held jsonb;\n    mine text[];\n    caller_mode text;\nBEGIN\n';
+    -- (the statements' $1: the ids that reach them, run)
+    write text;
+    -- each given id that reached the statement, u.v: its row's id as the statement returns it (canonical:
+    -- '007' of a bigint id comes back as 7)
+    canon text := pg_catalog.format('((u.v)::%s)::pg_catalog.text', s.id_type);
+BEGIN
+    b := b || E'IF n IS NULL OR n OPERATOR(pg_catalog.<) 2 OR pg_catalog.array_position($1, NULL) IS NOT NULL THEN\n'
+        || E'    hit := false;\n    RETURN;\nEND IF;\n'
+        || CASE WHEN s.form = 'lease' THEN
+             E'IF $2 IS NULL OR pg_catalog.cardinality($2) OPERATOR(pg_catalog.<>) n OR pg_catalog.array_position($2, NULL) IS NOT NULL THEN\n'
+           ELSE E'IF $2 IS NOT NULL THEN\n' END
+        || E'    hit := false;\n    RETURN;\nEND IF;\n'
+        || E'IF outcome OPERATOR(pg_catalog.=) ''ack'' OR outcome OPERATOR(pg_catalog.=) ''drop'' THEN\n    w := ''ack'';\n'
+        || E'ELSIF outcome OPERATOR(pg_catalog.=) ''retry'' THEN\n    w := ''retry'';\n'
+        || CASE WHEN s.retry_after IS NOT NULL THEN
+             E'ELSIF outcome OPERATOR(pg_catalog.=) ''retry_after'' AND delay OPERATOR(pg_catalog.>=) ''0''::pg_catalog.interval '
+             || E'AND delay OPERATOR(pg_catalog.<=) ''36600 days''::pg_catalog.interval THEN\n    w := ''retry_after'';\n'
+             || E'    until := pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) delay;\n' ELSE '' END
+        || E'ELSE\n    hit := false;\n    RETURN;\nEND IF;\n'
+        || E'IF delay IS NOT NULL AND w OPERATOR(pg_catalog.<>) ''retry_after'' THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
+        || E'IF (SELECT pg_catalog.count(DISTINCT u.v) FROM pg_catalog.unnest($1) u(v)) OPERATOR(pg_catalog.<>) n THEN\n'
+        || E'    hit := false;\n    RETURN;\nEND IF;\n'
+        || @extschema@._settle_fast_at_version(version, s.rel, dead, places);
+    -- the ids that reach the statement: row_lock only those this transaction
+    -- claimed, advisory only those whose key this session holds (settles.sql)
+    IF s.form = 'row_lock' THEN
+        b := b || E'held := CASE WHEN COALESCE(pg_catalog.current_setting(''settle_sql.row_locks'', true), '''') OPERATOR(pg_catalog.=) '''' '
+            || E'THEN ''{}''::pg_catalog.jsonb ELSE pg_catalog.current_setting(''settle_sql.row_locks'', true)::pg_catalog.jsonb END;\n'
+            || pg_catalog.format(E'mine := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(held OPERATOR(pg_catalog.->) %L, ''[]'')));\n', s.queue)
+            -- (joins, not = ANY: a hash instead of n x n comparisons)
+            || E'run := ARRAY(SELECT u.v FROM pg_catalog.unnest(given) u(v) JOIN pg_catalog.unnest(mine) m(v) ON m.v OPERATOR(pg_catalog.=) u.v);\n';
+    ELSIF s.form = 'advisory' THEN
+        b := b || pg_catalog.format(E'run := ARRAY(SELECT u.v FROM pg_catalog.unnest(given) u(v) JOIN (%s) h(k) '
+                                    || E'ON h.k OPERATOR(pg_catalog.=) %s.queue_advisory_key(%L, u.v) '
+                                    || E'WHERE NOT h.k OPERATOR(pg_catalog.=) ANY (%s._settle_keys_gone()));\n',
+                 'SELECT DISTINCT (l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8 '
+                 || 'FROM pg_catalog.pg_locks l WHERE l.locktype OPERATOR(pg_catalog.=) ''advisory'' AND l.objsubid OPERATOR(pg_catalog.=) 1 '
+                 || 'AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid() AND l.granted', sch, s.queue, sch)
+            -- each key held for this transaction from here, so that it stays
+            -- held until the outcome commits (as _settle_settle)
+            || pg_catalog.format(E'PERFORM pg_catalog.pg_advisory_xact_lock(k), pg_catalog.pg_advisory_unlock(k) '
+                                 || E'FROM (SELECT %s.queue_advisory_key(%L, u.v) AS k FROM pg_catalog.unnest(run) u(v)) x;\n', sch, s.queue)
+            || pg_catalog.format(E'IF pg_catalog.cardinality(run) OPERATOR(pg_catalog.>) 0 THEN\n'
+                                 || E'    PERFORM %1$s._settle_keys_give_up(ARRAY(SELECT %1$s.queue_advisory_key(%2$L, u.v) FROM pg_catalog.unnest(run) u(v)));\n'
+                                 || E'END IF;\n', sch, s.queue);
+    ELSE
+        b := b || E'run := given;\n';
+    END IF;
+    write := E'IF w OPERATOR(pg_catalog.=) ''ack'' THEN\n'
+        || CASE WHEN s.form = 'lease' THEN
+             -- delivered together: one token, one index scan over the ids
+             E'    IF $2[1] OPERATOR(pg_catalog.=) ALL ($2) THEN\n' || @extschema@._settle_ack(s, 'one_token', true)
+             || E'\n    INTO rids, rress;\n    ELSE\n' || @extschema@._settle_ack(s, 'many', true) || E'\n    INTO rids, rress;\n    END IF;\n'
+           ELSE @extschema@._settle_ack(s, 'many', true) || E'\n    INTO rids, rress;\n' END
+        || E'ELSIF w OPERATOR(pg_catalog.=) ''retry'' THEN\n' || @extschema@._settle_write(s, 'retry', true) || E'\n    INTO rids, rress;\n'
+        || CASE WHEN s.retry_after IS NOT NULL THEN
+             E'ELSE\n' || @extschema@._settle_write(s, 'retry_after', true) || E'\n    INTO rids, rress;\n' ELSE '' END
+        || E'END IF;\n';
+    -- the generic plans of statements with array parameters (see _settle_settle)
+    b := b || E'IF pg_catalog.cardinality(run) OPERATOR(pg_catalog.>) 0 THEN\n    $1 := run;\n'
+        || E'    caller_mode := pg_catalog.current_setting(''plan_cache_mode'');\n'
+        || E'    PERFORM pg_catalog.set_config(''plan_cache_mode'', ''force_generic_plan'', true);\n'
+        || write
+        || E'    PERFORM pg_catalog.set_config(''plan_cache_mode'', caller_mode, true);\nEND IF;\n'
+        || E'res := ARRAY(SELECT x.r FROM pg_catalog.unnest(given) WITH ORDINALITY g(v, o)\n'
+        || CASE WHEN s.form = 'lease' THEN E'             CROSS JOIN LATERAL (SELECT g.v) u(v)\n'
+                ELSE E'             LEFT JOIN pg_catalog.unnest(run) u(v) ON u.v OPERATOR(pg_catalog.=) g.v\n' END
+        || E'             LEFT JOIN ROWS FROM (pg_catalog.unnest(rids), pg_catalog.unnest(rress)) x(i, r)\n'
+        || pg_catalog.format(E'             ON x.i OPERATOR(pg_catalog.=) %s ORDER BY g.o);\n', canon);
+    IF s.form = 'row_lock' THEN
+        b := b || pg_catalog.format(E'PERFORM pg_catalog.set_config(''settle_sql.row_locks'', pg_catalog.jsonb_set(held, ARRAY[%L], '
+                                    || E'pg_catalog.to_jsonb(ARRAY(SELECT m.v FROM pg_catalog.unnest(mine) m(v) '
+                                    || E'LEFT JOIN pg_catalog.unnest(rids) d(i) ON d.i OPERATOR(pg_catalog.=) m.v WHERE d.i IS NULL)))::pg_catalog.text, true);\n', s.queue);
+    END IF;
+    IF s.max_attempts IS NOT NULL THEN
+        b := b || pg_catalog.format(E'IF ''dead_lettered'' OPERATOR(pg_catalog.=) ANY (res) THEN\n    FOR i IN 1 .. n LOOP\n'
+            || E'        IF res[i] OPERATOR(pg_catalog.=) ''dead_lettered'' THEN\n'
+            || E'            RAISE WARNING USING ERRCODE = ''01SQ1'', MESSAGE = pg_catalog.format(%L, given[i]);\n'
+            || E'        END IF;\n    END LOOP;\nEND IF;\n',
+            pg_catalog.format('settle: queue "%s": row %%s reached max_attempts (%s) and was moved to the dead letter',
+                              s.queue, s.max_attempts));
+    END IF;
+    -- ready again now: this session's next claim starts at or below them (mark.sql)
+    RETURN b || pg_catalog.format(E'IF %s THEN\n    PERFORM %s._settle_mark_ready(%L, %L, ARRAY(SELECT u.v FROM '
+                                  || E'ROWS FROM (pg_catalog.unnest(given), pg_catalog.unnest(res)) u(v, r) WHERE %s));\nEND IF;\nEND',
+        CASE WHEN s.ordering_key IS NOT NULL THEN 'true'
+             ELSE '''retried'' OPERATOR(pg_catalog.=) ANY (res) OR ''released'' OPERATOR(pg_catalog.=) ANY (res)' END,
+        sch, s.queue, version,
+        CASE WHEN s.ordering_key IS NOT NULL THEN 'u.r IS NOT NULL'
+             ELSE 'u.r OPERATOR(pg_catalog.=) ''retried'' OR u.r OPERATOR(pg_catalog.=) ''released''' END);
+END $$;
