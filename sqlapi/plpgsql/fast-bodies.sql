@@ -69,76 +69,57 @@ $f$, 'settle_sql.m' || k, 'settle_sql.r' || k, sch)
   FROM (SELECT pg_catalog.md5(s.queue || '/' || version) AS k) x
 $$;
 
--- The generated claim of one row (lease, row_lock) of queue s at version.
-CREATE FUNCTION @extschema@._settle_fast_claim_body(sch text, s @extschema@.settle_queue_shape, version text, dead oid,
-                                                    places integer[]) RETURNS text
-    LANGUAGE plpgsql IMMUTABLE
+-- The generated code that reads the row_lock rows this transaction holds
+-- (claims.sql, _settle_row_locks) into held, and, with ids named, queue s's
+-- into that variable.
+CREATE FUNCTION @extschema@._settle_fast_held(s @extschema@.settle_queue_shape, ids text) RETURNS text
+    LANGUAGE sql IMMUTABLE
     AS $$
-DECLARE
-    b text := E'#variable_conflict use_column\nDECLARE\n    mark ALIAS FOR $3;\n    every interval;\n'
-              || E'    r text[];\n    started timestamptz;\n';
-    one text := 'LIMIT 1';
-    -- around a statement with a text[] parameter: its generic plan, which
-    -- PostgreSQL would otherwise make anew on every call (see _settle_settle)
-    generic text := E'caller_mode := pg_catalog.current_setting(''plan_cache_mode'');\n'
-                    || E'PERFORM pg_catalog.set_config(''plan_cache_mode'', ''force_generic_plan'', true);\n';
-    caller_plans text := E'PERFORM pg_catalog.set_config(''plan_cache_mode'', caller_mode, true);\n';
-BEGIN
-    IF s.form = 'lease' THEN
-        b := b || E'    tok ALIAS FOR $2;\nBEGIN\n'
-            || E'IF lease OPERATOR(pg_catalog.<) ''1 millisecond''::pg_catalog.interval '
-            || E'OR lease OPERATOR(pg_catalog.>) ''36600 days''::pg_catalog.interval THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
-            || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
-            || @extschema@._settle_fast_mark(sch, s, version, false)
-            || E'tok := pg_catalog.date_trunc(''milliseconds'', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) '
-            || E'COALESCE(lease, ''30 seconds''::pg_catalog.interval));\nIF mark IS NULL THEN\n'
-            || pg_catalog.replace(@extschema@._settle_take_lease(s, false, false), 'LIMIT $1', one)
-            || E'\n    INTO dead, id, attempt, token, payload;\nELSE\n'
-            || pg_catalog.replace(@extschema@._settle_take_lease(s, false, true), 'LIMIT $1', one)
-            || E'\n    INTO dead, id, attempt, token, payload;\nEND IF;\n';
-    ELSE
-        -- row_lock: the rows this transaction holds (claims.sql, _settle_row_locks)
-        b := b || E'    held_ids ALIAS FOR $2;\n    held jsonb;\n    caller_mode text;\nBEGIN\n'
-            || E'IF lease IS NOT NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
-            || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
-            || @extschema@._settle_fast_mark(sch, s, version, false)
-            || E'held := CASE WHEN COALESCE(pg_catalog.current_setting(''settle_sql.row_locks'', true), '''') OPERATOR(pg_catalog.=) '''' '
-            || E'THEN ''{}''::pg_catalog.jsonb ELSE pg_catalog.current_setting(''settle_sql.row_locks'', true)::pg_catalog.jsonb END;\n'
-            || pg_catalog.format(E'held_ids := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(held OPERATOR(pg_catalog.->) %L, ''[]'')));\n', s.queue)
-            || E'IF pg_catalog.cardinality(held_ids) OPERATOR(pg_catalog.=) 0 THEN\n    IF mark IS NULL THEN\n'
-            || pg_catalog.replace(@extschema@._settle_claim_row_lock(s, false, false, false), 'LIMIT $1', one)
-            || E'\n    INTO id, attempt, token, payload;\n    ELSE\n'
-            || pg_catalog.replace(@extschema@._settle_claim_row_lock(s, false, false, true), 'LIMIT $1', one)
-            || E'\n    INTO id, attempt, token, payload;\n    END IF;\nELSE\n' || generic
-            || E'    IF mark IS NULL THEN\n'
-            || pg_catalog.replace(@extschema@._settle_claim_row_lock(s, true, false, false), 'LIMIT $1', one)
-            || E'\n    INTO id, attempt, token, payload;\n    ELSE\n'
-            || pg_catalog.replace(@extschema@._settle_claim_row_lock(s, true, false, true), 'LIMIT $1', one)
-            || E'\n    INTO id, attempt, token, payload;\n    END IF;\n' || caller_plans || E'END IF;\ndead := false;\n'
-            || E'IF id IS NOT NULL THEN\n'
-            || pg_catalog.format(E'    PERFORM pg_catalog.set_config(''settle_sql.row_locks'', pg_catalog.jsonb_set(held, ARRAY[%L], '
-                                 || E'pg_catalog.to_jsonb(pg_catalog.array_append(held_ids, id)))::pg_catalog.text, true);\n', s.queue)
-            || E'END IF;\n';
-    END IF;
-    RETURN b || @extschema@._settle_fast_mark(sch, s, version, true) || 'END';
-END $$;
+  SELECT E'held := CASE WHEN COALESCE(pg_catalog.current_setting(''settle_sql.row_locks'', true), '''') OPERATOR(pg_catalog.=) '''' '
+    || E'THEN ''{}''::pg_catalog.jsonb ELSE pg_catalog.current_setting(''settle_sql.row_locks'', true)::pg_catalog.jsonb END;\n'
+    || CASE WHEN ids IS NOT NULL THEN pg_catalog.format(
+         E'%s := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(held OPERATOR(pg_catalog.->) %L, ''[]'')));\n', ids, s.queue)
+       ELSE '' END
+$$;
 
--- The generated claim of more than one row ($1) of queue s (lease, row_lock)
--- at version: the rows as arrays in claim order, deads flagging those a lease
--- take found past max_attempts (queue_claim moves them). The batch size is a
--- parameter of the statement's generic plan: ORDER BY and LIMIT keep it on the
--- claim-order index whatever the size.
-CREATE FUNCTION @extschema@._settle_fast_claim_many_body(sch text, s @extschema@.settle_queue_shape, version text, dead oid,
-                                                         places integer[]) RETURNS text
+-- The generated claim (lease, row_lock) of queue s at version: of one row
+-- (LIMIT 1 written in, the row into scalars), or, many, of more ($1: the
+-- rows as arrays in claim order, deads flagging those a lease take found
+-- past max_attempts, which queue_claim moves). A claim of many keeps the
+-- batch size a parameter of the statement's generic plan: ORDER BY and LIMIT
+-- keep it on the claim-order index whatever the size.
+CREATE FUNCTION @extschema@._settle_fast_claim_body(sch text, s @extschema@.settle_queue_shape, version text, dead oid,
+                                                    places integer[], many boolean) RETURNS text
     LANGUAGE plpgsql IMMUTABLE
     AS $$
 DECLARE
     b text := E'#variable_conflict use_column\nDECLARE\n    mark ALIAS FOR $3;\n    every interval;\n    r text[];\n'
-              || E'    started timestamptz;\n    id text;\n    dead boolean := false;\n    caller_mode text;\n';
+              || E'    started timestamptz;\n    caller_mode text;\n'
+              || CASE WHEN many THEN E'    id text;\n    dead boolean := false;\n' ELSE '' END;
+    -- the take from the lowest id (st[1]) and from the mark (st[2]); row_lock:
+    -- the same again where the transaction holds rows already (st[3], st[4])
+    st text[];
+    into_row text := CASE WHEN NOT many THEN 'INTO dead, id, attempt, token, payload'
+                          WHEN s.form = 'lease' THEN 'INTO deads, ids, atts, toks, pays' ELSE 'INTO ids, atts, pays' END;
+    -- around a statement with a text[] parameter (or, many, LIMIT $1): its
+    -- generic plan, which PostgreSQL would otherwise make anew on every call
+    -- (see _settle_settle)
     generic text := E'caller_mode := pg_catalog.current_setting(''plan_cache_mode'');\n'
                     || E'PERFORM pg_catalog.set_config(''plan_cache_mode'', ''force_generic_plan'', true);\n';
     caller_plans text := E'PERFORM pg_catalog.set_config(''plan_cache_mode'', caller_mode, true);\n';
 BEGIN
+    IF s.form = 'lease' THEN
+        st := ARRAY[@extschema@._settle_take_lease(s, many, false), @extschema@._settle_take_lease(s, many, true)];
+    ELSE
+        st := ARRAY[@extschema@._settle_claim_row_lock(s, false, many, false), @extschema@._settle_claim_row_lock(s, false, many, true),
+                    @extschema@._settle_claim_row_lock(s, true, many, false), @extschema@._settle_claim_row_lock(s, true, many, true)];
+        IF NOT many THEN
+            into_row := 'INTO id, attempt, token, payload';
+        END IF;
+    END IF;
+    IF NOT many THEN
+        st := ARRAY(SELECT pg_catalog.replace(x, 'LIMIT $1', 'LIMIT 1') FROM pg_catalog.unnest(st) x);
+    END IF;
     IF s.form = 'lease' THEN
         b := b || E'    tok ALIAS FOR $2;\nBEGIN\n'
             || E'IF lease OPERATOR(pg_catalog.<) ''1 millisecond''::pg_catalog.interval '
@@ -146,36 +127,34 @@ BEGIN
             || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
             || @extschema@._settle_fast_mark(sch, s, version, false)
             || E'tok := pg_catalog.date_trunc(''milliseconds'', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) '
-            || E'COALESCE(lease, ''30 seconds''::pg_catalog.interval));\n' || generic
-            || E'IF mark IS NULL THEN\n' || @extschema@._settle_take_lease(s, true, false)
-            || E'\n    INTO deads, ids, atts, toks, pays;\nELSE\n' || @extschema@._settle_take_lease(s, true, true)
-            || E'\n    INTO deads, ids, atts, toks, pays;\nEND IF;\n' || caller_plans
+            || E'COALESCE(lease, ''30 seconds''::pg_catalog.interval));\n' || CASE WHEN many THEN generic ELSE '' END
+            || E'IF mark IS NULL THEN\n' || st[1] || E'\n    ' || into_row || E';\nELSE\n' || st[2] || E'\n    ' || into_row || E';\nEND IF;\n';
+        IF many THEN
             -- the mark: the last row taken that is not dead
-            || E'id := ids[pg_catalog.cardinality(ids)];\n'
-            || E'IF true OPERATOR(pg_catalog.=) ANY (deads) THEN\n'
-            || E'    id := (SELECT x.i FROM ROWS FROM (pg_catalog.unnest(ids), pg_catalog.unnest(deads)) WITH ORDINALITY x(i, d, o)\n'
-            || E'           WHERE NOT x.d ORDER BY x.o DESC LIMIT 1);\nEND IF;\n';
+            b := b || caller_plans || E'id := ids[pg_catalog.cardinality(ids)];\n'
+                || E'IF true OPERATOR(pg_catalog.=) ANY (deads) THEN\n'
+                || E'    id := (SELECT x.i FROM ROWS FROM (pg_catalog.unnest(ids), pg_catalog.unnest(deads)) WITH ORDINALITY x(i, d, o)\n'
+                || E'           WHERE NOT x.d ORDER BY x.o DESC LIMIT 1);\nEND IF;\n';
+        END IF;
     ELSE
         -- row_lock: the rows this transaction holds (claims.sql, _settle_row_locks)
         b := b || E'    held_ids ALIAS FOR $2;\n    held jsonb;\nBEGIN\n'
             || E'IF lease IS NOT NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
             || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
             || @extschema@._settle_fast_mark(sch, s, version, false)
-            || E'held := CASE WHEN COALESCE(pg_catalog.current_setting(''settle_sql.row_locks'', true), '''') OPERATOR(pg_catalog.=) '''' '
-            || E'THEN ''{}''::pg_catalog.jsonb ELSE pg_catalog.current_setting(''settle_sql.row_locks'', true)::pg_catalog.jsonb END;\n'
-            || pg_catalog.format(E'held_ids := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(held OPERATOR(pg_catalog.->) %L, ''[]'')));\n', s.queue)
-            || generic
+            || @extschema@._settle_fast_held(s, 'held_ids')
+            || CASE WHEN many THEN generic ELSE '' END
             || E'IF pg_catalog.cardinality(held_ids) OPERATOR(pg_catalog.=) 0 THEN\n    IF mark IS NULL THEN\n'
-            || @extschema@._settle_claim_row_lock(s, false, true, false) || E'\n    INTO ids, atts, pays;\n    ELSE\n'
-            || @extschema@._settle_claim_row_lock(s, false, true, true) || E'\n    INTO ids, atts, pays;\n    END IF;\nELSE\n'
+            || st[1] || E'\n    ' || into_row || E';\n    ELSE\n' || st[2] || E'\n    ' || into_row || E';\n    END IF;\nELSE\n'
+            || CASE WHEN many THEN '' ELSE generic END
             || E'    IF mark IS NULL THEN\n'
-            || @extschema@._settle_claim_row_lock(s, true, true, false) || E'\n    INTO ids, atts, pays;\n    ELSE\n'
-            || @extschema@._settle_claim_row_lock(s, true, true, true) || E'\n    INTO ids, atts, pays;\n    END IF;\nEND IF;\n'
-            || caller_plans
-            || E'id := ids[pg_catalog.cardinality(ids)];\n'
+            || st[3] || E'\n    ' || into_row || E';\n    ELSE\n' || st[4] || E'\n    ' || into_row || E';\n    END IF;\n'
+            || CASE WHEN many THEN E'END IF;\n' || caller_plans || E'id := ids[pg_catalog.cardinality(ids)];\n'
+                    ELSE caller_plans || E'END IF;\ndead := false;\n' END
             || E'IF id IS NOT NULL THEN\n'
             || pg_catalog.format(E'    PERFORM pg_catalog.set_config(''settle_sql.row_locks'', pg_catalog.jsonb_set(held, ARRAY[%L], '
-                                 || E'pg_catalog.to_jsonb(held_ids OPERATOR(pg_catalog.||) ids))::pg_catalog.text, true);\n', s.queue)
+                                 || E'pg_catalog.to_jsonb(%s))::pg_catalog.text, true);\n', s.queue,
+                                 CASE WHEN many THEN 'held_ids OPERATOR(pg_catalog.||) ids' ELSE 'pg_catalog.array_append(held_ids, id)' END)
             || E'END IF;\n';
     END IF;
     RETURN b || @extschema@._settle_fast_mark(sch, s, version, true) || 'END';
@@ -270,8 +249,7 @@ BEGIN
         || E'IF delay IS NOT NULL AND w OPERATOR(pg_catalog.<>) ''retry_after'' THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
         || @extschema@._settle_fast_at_version(version, s.rel, dead, places);
     IF s.form = 'row_lock' THEN
-        b := b || E'held := CASE WHEN COALESCE(pg_catalog.current_setting(''settle_sql.row_locks'', true), '''') OPERATOR(pg_catalog.=) '''' '
-            || E'THEN ''{}''::pg_catalog.jsonb ELSE pg_catalog.current_setting(''settle_sql.row_locks'', true)::pg_catalog.jsonb END;\n'
+        b := b || @extschema@._settle_fast_held(s, NULL)
             || pg_catalog.format(E'IF NOT COALESCE((held OPERATOR(pg_catalog.->) %L) OPERATOR(pg_catalog.?) $1, false) THEN\n'
                                  || E'    hit := false;\n    RETURN;\nEND IF;\n', s.queue);
     ELSIF s.form = 'advisory' THEN
@@ -351,9 +329,7 @@ BEGIN
     -- the ids that reach the statement: row_lock only those this transaction
     -- claimed, advisory only those whose key this session holds (settles.sql)
     IF s.form = 'row_lock' THEN
-        b := b || E'held := CASE WHEN COALESCE(pg_catalog.current_setting(''settle_sql.row_locks'', true), '''') OPERATOR(pg_catalog.=) '''' '
-            || E'THEN ''{}''::pg_catalog.jsonb ELSE pg_catalog.current_setting(''settle_sql.row_locks'', true)::pg_catalog.jsonb END;\n'
-            || pg_catalog.format(E'mine := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(held OPERATOR(pg_catalog.->) %L, ''[]'')));\n', s.queue)
+        b := b || @extschema@._settle_fast_held(s, 'mine')
             -- (joins, not = ANY: a hash instead of n x n comparisons)
             || E'run := ARRAY(SELECT u.v FROM pg_catalog.unnest(given) u(v) JOIN pg_catalog.unnest(mine) m(v) ON m.v OPERATOR(pg_catalog.=) u.v);\n';
     ELSIF s.form = 'advisory' THEN

@@ -179,12 +179,12 @@ BEGIN
                         'pg_catalog.int8, ' || CASE WHEN s.form = 'lease' THEN 'pg_catalog.timestamptz' ELSE 'pg_catalog.text[]' END
                         || ', pg_catalog.text, lease interval, OUT hit boolean, OUT dead boolean, OUT id text, OUT attempt integer, '
                            'OUT token timestamptz, OUT payload jsonb',
-                        @extschema@._settle_fast_claim_body(sch, s, version, q.dead, places));
+                        @extschema@._settle_fast_claim_body(sch, s, version, q.dead, places, false));
                     PERFORM @extschema@._settle_fast_put(ns, sch, ext, h || '_claim_many_' || s.form,
                         'pg_catalog.int8, ' || CASE WHEN s.form = 'lease' THEN 'pg_catalog.timestamptz' ELSE 'pg_catalog.text[]' END
                         || ', pg_catalog.text, lease interval, OUT hit boolean, OUT deads boolean[], OUT ids text[], OUT atts integer[], '
                            'OUT toks timestamptz[], OUT pays jsonb[]',
-                        @extschema@._settle_fast_claim_many_body(sch, s, version, q.dead, places));
+                        @extschema@._settle_fast_claim_body(sch, s, version, q.dead, places, true));
                     made := made || pg_catalog.jsonb_build_object(h || '_claim_' || s.form, true);
                 ELSE
                     PERFORM @extschema@._settle_fast_put(ns, sch, ext, h || '_claim_many_advisory',
