@@ -538,6 +538,29 @@ BEGIN
     ignored := @extschema@._settle_as(caller_path);
 END $$;
 
+-- The generated code around statements whose generic plan is wanted (an
+-- array parameter, or LIMIT $1), which PostgreSQL would otherwise make anew on
+-- every call (see _settle_settle): turn_on, before them (caller_mode keeps the
+-- caller's plan_cache_mode); else, after them.
+CREATE OR REPLACE FUNCTION @extschema@._settle_fast_generic(turn_on boolean) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT CASE WHEN turn_on THEN E'caller_mode := pg_catalog.current_setting(''plan_cache_mode'');\n'
+                                || E'PERFORM pg_catalog.set_config(''plan_cache_mode'', ''force_generic_plan'', true);\n'
+              ELSE E'PERFORM pg_catalog.set_config(''plan_cache_mode'', caller_mode, true);\n' END
+$$;
+
+-- The generated query of the advisory keys (bigint form) this session holds,
+-- as _settle_keys_held's (which runs under the pinned search_path; its plan
+-- would be made anew under a caller's): one column, the key.
+CREATE OR REPLACE FUNCTION @extschema@._settle_fast_keys_held() RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT 'SELECT (l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8 '
+         'FROM pg_catalog.pg_locks l WHERE l.locktype OPERATOR(pg_catalog.=) ''advisory'' AND l.objsubid OPERATOR(pg_catalog.=) 1 '
+         'AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid() AND l.granted'::text
+$$;
+
 -- The generated code that reads the row_lock rows this transaction holds
 -- (claims.sql, _settle_row_locks) into held, and, with ids named, queue s's
 -- into that variable.
@@ -570,12 +593,9 @@ DECLARE
     st text[];
     into_row text := CASE WHEN NOT many THEN 'INTO dead, id, attempt, token, payload'
                           WHEN s.form = 'lease' THEN 'INTO deads, ids, atts, toks, pays' ELSE 'INTO ids, atts, pays' END;
-    -- around a statement with a text[] parameter (or, many, LIMIT $1): its
-    -- generic plan, which PostgreSQL would otherwise make anew on every call
-    -- (see _settle_settle)
-    generic text := E'caller_mode := pg_catalog.current_setting(''plan_cache_mode'');\n'
-                    || E'PERFORM pg_catalog.set_config(''plan_cache_mode'', ''force_generic_plan'', true);\n';
-    caller_plans text := E'PERFORM pg_catalog.set_config(''plan_cache_mode'', caller_mode, true);\n';
+    -- around a statement with a text[] parameter (or, many, LIMIT $1)
+    generic text := @extschema@._settle_fast_generic(true);
+    caller_plans text := @extschema@._settle_fast_generic(false);
 BEGIN
     IF s.form = 'lease' THEN
         st := ARRAY[@extschema@._settle_take_lease(s, many, false), @extschema@._settle_take_lease(s, many, true)];
@@ -651,12 +671,9 @@ CREATE OR REPLACE FUNCTION @extschema@._settle_fast_claim_advisory_body(sch text
     || E'$1 := batch OPERATOR(pg_catalog.*) 2 OPERATOR(pg_catalog.+) 16;\n'
     -- the keys this session holds (a session lock is re-entrant: never hand
     -- this session a row it holds already)
-    || E'held_keys := ARRAY(SELECT (l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8 '
-    || E'FROM pg_catalog.pg_locks l WHERE l.locktype OPERATOR(pg_catalog.=) ''advisory'' AND l.objsubid OPERATOR(pg_catalog.=) 1 '
-    || E'AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid() AND l.granted);\n'
+    || E'held_keys := ARRAY(' || @extschema@._settle_fast_keys_held() || E');\n'
     || E'deads := ''{}'';\nids := ''{}'';\natts := ''{}'';\npays := ''{}'';\n'
-    || E'caller_mode := pg_catalog.current_setting(''plan_cache_mode'');\n'
-    || E'PERFORM pg_catalog.set_config(''plan_cache_mode'', ''force_generic_plan'', true);\n'
+    || @extschema@._settle_fast_generic(true)
     || E'FOR pass IN 1 .. 16 LOOP\n    EXIT WHEN got OPERATOR(pg_catalog.=) batch;\n    $6 := ''{}'';\n    keys := ''{}'';\n'
     || E'    IF last_id IS NULL AND mark IS NULL THEN\n' || @extschema@._settle_candidates(s, false, true, false)
     || E'\n    INTO cands, cand_keys;\n    ELSIF last_id IS NULL THEN\n    $2 := mark;\n' || @extschema@._settle_candidates(s, false, true, true)
@@ -687,7 +704,7 @@ CREATE OR REPLACE FUNCTION @extschema@._settle_fast_claim_advisory_body(sch text
     || E'        deads := deads OPERATOR(pg_catalog.||) t_deads;\n        ids := ids OPERATOR(pg_catalog.||) t_ids;\n'
     || E'        atts := atts OPERATOR(pg_catalog.||) t_atts;\n        pays := pays OPERATOR(pg_catalog.||) t_pays;\n'
     || E'    END IF;\n    EXIT WHEN NOT full_page;\nEND LOOP;\n'
-    || E'PERFORM pg_catalog.set_config(''plan_cache_mode'', caller_mode, true);\n'
+    || @extschema@._settle_fast_generic(false)
     -- the mark: the last row taken that is not dead
     || E'id := (SELECT x.i FROM ROWS FROM (pg_catalog.unnest(ids), pg_catalog.unnest(deads)) WITH ORDINALITY x(i, d, o)\n'
     || E'       WHERE NOT x.d ORDER BY x.o DESC LIMIT 1);\n'
@@ -725,12 +742,8 @@ BEGIN
         -- the key this session holds; held for this transaction from here, so
         -- that it stays held until the outcome commits (as _settle_settle)
         b := b || pg_catalog.format(E'key := %s.queue_advisory_key(%L, $1);\n', sch, s.queue)
-            -- (its own query, not _settle_keys_held: that one's plan is kept for
-            -- the claim's search_path, and would be made anew under the caller's)
-            || E'IF NOT EXISTS (SELECT FROM pg_catalog.pg_locks l WHERE l.locktype OPERATOR(pg_catalog.=) ''advisory'' '
-            || E'AND l.objsubid OPERATOR(pg_catalog.=) 1 AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid() AND l.granted '
-            || E'AND ((l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8) '
-            || pg_catalog.format(E'OPERATOR(pg_catalog.=) key) OR key OPERATOR(pg_catalog.=) ANY (%s._settle_keys_gone()) THEN\n', sch)
+            || pg_catalog.format(E'IF NOT EXISTS (SELECT FROM (%s) h(k) WHERE h.k OPERATOR(pg_catalog.=) key) '
+                                 || E'OR key OPERATOR(pg_catalog.=) ANY (%s._settle_keys_gone()) THEN\n', @extschema@._settle_fast_keys_held(), sch)
             || E'    hit := false;\n    RETURN;\nEND IF;\n'
             || E'PERFORM pg_catalog.pg_advisory_xact_lock(key);\nPERFORM pg_catalog.pg_advisory_unlock(key);\n'
             || pg_catalog.format(E'PERFORM %s._settle_keys_give_up(ARRAY[key]);\n', sch);
@@ -802,12 +815,10 @@ BEGIN
             -- (joins, not = ANY: a hash instead of n x n comparisons)
             || E'run := ARRAY(SELECT u.v FROM pg_catalog.unnest(given) u(v) JOIN pg_catalog.unnest(mine) m(v) ON m.v OPERATOR(pg_catalog.=) u.v);\n';
     ELSIF s.form = 'advisory' THEN
-        b := b || pg_catalog.format(E'run := ARRAY(SELECT u.v FROM pg_catalog.unnest(given) u(v) JOIN (%s) h(k) '
+        b := b || pg_catalog.format(E'run := ARRAY(SELECT u.v FROM pg_catalog.unnest(given) u(v) JOIN (SELECT DISTINCT l.k FROM (%s) l(k)) h(k) '
                                     || E'ON h.k OPERATOR(pg_catalog.=) %s.queue_advisory_key(%L, u.v) '
                                     || E'WHERE NOT h.k OPERATOR(pg_catalog.=) ANY (%s._settle_keys_gone()));\n',
-                 'SELECT DISTINCT (l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8 '
-                 || 'FROM pg_catalog.pg_locks l WHERE l.locktype OPERATOR(pg_catalog.=) ''advisory'' AND l.objsubid OPERATOR(pg_catalog.=) 1 '
-                 || 'AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid() AND l.granted', sch, s.queue, sch)
+                 @extschema@._settle_fast_keys_held(), sch, s.queue, sch)
             -- each key held for this transaction from here, so that it stays
             -- held until the outcome commits (as _settle_settle)
             || pg_catalog.format(E'PERFORM pg_catalog.pg_advisory_xact_lock(k), pg_catalog.pg_advisory_unlock(k) '
@@ -828,12 +839,9 @@ BEGIN
         || CASE WHEN s.retry_after IS NOT NULL THEN
              E'ELSE\n' || @extschema@._settle_write(s, 'retry_after', true) || E'\n    INTO rids, rress;\n' ELSE '' END
         || E'END IF;\n';
-    -- the generic plans of statements with array parameters (see _settle_settle)
+    -- the generic plans of statements with array parameters
     b := b || E'IF pg_catalog.cardinality(run) OPERATOR(pg_catalog.>) 0 THEN\n    $1 := run;\n'
-        || E'    caller_mode := pg_catalog.current_setting(''plan_cache_mode'');\n'
-        || E'    PERFORM pg_catalog.set_config(''plan_cache_mode'', ''force_generic_plan'', true);\n'
-        || write
-        || E'    PERFORM pg_catalog.set_config(''plan_cache_mode'', caller_mode, true);\nEND IF;\n'
+        || @extschema@._settle_fast_generic(true) || write || @extschema@._settle_fast_generic(false) || E'END IF;\n'
         || E'res := ARRAY(SELECT x.r FROM pg_catalog.unnest(given) WITH ORDINALITY g(v, o)\n'
         || CASE WHEN s.form = 'lease' THEN E'             CROSS JOIN LATERAL (SELECT g.v) u(v)\n'
                 ELSE E'             LEFT JOIN pg_catalog.unnest(run) u(v) ON u.v OPERATOR(pg_catalog.=) g.v\n' END
