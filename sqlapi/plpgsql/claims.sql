@@ -65,9 +65,10 @@ END $$;
 
 -- The hot calls (queue_claim, queue_complete, queue_complete_many,
 -- queue_release) pin their search_path themselves rather than with a SET
--- clause and an SQL shell around them: they read the caller's path first (for
--- the statements that write the queue table, whose triggers expect it), run
--- under pg_catalog, pg_temp, and put the caller's back before they return. An
+-- clause and an SQL shell around them: where their generated functions do not
+-- answer, they read the caller's path (for the statements that write the
+-- queue table, whose triggers expect it), run under pg_catalog, pg_temp, and
+-- put the caller's back before they return. An
 -- error leaves the pinned path only to a transaction (or savepoint) that is
 -- rolled back, which restores the caller's with it.
 -- The lease take: the first ready rows (from the mark, or the lowest id),
@@ -251,7 +252,8 @@ CREATE FUNCTION @extschema@.queue_claim(queue text, batch integer DEFAULT 1, lea
     AS $$
 DECLARE
     ignored text;
-    caller_path text := pg_catalog.current_setting('search_path');
+    -- (read where it is used: the generated functions run under it as it is)
+    caller_path text;
     e record;
     r record;
     n integer;
@@ -268,6 +270,7 @@ BEGIN
         f := @extschema@._settle_fast_claim($1, lease);
         IF f.hit THEN
             IF f.dead THEN
+                caller_path := pg_catalog.current_setting('search_path');
                 ignored := @extschema@._settle_as('pg_catalog, pg_temp');
                 PERFORM @extschema@._settle_dead_at_claim(@extschema@._settle_shape($1), ARRAY[f.id], caller_path);
                 ignored := @extschema@._settle_as(caller_path);
@@ -285,6 +288,7 @@ BEGIN
         m := @extschema@._settle_fast_claim_many($1, batch, lease);
         IF m.hit THEN
             IF true OPERATOR(pg_catalog.=) ANY (m.deads) THEN
+                caller_path := pg_catalog.current_setting('search_path');
                 ignored := @extschema@._settle_as('pg_catalog, pg_temp');
                 PERFORM @extschema@._settle_dead_at_claim(@extschema@._settle_shape($1),
                     ARRAY(SELECT x.i FROM ROWS FROM (pg_catalog.unnest(m.ids), pg_catalog.unnest(m.deads)) x(i, d) WHERE x.d), caller_path);
@@ -298,6 +302,7 @@ BEGIN
         END IF;
         stale := m.hit IS NULL;
     END IF;
+    caller_path := pg_catalog.current_setting('search_path');
     ignored := @extschema@._settle_as('pg_catalog, pg_temp');
     ignored := @extschema@._settle_need($1, 'queue');
     batch := COALESCE(batch, 1);

@@ -23,26 +23,33 @@
 -- was generated, or it is missing: build again). They run with their caller's privileges
 -- and search_path: every operator and function in them is schema-qualified.
 
+-- What the dispatchers return: the row of the generated function they call,
+-- whole (a copy per column would cost an expression each).
+CREATE TYPE @extschema@._settle_fast_claimed AS (hit boolean, dead boolean, id text, attempt integer, token timestamptz, payload jsonb);
+CREATE TYPE @extschema@._settle_fast_claimed_many AS (hit boolean, deads boolean[], ids text[], atts integer[], toks timestamptz[],
+                                                      pays jsonb[]);
+CREATE TYPE @extschema@._settle_fast_settled AS (hit boolean, result text);
+CREATE TYPE @extschema@._settle_fast_settled_many AS (hit boolean, res text[]);
+
 -- The dispatchers as installed (no queue yet: hit NULL), rewritten by _settle_fast_build.
-CREATE FUNCTION @extschema@._settle_fast_claim(queue text, lease interval, OUT hit boolean, OUT dead boolean,
-                                               OUT id text, OUT attempt integer, OUT token timestamptz, OUT payload jsonb)
+CREATE FUNCTION @extschema@._settle_fast_claim(queue text, lease interval) RETURNS @extschema@._settle_fast_claimed
     LANGUAGE plpgsql VOLATILE
-    AS $$ BEGIN RETURN; END $$;
+    AS $$ BEGIN RETURN ROW(NULL, NULL, NULL, NULL, NULL, NULL)::@extschema@._settle_fast_claimed; END $$;
 
-CREATE FUNCTION @extschema@._settle_fast_claim_many(queue text, batch integer, lease interval, OUT hit boolean, OUT deads boolean[],
-                                                    OUT ids text[], OUT atts integer[], OUT toks timestamptz[], OUT pays jsonb[])
+CREATE FUNCTION @extschema@._settle_fast_claim_many(queue text, batch integer, lease interval)
+    RETURNS @extschema@._settle_fast_claimed_many
     LANGUAGE plpgsql VOLATILE
-    AS $$ BEGIN RETURN; END $$;
+    AS $$ BEGIN RETURN ROW(NULL, NULL, NULL, NULL, NULL, NULL)::@extschema@._settle_fast_claimed_many; END $$;
 
-CREATE FUNCTION @extschema@._settle_fast_complete(queue text, id text, outcome text, delay interval, token timestamptz,
-                                                  OUT hit boolean, OUT result text)
+CREATE FUNCTION @extschema@._settle_fast_complete(queue text, id text, outcome text, delay interval, token timestamptz)
+    RETURNS @extschema@._settle_fast_settled
     LANGUAGE plpgsql VOLATILE
-    AS $$ BEGIN RETURN; END $$;
+    AS $$ BEGIN RETURN ROW(NULL, NULL)::@extschema@._settle_fast_settled; END $$;
 
-CREATE FUNCTION @extschema@._settle_fast_complete_many(queue text, ids text[], outcome text, delay interval, tokens timestamptz[],
-                                                       OUT hit boolean, OUT res text[])
+CREATE FUNCTION @extschema@._settle_fast_complete_many(queue text, ids text[], outcome text, delay interval, tokens timestamptz[])
+    RETURNS @extschema@._settle_fast_settled_many
     LANGUAGE plpgsql VOLATILE
-    AS $$ BEGIN RETURN; END $$;
+    AS $$ BEGIN RETURN ROW(NULL, NULL)::@extschema@._settle_fast_settled_many; END $$;
 
 -- A dispatcher's branches as a search tree on the queue name (byte order), so
 -- a call compares a handful of names however many queues there are.
@@ -64,19 +71,22 @@ BEGIN
                              @extschema@._settle_fast_tree(names, leaves, mid, hi));
 END $$;
 
--- One dispatcher branch: for queue, run call and copy its columns cols (run
--- NULL: hit false; '': hit NULL).
-CREATE FUNCTION @extschema@._settle_fast_leaf(queue text, run text, cols text[]) RETURNS text
+-- One dispatcher branch: for queue, return what run returns (run NULL: hit
+-- false; '': hit NULL, as a row of type rettype, width columns).
+CREATE FUNCTION @extschema@._settle_fast_leaf(queue text, run text, rettype text, width integer) RETURNS text
     LANGUAGE plpgsql IMMUTABLE
     AS $$
 BEGIN
     -- (PL/pgSQL: its query's plan is kept; a build makes four branches per queue)
-    RETURN pg_catalog.format(E'IF queue OPERATOR(pg_catalog.=) %L THEN\n%s\n    RETURN;\nEND IF;', queue,
-        CASE WHEN run IS NULL THEN '    hit := false;'
-             WHEN run = '' THEN '    hit := NULL;'
-             ELSE '    r := ' || run || ';'
-                  || (SELECT pg_catalog.string_agg(pg_catalog.format(' %1$s := r.%1$s;', c), '') FROM pg_catalog.unnest(cols) c) END);
+    RETURN pg_catalog.format(E'IF queue OPERATOR(pg_catalog.=) %L THEN\n    RETURN %s;\nEND IF;', queue,
+        CASE WHEN run IS NULL OR run = '' THEN @extschema@._settle_fast_miss(run IS NULL, rettype, width) ELSE run END);
 END $$;
+
+-- A dispatcher's row for a call it leaves to the prepared path: hit false
+-- (answered) or NULL (not built).
+CREATE FUNCTION @extschema@._settle_fast_miss(answered boolean, rettype text, width integer) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT 'ROW(' || CASE WHEN answered THEN 'false' ELSE 'NULL' END || pg_catalog.repeat(', NULL', width - 1) || ')::' || rettype $$;
 
 -- The extension this edition is (pg_tle's CREATE EXTENSION), NULL when
 -- installed with psql: what it generates is made a member, so that DROP
@@ -90,16 +100,19 @@ CREATE FUNCTION @extschema@._settle_fast_extension(ns oid) RETURNS name
    WHERE p.pronamespace = ns AND p.proname = '_settle_fast_claim'
 $$;
 
--- (Re)create function fname(args) in schema sch with body, unless it has that
--- body already; a member of extension ext if one is named.
-CREATE FUNCTION @extschema@._settle_fast_put(ns oid, sch text, ext name, fname text, args text, body text) RETURNS void
+-- (Re)create function fname(args) in schema sch with body (returning rettype
+-- if its arguments have no OUT ones), unless it has that body already; a
+-- member of extension ext if one is named.
+CREATE FUNCTION @extschema@._settle_fast_put(ns oid, sch text, ext name, fname text, args text, body text, rettype text DEFAULT NULL)
+    RETURNS void
     LANGUAGE plpgsql VOLATILE
     AS $$
 DECLARE
     f oid;
 BEGIN
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_proc p WHERE p.pronamespace = ns AND p.proname = fname AND p.prosrc = body) THEN
-        EXECUTE pg_catalog.format('CREATE OR REPLACE FUNCTION %s.%I(%s) LANGUAGE plpgsql VOLATILE AS %L', sch, fname, args, body);
+        EXECUTE pg_catalog.format('CREATE OR REPLACE FUNCTION %s.%I(%s)%s LANGUAGE plpgsql VOLATILE AS %L', sch, fname, args,
+                                  ' RETURNS ' || rettype, body);
     END IF;
     f := (SELECT p.oid FROM pg_catalog.pg_proc p WHERE p.pronamespace = ns AND p.proname = fname);
     IF ext IS NOT NULL AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend d WHERE d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
@@ -139,7 +152,12 @@ DECLARE
     kinds text[] := ARRAY['claim', 'claim_many', 'complete', 'complete_many'];
     calls text[] := ARRAY['(NULL, NULL, NULL, lease)', '(batch, NULL, NULL, lease)',
                           '(id, token, NULL, outcome, delay)', '(ids, tokens, NULL, outcome, delay)'];
-    cols text[] := ARRAY['hit,dead,id,attempt,token,payload', 'hit,deads,ids,atts,toks,pays', 'hit,result', 'hit,res'];
+    rettypes text[] := ARRAY[sch || '._settle_fast_claimed', sch || '._settle_fast_claimed_many', sch || '._settle_fast_settled',
+                             sch || '._settle_fast_settled_many'];
+    widths integer[] := ARRAY[6, 6, 2, 2];
+    dispatcher_args text[] := ARRAY['queue text, lease interval', 'queue text, batch integer, lease interval',
+                                    'queue text, id text, outcome text, delay interval, token timestamptz',
+                                    'queue text, ids text[], outcome text, delay interval, tokens timestamptz[]'];
     fname text;
     leaf text;
     names text[] := '{}';
@@ -211,15 +229,15 @@ BEGIN
         FOR k IN 1 .. 4 LOOP
             fname := h || '_' || kinds[k] || CASE WHEN k <= 2 THEN '_' || q.form ELSE '' END;
             IF broken OR (k = 1 AND q.form = 'advisory') THEN
-                leaf := @extschema@._settle_fast_leaf(q.queue, NULL, NULL);
+                leaf := @extschema@._settle_fast_leaf(q.queue, NULL, rettypes[k], widths[k]);
             ELSIF made ? fname THEN
                 wanted := wanted || fname;
                 leaf := @extschema@._settle_fast_leaf(q.queue,
                     pg_catalog.format('%s.%I', sch, fname)
                     || CASE WHEN k = 2 AND q.form = 'advisory' THEN '(NULL, NULL, NULL, lease, batch, NULL)' ELSE calls[k] END,
-                    pg_catalog.string_to_array(cols[k], ','));
+                    rettypes[k], widths[k]);
             ELSE
-                leaf := @extschema@._settle_fast_leaf(q.queue, '', NULL);
+                leaf := @extschema@._settle_fast_leaf(q.queue, '', rettypes[k], widths[k]);
             END IF;
             IF k = 1 THEN
                 claim_leaves := claim_leaves || leaf;
@@ -241,24 +259,15 @@ BEGIN
         END IF;
         EXECUTE pg_catalog.format('DROP FUNCTION %s', f);
     END LOOP;
-    PERFORM @extschema@._settle_fast_put(ns, sch, ext, '_settle_fast_claim',
-        'queue text, lease interval, OUT hit boolean, OUT dead boolean, OUT id text, OUT attempt integer, '
-        'OUT token timestamptz, OUT payload jsonb',
-        E'#variable_conflict use_variable\nDECLARE\n    r record;\nBEGIN\n'
-        || @extschema@._settle_fast_tree(names, claim_leaves, 1, pg_catalog.cardinality(names)) || E'\nEND');
-    PERFORM @extschema@._settle_fast_put(ns, sch, ext, '_settle_fast_claim_many',
-        'queue text, batch integer, lease interval, OUT hit boolean, OUT deads boolean[], OUT ids text[], OUT atts integer[], '
-        'OUT toks timestamptz[], OUT pays jsonb[]',
-        E'#variable_conflict use_variable\nDECLARE\n    r record;\nBEGIN\n'
-        || @extschema@._settle_fast_tree(names, claim_many_leaves, 1, pg_catalog.cardinality(names)) || E'\nEND');
-    PERFORM @extschema@._settle_fast_put(ns, sch, ext, '_settle_fast_complete',
-        'queue text, id text, outcome text, delay interval, token timestamptz, OUT hit boolean, OUT result text',
-        E'#variable_conflict use_variable\nDECLARE\n    r record;\nBEGIN\n'
-        || @extschema@._settle_fast_tree(names, complete_leaves, 1, pg_catalog.cardinality(names)) || E'\nEND');
-    PERFORM @extschema@._settle_fast_put(ns, sch, ext, '_settle_fast_complete_many',
-        'queue text, ids text[], outcome text, delay interval, tokens timestamptz[], OUT hit boolean, OUT res text[]',
-        E'#variable_conflict use_variable\nDECLARE\n    r record;\nBEGIN\n'
-        || @extschema@._settle_fast_tree(names, many_leaves, 1, pg_catalog.cardinality(names)) || E'\nEND');
+    FOR k IN 1 .. 4 LOOP
+        PERFORM @extschema@._settle_fast_put(ns, sch, ext, '_settle_fast_' || kinds[k], dispatcher_args[k],
+            E'#variable_conflict use_variable\nBEGIN\n'
+            || @extschema@._settle_fast_tree(names, CASE k WHEN 1 THEN claim_leaves WHEN 2 THEN claim_many_leaves
+                                                          WHEN 3 THEN complete_leaves ELSE many_leaves END,
+                                             1, pg_catalog.cardinality(names))
+            || E'\nRETURN ' || @extschema@._settle_fast_miss(false, rettypes[k], widths[k]) || E';\nEND',
+            rettypes[k]);
+    END LOOP;
 END $$;
 
 -- A call found its queue (queue) at another version than its generated

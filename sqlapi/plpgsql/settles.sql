@@ -256,7 +256,8 @@ CREATE FUNCTION @extschema@.queue_complete(queue text, id text, outcome text, de
     AS $$
 DECLARE
     ignored text;
-    caller_path text := pg_catalog.current_setting('search_path');
+    -- (read where it is used: the generated functions run under it as it is)
+    caller_path text;
     res text;
     f record;
     stale boolean := false;
@@ -270,6 +271,7 @@ BEGIN
         END IF;
         stale := f.hit IS NULL;
     END IF;
+    caller_path := pg_catalog.current_setting('search_path');
     ignored := @extschema@._settle_as('pg_catalog, pg_temp');
     ignored := @extschema@._settle_need($1, 'queue');
     ignored := @extschema@._settle_need($2, 'id');
@@ -289,7 +291,8 @@ CREATE FUNCTION @extschema@.queue_complete_many(queue text, ids text[], outcome 
     AS $$
 DECLARE
     ignored text;
-    caller_path text := pg_catalog.current_setting('search_path');
+    -- (read where it is used: the generated functions run under it as it is)
+    caller_path text;
     res text[];
     f record;
     stale boolean := false;
@@ -305,6 +308,7 @@ BEGIN
         END IF;
         stale := f.hit IS NULL;
     END IF;
+    caller_path := pg_catalog.current_setting('search_path');
     ignored := @extschema@._settle_as('pg_catalog, pg_temp');
     ignored := @extschema@._settle_need($1, 'queue');
     ignored := @extschema@._settle_need($3, 'outcome');
