@@ -63,6 +63,21 @@ BEGIN
     END IF;
 END $$;
 
+-- Rows a generated claim flagged dead (fast.sql), from a call still under its
+-- caller's search_path: moved as _settle_dead_at_claim moves them, the
+-- caller's path back afterwards.
+CREATE FUNCTION @extschema@._settle_dead_at_fast_claim(queue text, dead text[]) RETURNS void
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    caller_path text := pg_catalog.current_setting('search_path');
+    ignored text;
+BEGIN
+    ignored := @extschema@._settle_as('pg_catalog, pg_temp');
+    PERFORM @extschema@._settle_dead_at_claim(@extschema@._settle_shape(queue), dead, caller_path);
+    ignored := @extschema@._settle_as(caller_path);
+END $$;
+
 -- The hot calls (queue_claim, queue_complete, queue_complete_many,
 -- queue_release) pin their search_path themselves rather than with a SET
 -- clause and an SQL shell around them: where their generated functions do not
@@ -270,10 +285,7 @@ BEGIN
         f := @extschema@._settle_fast_claim($1, lease);
         IF f.hit THEN
             IF f.dead THEN
-                caller_path := pg_catalog.current_setting('search_path');
-                ignored := @extschema@._settle_as('pg_catalog, pg_temp');
-                PERFORM @extschema@._settle_dead_at_claim(@extschema@._settle_shape($1), ARRAY[f.id], caller_path);
-                ignored := @extschema@._settle_as(caller_path);
+                PERFORM @extschema@._settle_dead_at_fast_claim($1, ARRAY[f.id]);
             ELSIF f.id IS NOT NULL THEN
                 id := f.id; attempt := f.attempt; token := f.token; payload := f.payload;
                 RETURN NEXT;
@@ -288,11 +300,8 @@ BEGIN
         m := @extschema@._settle_fast_claim_many($1, batch, lease);
         IF m.hit THEN
             IF true OPERATOR(pg_catalog.=) ANY (m.deads) THEN
-                caller_path := pg_catalog.current_setting('search_path');
-                ignored := @extschema@._settle_as('pg_catalog, pg_temp');
-                PERFORM @extschema@._settle_dead_at_claim(@extschema@._settle_shape($1),
-                    ARRAY(SELECT x.i FROM ROWS FROM (pg_catalog.unnest(m.ids), pg_catalog.unnest(m.deads)) x(i, d) WHERE x.d), caller_path);
-                ignored := @extschema@._settle_as(caller_path);
+                PERFORM @extschema@._settle_dead_at_fast_claim($1,
+                    ARRAY(SELECT x.i FROM ROWS FROM (pg_catalog.unnest(m.ids), pg_catalog.unnest(m.deads)) x(i, d) WHERE x.d));
             END IF;
             RETURN QUERY SELECT x.i, x.a, x.t, x.p
                 FROM ROWS FROM (pg_catalog.unnest(m.ids), pg_catalog.unnest(m.atts), pg_catalog.unnest(m.toks), pg_catalog.unnest(m.pays),
