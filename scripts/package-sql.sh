@@ -157,6 +157,7 @@ update_file=$out/settle-update--$version.sql
 
 # moving a database between the editions in place, each way in one transaction (docs/editions.md)
 functions=$(sed -n 's/^CREATE FUNCTION \(@extschema@\.\)\{0,1\}\([a-z0-9_]*\)(.*/\2/p' <<<"$body" | sort -u | paste -sd, -)
+types=$(sed -n 's/^CREATE TYPE @extschema@\.\([a-z0-9_]*\) .*/\1/p' <<<"$body" | sort -u | paste -sd, -)
 to_native=$out/settle-sql-to-native--$version.sql
 {
   echo "-- settle $version: a database on the SQL edition (installed with psql) moves to the native"
@@ -170,7 +171,7 @@ to_native=$out/settle-sql-to-native--$version.sql
   refuse_unless same_version :refusal
   echo "$install_schema_from_var"
   cat sqlapi/move/keep.sql
-  sed "s/@functions@/$functions/" sqlapi/move/drop-sql-edition.sql
+  sed "s/@functions@/$functions/; s/@types@/$types/" sqlapi/move/drop-sql-edition.sql
   echo "SELECT pg_catalog.format('CREATE EXTENSION settle SCHEMA %I VERSION %L', :'schema', '$version') AS create_settle \\gset"
   echo ':create_settle;'
   cat sqlapi/move/restore.sql

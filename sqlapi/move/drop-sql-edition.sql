@@ -1,7 +1,8 @@
 -- Moving from the SQL edition (installed with psql): drop its objects from the
 -- schema in settle_sql.install_schema — the functions of the SQL edition's own
 -- text (@functions@: their names, listed by scripts/package.sh) and those its
--- fast path generated per queue (_settle_fq_…), then its types and the registry
+-- fast path generated per queue (_settle_fq_…), then its types (@types@,
+-- listed the same way) and the registry
 -- (kept by keep.sql). Without CASCADE: an object of
 -- yours that depends on one of them stops the move, with PostgreSQL's message.
 DO $settle_drop$
@@ -15,7 +16,7 @@ BEGIN
               WHERE p.pronamespace = ns AND (p.proname = ANY ('{@functions@}'::text[]) OR p.proname LIKE E'\\_settle\\_fq\\_%') LOOP
         EXECUTE pg_catalog.format('DROP FUNCTION %s', f);
     END LOOP;
-    EXECUTE pg_catalog.format('DROP TYPE %1$s.settle_queue_shape, %1$s._settle_fast_claimed, %1$s._settle_fast_claimed_many, '
-                              '%1$s._settle_fast_settled, %1$s._settle_fast_settled_many', ns);
+    EXECUTE 'DROP TYPE ' || (SELECT pg_catalog.string_agg(pg_catalog.format('%s.%I', ns, t), ', ')
+                               FROM pg_catalog.unnest('{@types@}'::text[]) t);
     EXECUTE pg_catalog.format('DROP TABLE %s.settle_queues', ns);
 END $settle_drop$;
