@@ -3,8 +3,10 @@
 Claims one delivery at a time, keeps its lease alive from a heartbeat thread,
 settles it with ack, or with retry_after and a back-off that grows with the
 attempt; a poison row reaches max_attempts and settle moves it to the dead
-letter. SIGTERM or Ctrl-C: the delivery in hand is finished and settled, then
-the worker exits. Run several processes for more throughput.
+letter. Each settle claims the next delivery in the same call
+(queue_complete_and_claim: one round trip per job). SIGTERM or Ctrl-C: the
+delivery in hand is finished and settled, then the worker exits. Run several
+processes for more throughput.
 
     PGHOST=... PGDATABASE=app QUEUE=jobs python3 lease_worker.py
 
@@ -55,12 +57,29 @@ class Heartbeat(threading.Thread):
         with self.lock:
             self.id, self.token = id, token
 
-    def settle(self, conn, outcome, delay=None):
+    def settle(self, conn, outcome, delay, claim_next):
+        """The delivery's result, and with claim_next the next delivery
+        (id, attempt, token, payload; None when nothing was ready), held."""
         with self.lock:
             id, token, self.id = self.id, self.token, None
-            return conn.execute(
-                "SELECT queue_complete(%s, %s, %s, %s, %s)", (QUEUE, id, outcome, delay, token)
-            ).fetchone()[0]
+            if not claim_next:
+                return conn.execute(
+                    "SELECT queue_complete(%s, %s, %s, %s, %s)", (QUEUE, id, outcome, delay, token)
+                ).fetchone()[0], None
+            settled, *row = conn.execute(
+                "SELECT settled, id, attempt, token, payload FROM queue_complete_and_claim(%s, %s, %s, %s, %s, 1, %s)",
+                (QUEUE, id, outcome, delay, token, LEASE),
+            ).fetchone()
+            if row[0] is None:
+                return settled, None
+            self.id, self.token = row[0], row[2]
+            return settled, row
+
+    def release(self, conn):
+        """Give the delivery in hand back unhandled: ready again at once."""
+        with self.lock:
+            id, token, self.id = self.id, self.token, None
+            conn.execute("SELECT queue_release(%s, %s, %s)", (QUEUE, id, token))
 
     def run(self):
         with psycopg.connect(DSN, autocommit=True) as conn:
@@ -83,15 +102,18 @@ def main():
     heartbeat = Heartbeat()
     heartbeat.start()
     with psycopg.connect(DSN, autocommit=True) as conn:
+        row = None  # the delivery the last settle claimed
         while not stop.is_set():
-            row = conn.execute(
-                "SELECT id, attempt, token, payload FROM queue_claim(%s, 1, %s)", (QUEUE, LEASE)
-            ).fetchone()
             if row is None:
-                stop.wait(IDLE)
-                continue
+                row = conn.execute(
+                    "SELECT id, attempt, token, payload FROM queue_claim(%s, 1, %s)", (QUEUE, LEASE)
+                ).fetchone()
+                if row is None:
+                    stop.wait(IDLE)
+                    continue
+                heartbeat.hold(row[0], row[2])
             id, attempt, token, payload = row
-            heartbeat.hold(id, token)
+            row = None
             print(f"claimed {id} attempt {attempt}", flush=True)
             try:
                 handle(payload, attempt)
@@ -101,7 +123,8 @@ def main():
                 delay = timedelta(seconds=min(BACKOFF * 2 ** (attempt - 1), 3600))
                 print(f"failed {id}: {e}", flush=True)
             try:
-                result = heartbeat.settle(conn, outcome, delay)
+                # stopping: settle only, claim nothing more
+                result, row = heartbeat.settle(conn, outcome, delay, claim_next=not stop.is_set())
             except psycopg.Error as e:
                 if e.sqlstate != LEASE_LOST:
                     raise
@@ -115,6 +138,9 @@ def main():
                 print(f"dead {id}", flush=True)
             else:
                 print(f"acked {id}", flush=True)
+        if row is not None:
+            # the last settle claimed it as the stop came
+            heartbeat.release(conn)
     print("stopped", flush=True)
 
 

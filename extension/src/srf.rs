@@ -60,6 +60,7 @@ macro_rules! row_impl {
 }
 row_impl!(2; A 0, B 1);
 row_impl!(4; A 0, B 1, C 2, D 3);
+row_impl!(5; A 0, B 1, C 2, D 3, E 4);
 
 fn not_a_set_context() {
     pgrx::ereport!(

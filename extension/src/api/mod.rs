@@ -181,6 +181,49 @@ fn queue_complete(
     })
 }
 
+/// Settle one delivery, then claim up to `batch` rows, in one statement: a
+/// worker's loop in one round trip. Every row carries the settle's result;
+/// when nothing was ready, one row with only that result.
+#[pg_extern(security_invoker)]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn queue_complete_and_claim(
+    queue: Option<&str>,
+    id: Option<&str>,
+    outcome: Option<&str>,
+    delay: default!(Option<Interval>, "NULL"),
+    token: default!(Option<TimestampWithTimeZone>, "NULL"),
+    batch: default!(Option<i32>, 1),
+    lease: default!(Option<Interval>, "NULL"),
+) -> srf::TableIterator<
+    'static,
+    (
+        name!(settled, String),
+        name!(id, Option<String>),
+        name!(attempt, Option<i32>),
+        name!(token, Option<TimestampWithTimeZone>),
+        name!(payload, Option<crate::rawjsonb::RawJsonb>),
+    ),
+> {
+    let (settled, rows) = entry(|| {
+        let queue = need(queue, "queue")?;
+        let settled = ops::complete_one(
+            queue,
+            need(id, "id")?,
+            need(outcome, "outcome")?,
+            delay,
+            token,
+        )?;
+        Ok((settled, ops::claim(queue, batch, lease)?))
+    });
+    if rows.is_empty() {
+        return srf::TableIterator::new([(settled, None, None, None, None)]);
+    }
+    srf::TableIterator::new(
+        rows.into_iter()
+            .map(|d| (settled.clone(), Some(d.id), d.attempt, d.token, d.payload)),
+    )
+}
+
 /// Settle many deliveries of one queue with one outcome in one statement.
 /// Returns one row per id; `result` is NULL for an id this call did not hold
 /// (`lease_lost` in the lease form, `not_held` otherwise).
