@@ -535,6 +535,8 @@ for MAJOR in "${MAJORS[@]}"; do
         && cargo run -q -p settle-bench -- --quick --jobs 300 --conn "$SETTLE_TEST_PG" \
           --pgmq "$pg_conn dbname=settle_peer_pgmq" --graphile settle_peer_graphile --awa settle_peer_awa \
           >"$WORK/bench.log" 2>&1 \
+        && cargo run -q -p settle-bench -- --quick --jobs 300 --chain --forms lease --no-client \
+          --conn "$SETTLE_TEST_PG" --pgmq "$pg_conn dbname=settle_peer_pgmq" >>"$WORK/bench.log" 2>&1 \
         && tail -3 "$WORK/bench.log" \
         || { cat "$WORK/peers.log" "$WORK/bench.log" 2>/dev/null; return 1; }
     }
@@ -542,10 +544,12 @@ for MAJOR in "${MAJORS[@]}"; do
     bench_pgbench() {
       PGBENCH=$PG_BIN/pgbench PSQL=$PG_BIN/psql bench/pgbench/run.sh --quick --conn "$SETTLE_TEST_PG" \
           --pgmq "$pg_conn dbname=settle_peer_pgmq" >"$WORK/pgbench.log" 2>&1 \
+        && PGBENCH=$PG_BIN/pgbench PSQL=$PG_BIN/psql bench/pgbench/run.sh --quick --chain --forms lease --batches 1 \
+          --conn "$SETTLE_TEST_PG" --pgmq "$pg_conn dbname=settle_peer_pgmq" >>"$WORK/pgbench.log" 2>&1 \
         && cat "$WORK/pgbench.log" \
         || { cat "$WORK/pgbench.log"; return 1; }
     }
-    check "bench/pgbench/run.sh --quick (settle, the floor and pgmq under pgbench)" bench_pgbench
+    check "bench/pgbench/run.sh --quick, and --chain (settle, the floor and pgmq under pgbench)" bench_pgbench
 
     step "the benchmark's portable grid runs: the client on every backend beside hand-written SQL, ack and the outcome mix"
     bench_portable() {

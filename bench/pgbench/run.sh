@@ -6,7 +6,7 @@
 #   bench/pgbench/run.sh --conn "host=/run/postgresql user=postgres dbname=bench" \
 #       [--pgmq "host=/run/postgresql user=postgres dbname=settle_peer_pgmq"] \
 #       [--forms lease,row_lock,advisory] [--clients 1,4] [--batches 1,100] [--jobs 40000] \
-#       [--rounds 2] [--tables queue_create|plain] [--quick]
+#       [--rounds 2] [--tables queue_create|plain] [--chain] [--quick]
 #
 # --conn names a database with settle installed (either edition); --pgmq one with pgmq
 # (bench/peers.sh installs it). Each cell makes its table with queue_create (settle and the
@@ -15,12 +15,15 @@
 # runs the script of bench/pgbench/ with @Q@ and @B@ filled in, stopping before the backlog
 # runs out. jobs/s = rows settled / pgbench's run time (its tps without connection time); the
 # floor's advisory rounds may take nothing while others hold the candidates, so rows are
-# counted, not transactions. PGBENCH and PSQL name the binaries (default: on PATH).
+# counted, not transactions. --chain: the lease form at B=1 settles each job in the statement
+# that claims the next, one round trip per job (settle: queue_complete_and_claim; the floor: its
+# DELETE in a WITH of its claim; pgmq has no such call and runs as before). PGBENCH and PSQL
+# name the binaries (default: on PATH).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 PGBENCH=${PGBENCH:-pgbench}
 PSQL=${PSQL:-psql}
-conn= pgmq= forms=lease,row_lock,advisory clients=1,4 batches=1,100 jobs=40000 rounds=2 tables=queue_create
+conn= pgmq= forms=lease,row_lock,advisory clients=1,4 batches=1,100 jobs=40000 rounds=2 tables=queue_create chain=
 while [ $# -gt 0 ]; do
   case $1 in
     --conn) conn=$2; shift 2 ;;
@@ -31,6 +34,7 @@ while [ $# -gt 0 ]; do
     --jobs) jobs=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --tables) tables=$2; shift 2 ;;
+    --chain) chain=-chain; shift ;;
     --quick) jobs=400 rounds=1; shift ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
@@ -74,10 +78,14 @@ cell() {
   t=$((n * 8 / 10 / c / b))
   q=$(load "$imp" "$form" "$n")
   script=$tmp/$imp-$form-$b.sql
-  sed "s/@Q@/$q/g; s/@B@/$b/g" "$here/$imp-$form.sql" >"$script"
+  local src=$here/$imp-$form.sql
+  # the chained scripts hold a delivery across transactions: the rows still held at the end
+  # are not counted as settled
+  if [ -n "$chain" ] && [ "$b" = 1 ] && [ -e "$here/$imp-$form$chain.sql" ]; then src=$here/$imp-$form$chain.sql; fi
+  sed "s/@Q@/$q/g; s/@B@/$b/g" "$src" >"$script"
   db=$conn
   [ "$imp" = pgmq ] && db=$pgmq
-  "$PGBENCH" -n -M prepared -c "$c" -j "$(( c < 2 ? c : 2 ))" -t "$t" -D batch="$b" -f "$script" "$db" >"$tmp/out" 2>&1 \
+  "$PGBENCH" -n -M prepared -c "$c" -j "$(( c < 2 ? c : 2 ))" -t "$t" -D batch="$b" -D held=0 -f "$script" "$db" >"$tmp/out" 2>&1 \
     || { cat "$tmp/out" >&2; return 1; }
   tps=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)$/\1/p' "$tmp/out")
   settled=$((n - $(left "$imp")))

@@ -64,11 +64,16 @@ async fn worker(
     form: Form,
     q: String,
     c: Client,
-    batch: usize,
+    (batch, chain): (usize, bool),
     lat: Arc<Mutex<Vec<f64>>>,
     budget: Arc<AtomicIsize>,
 ) -> (usize, Client) {
     let b = batch as i32;
+    // --chain, lease form, one row at a time: the delivery held since the last
+    // round, settled by the statement that claims the next
+    let chain = chain && batch == 1 && form == Form::Lease;
+    let mut held: Option<(String, SystemTime)> = None;
+    let mut held_floor: Option<(i64, SystemTime)> = None;
     let mut c = Prep {
         c,
         cache: Default::default(),
@@ -81,6 +86,64 @@ async fn worker(
         }
         let t0 = Instant::now();
         let n = match (imp, form) {
+            (Impl::Settle | Impl::SqlEdition, Form::Lease) if chain => {
+                let rows = match &held {
+                    Some((id, tok)) => c
+                        .query(
+                            "SELECT id, token, payload FROM queue_complete_and_claim($1, $2, 'ack', NULL, $3, 1, interval '30 seconds')",
+                            &[&q, id, tok],
+                        )
+                        .await
+                        .unwrap(),
+                    None => c
+                        .query(
+                            "SELECT id, token, payload FROM queue_claim($1, 1, interval '30 seconds')",
+                            &[&q],
+                        )
+                        .await
+                        .unwrap(),
+                };
+                let settled = usize::from(held.is_some());
+                held = rows
+                    .first()
+                    .and_then(|r| r.get::<_, Option<String>>(0).map(|id| (id, r.get(1))));
+                if settled == 0 && held.is_none() {
+                    break;
+                }
+                settled
+            }
+            (Impl::Floor, Form::Lease) if chain => {
+                // the DELETE goes first (the claim's filter reads it): left to the end of
+                // the statement, as an unread WITH is, it would wait for a row another
+                // worker's claim locked while this claim holds one that worker deletes
+                let claim = |first: &str| {
+                    format!(
+                        "UPDATE {q} SET locked_until = now() + interval '30 seconds', attempt = attempt + 1 \
+                         WHERE id IN (SELECT id FROM {q} WHERE {first}(locked_until IS NULL OR locked_until < now()) \
+                                      ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) \
+                         RETURNING id, locked_until, payload"
+                    )
+                };
+                let rows = match &held_floor {
+                    Some((id, tok)) => c
+                        .query(
+                            &format!(
+                                "WITH done AS (DELETE FROM {q} WHERE id = $1 AND locked_until = $2 RETURNING 1) {}",
+                                claim("(SELECT count(*) FROM done) >= 0 AND ")
+                            ),
+                            &[id, tok],
+                        )
+                        .await
+                        .unwrap(),
+                    None => c.query(&claim(""), &[]).await.unwrap(),
+                };
+                let settled = usize::from(held_floor.is_some());
+                held_floor = rows.first().map(|r| (r.get(0), r.get(1)));
+                if settled == 0 && held_floor.is_none() {
+                    break;
+                }
+                settled
+            }
             (Impl::Settle | Impl::SqlEdition, Form::Lease) => {
                 let rows = c
                     .query(
@@ -292,13 +355,32 @@ async fn worker(
                 unreachable!("runs in its own case")
             }
         };
-        if n == 0 {
+        if n == 0 && held.is_none() && held_floor.is_none() {
             break;
         }
         let ms = t0.elapsed().as_secs_f64() * 1000.0;
         mine.extend(std::iter::repeat_n(ms, n));
         done += n;
         budget.fetch_sub(n as isize, Ordering::Relaxed);
+    }
+    // a chained loop stopped by the budget still holds a delivery
+    if let Some((id, tok)) = held {
+        c.query_one(
+            "SELECT queue_complete($1, $2, 'ack', NULL, $3)",
+            &[&q, &id, &tok],
+        )
+        .await
+        .unwrap();
+        done += 1;
+    }
+    if let Some((id, tok)) = held_floor {
+        c.execute(
+            &format!("DELETE FROM {q} WHERE id = $1 AND locked_until = $2"),
+            &[&id, &tok],
+        )
+        .await
+        .unwrap();
+        done += 1;
     }
     lat.lock().unwrap().extend(mine);
     (done, c.c)
@@ -314,7 +396,7 @@ pub(crate) async fn run_workers(
     imp: Impl,
     form: Form,
     q: &str,
-    batch: usize,
+    batch: (usize, bool),
     lat: Arc<Mutex<Vec<f64>>>,
     jobs: Option<usize>,
 ) -> (usize, Vec<Client>) {
@@ -341,7 +423,7 @@ pub(crate) async fn run_workers_for(
         tokio::time::sleep(cap).await;
         stop.store(0, Ordering::Relaxed);
     });
-    let out = spend(conns, imp, form, q, batch, lat, budget).await;
+    let out = spend(conns, imp, form, q, (batch, false), lat, budget).await;
     timer.abort();
     out
 }
@@ -351,7 +433,7 @@ async fn spend(
     imp: Impl,
     form: Form,
     q: &str,
-    batch: usize,
+    batch: (usize, bool),
     lat: Arc<Mutex<Vec<f64>>>,
     budget: Arc<AtomicIsize>,
 ) -> (usize, Vec<Client>) {

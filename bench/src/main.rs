@@ -125,6 +125,10 @@ struct Args {
     /// the Rust client sends its statements unnamed, as behind a transaction
     /// pooler (`--transaction-pooler`)
     transaction_pooler: bool,
+    /// lease form, one row at a time: settle and the floor settle each delivery
+    /// in the statement that claims the next (`--chain`: settle's
+    /// `queue_complete_and_claim`, the floor's DELETE in a WITH of its claim)
+    chain: bool,
 }
 
 fn list(v: &str, flag: &str) -> Vec<usize> {
@@ -164,6 +168,7 @@ fn args() -> Args {
         mixed: false,
         citus: None,
         transaction_pooler: false,
+        chain: false,
         batches: vec![1, 10, 100],
     };
     let mut i = 0;
@@ -191,6 +196,7 @@ fn args() -> Args {
                 i += 1;
             }
             "--scaling" => a.backlogs = vec![10_000, 1_000_000],
+            "--chain" => a.chain = true,
             "--table-options" => {
                 a.table_options = Some(v[i + 1].clone());
                 i += 1;
@@ -300,7 +306,7 @@ fn args() -> Args {
                 a.workers = vec![1, 4];
                 a.batches = vec![1, 100];
             }
-            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --client-only, --transaction-pooler, --portable, --mixed, --mariadb URL, --sqlite PATH, --citus CONN, --pgmq CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --flow, --flow-10m, --sustained SECONDS, --hold-every SECONDS, --horizon, --horizon-jobs N,N, --holder snapshot|row_lock, --horizon-cap SECONDS, --table-options OPTS|reset, --pgmq-table-options OPTS|reset, --max-attempts N"),
+            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --client-only, --transaction-pooler, --portable, --mixed, --mariadb URL, --sqlite PATH, --citus CONN, --pgmq CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --flow, --flow-10m, --sustained SECONDS, --hold-every SECONDS, --horizon, --horizon-jobs N,N, --holder snapshot|row_lock, --horizon-cap SECONDS, --table-options OPTS|reset, --pgmq-table-options OPTS|reset, --max-attempts N, --chain"),
         }
         i += 1;
     }
@@ -597,7 +603,8 @@ async fn case(
         let (done, conns) = client::raw_run(conns, &q, batch, lat.clone()).await;
         (done, Open::Conns(conns))
     } else {
-        let (done, conns) = run_workers(conns, imp, form, &q, batch, lat.clone(), None).await;
+        let (done, conns) =
+            run_workers(conns, imp, form, &q, (batch, a.chain), lat.clone(), None).await;
         (done, Open::Conns(conns))
     };
     let secs = t0.elapsed().as_secs_f64();

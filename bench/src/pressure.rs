@@ -101,7 +101,7 @@ async fn drain(
     let t0 = Instant::now();
     let (done, _open) = match a.horizon_cap {
         Some(cap) => run_workers_for(conns, (imp, form), &q, batch, lat.clone(), cap).await,
-        None => run_workers(conns, imp, form, &q, batch, lat.clone(), None).await,
+        None => run_workers(conns, imp, form, &q, (batch, false), lat.clone(), None).await,
     };
     let secs = t0.elapsed().as_secs_f64();
     if let Some(h) = horizon {

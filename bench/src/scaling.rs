@@ -148,8 +148,16 @@ pub(crate) async fn scaling(a: &Args, admin: &Client) {
                     conns.push(connect(&a.conn).await);
                 }
                 let t0 = Instant::now();
-                let (done, _open) =
-                    run_workers(conns, Impl::Settle, form, &q, b, lat.clone(), Some(jobs)).await;
+                let (done, _open) = run_workers(
+                    conns,
+                    Impl::Settle,
+                    form,
+                    &q,
+                    (b, false),
+                    lat.clone(),
+                    Some(jobs),
+                )
+                .await;
                 let secs = t0.elapsed().as_secs_f64();
                 let mut l = lat.lock().unwrap();
                 println!(
