@@ -72,8 +72,7 @@ async fn worker(
     // --chain, lease form, one row at a time: the delivery held since the last
     // round, settled by the statement that claims the next
     let chain = chain && batch == 1 && form == Form::Lease;
-    let mut held: Option<(String, SystemTime)> = None;
-    let mut held_floor: Option<(i64, SystemTime)> = None;
+    let mut held = None;
     let mut c = Prep {
         c,
         cache: Default::default(),
@@ -86,63 +85,11 @@ async fn worker(
         }
         let t0 = Instant::now();
         let n = match (imp, form) {
-            (Impl::Settle | Impl::SqlEdition, Form::Lease) if chain => {
-                let rows = match &held {
-                    Some((id, tok)) => c
-                        .query(
-                            "SELECT id, token, payload FROM queue_complete_and_claim($1, $2, 'ack', NULL, $3, 1, interval '30 seconds')",
-                            &[&q, id, tok],
-                        )
-                        .await
-                        .unwrap(),
-                    None => c
-                        .query(
-                            "SELECT id, token, payload FROM queue_claim($1, 1, interval '30 seconds')",
-                            &[&q],
-                        )
-                        .await
-                        .unwrap(),
-                };
-                let settled = usize::from(held.is_some());
-                held = rows
-                    .first()
-                    .and_then(|r| r.get::<_, Option<String>>(0).map(|id| (id, r.get(1))));
-                if settled == 0 && held.is_none() {
-                    break;
+            (Impl::Settle | Impl::SqlEdition | Impl::Floor, Form::Lease) if chain => {
+                match chain_round(&mut c, imp, &q, &mut held).await {
+                    Some(n) => n,
+                    None => break,
                 }
-                settled
-            }
-            (Impl::Floor, Form::Lease) if chain => {
-                // the DELETE goes first (the claim's filter reads it): left to the end of
-                // the statement, as an unread WITH is, it would wait for a row another
-                // worker's claim locked while this claim holds one that worker deletes
-                let claim = |first: &str| {
-                    format!(
-                        "UPDATE {q} SET locked_until = now() + interval '30 seconds', attempt = attempt + 1 \
-                         WHERE id IN (SELECT id FROM {q} WHERE {first}(locked_until IS NULL OR locked_until < now()) \
-                                      ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) \
-                         RETURNING id, locked_until, payload"
-                    )
-                };
-                let rows = match &held_floor {
-                    Some((id, tok)) => c
-                        .query(
-                            &format!(
-                                "WITH done AS (DELETE FROM {q} WHERE id = $1 AND locked_until = $2 RETURNING 1) {}",
-                                claim("(SELECT count(*) FROM done) >= 0 AND ")
-                            ),
-                            &[id, tok],
-                        )
-                        .await
-                        .unwrap(),
-                    None => c.query(&claim(""), &[]).await.unwrap(),
-                };
-                let settled = usize::from(held_floor.is_some());
-                held_floor = rows.first().map(|r| (r.get(0), r.get(1)));
-                if settled == 0 && held_floor.is_none() {
-                    break;
-                }
-                settled
             }
             (Impl::Settle | Impl::SqlEdition, Form::Lease) => {
                 let rows = c
@@ -355,7 +302,7 @@ async fn worker(
                 unreachable!("runs in its own case")
             }
         };
-        if n == 0 && held.is_none() && held_floor.is_none() {
+        if n == 0 && held.is_none() {
             break;
         }
         let ms = t0.elapsed().as_secs_f64() * 1000.0;
@@ -364,26 +311,93 @@ async fn worker(
         budget.fetch_sub(n as isize, Ordering::Relaxed);
     }
     // a chained loop stopped by the budget still holds a delivery
-    if let Some((id, tok)) = held {
-        c.query_one(
-            "SELECT queue_complete($1, $2, 'ack', NULL, $3)",
-            &[&q, &id, &tok],
-        )
-        .await
-        .unwrap();
-        done += 1;
-    }
-    if let Some((id, tok)) = held_floor {
-        c.execute(
-            &format!("DELETE FROM {q} WHERE id = $1 AND locked_until = $2"),
-            &[&id, &tok],
-        )
-        .await
-        .unwrap();
-        done += 1;
-    }
+    done += chain_finish(&mut c, &q, held).await;
     lat.lock().unwrap().extend(mine);
     (done, c.c)
+}
+
+/// The lease delivery a `--chain` loop holds between rounds.
+enum Held {
+    Settle(String, SystemTime),
+    Floor(i64, SystemTime),
+}
+
+/// One round of a `--chain` loop: the delivery `held` since the last round
+/// settled by the statement that claims the next. Returns how many it settled
+/// (0 or 1), or `None` when nothing was held and nothing is left to claim.
+async fn chain_round(c: &mut Prep, imp: Impl, q: &str, held: &mut Option<Held>) -> Option<usize> {
+    // the floor's DELETE goes first (the claim's filter reads it): left to the end
+    // of the statement, as an unread WITH is, it would wait for a row another
+    // worker's claim locked while this claim holds one that worker deletes
+    let floor_claim = |first: &str| {
+        format!(
+            "UPDATE {q} SET locked_until = now() + interval '30 seconds', attempt = attempt + 1 \
+             WHERE id IN (SELECT id FROM {q} WHERE {first}(locked_until IS NULL OR locked_until < now()) \
+                          ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) \
+             RETURNING id, locked_until, payload"
+        )
+    };
+    let settled = usize::from(held.is_some());
+    let rows = match (imp, held.take()) {
+        (Impl::Floor, Some(Held::Floor(id, tok))) => c
+            .query(
+                &format!(
+                    "WITH done AS (DELETE FROM {q} WHERE id = $1 AND locked_until = $2 RETURNING 1) {}",
+                    floor_claim("(SELECT count(*) FROM done) >= 0 AND ")
+                ),
+                &[&id, &tok],
+            )
+            .await
+            .unwrap(),
+        (Impl::Floor, _) => c.query(&floor_claim(""), &[]).await.unwrap(),
+        (_, Some(Held::Settle(id, tok))) => c
+            .query(
+                "SELECT id, token, payload FROM queue_complete_and_claim($1, $2, 'ack', NULL, $3, 1, interval '30 seconds')",
+                &[&q, &id, &tok],
+            )
+            .await
+            .unwrap(),
+        (_, _) => c
+            .query(
+                "SELECT id, token, payload FROM queue_claim($1, 1, interval '30 seconds')",
+                &[&q],
+            )
+            .await
+            .unwrap(),
+    };
+    *held = rows.first().and_then(|r| match imp {
+        Impl::Floor => Some(Held::Floor(r.get(0), r.get(1))),
+        // settle's one row when nothing was claimed has a NULL id
+        _ => r
+            .get::<_, Option<String>>(0)
+            .map(|id| Held::Settle(id, r.get(1))),
+    });
+    (settled > 0 || held.is_some()).then_some(settled)
+}
+
+/// Settle the delivery a `--chain` loop still holds when it stops: 1, or 0.
+async fn chain_finish(c: &mut Prep, q: &str, held: Option<Held>) -> usize {
+    match held {
+        Some(Held::Settle(id, tok)) => {
+            c.query_one(
+                "SELECT queue_complete($1, $2, 'ack', NULL, $3)",
+                &[&q, &id, &tok],
+            )
+            .await
+            .unwrap();
+            1
+        }
+        Some(Held::Floor(id, tok)) => {
+            c.execute(
+                &format!("DELETE FROM {q} WHERE id = $1 AND locked_until = $2"),
+                &[&id, &tok],
+            )
+            .await
+            .unwrap();
+            1
+        }
+        None => 0,
+    }
 }
 
 /// One [`worker`] per connection, all sharing a budget of `jobs` (`None`: until
