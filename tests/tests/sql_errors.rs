@@ -109,6 +109,13 @@ fn call() -> impl Strategy<Value = (&'static str, Vec<Option<String>>)> {
             "SELECT queue_complete($1, $2, $3, $4::text::interval, $5::text::timestamptz)",
             vec![q, i, o, d, t]
         )),
+        (text(), text(), outcome(), interval(), timestamp(), number(), interval()).prop_map(
+            |(q, i, o, d, t, b, l)| (
+                "SELECT count(*) FROM queue_complete_and_claim($1, $2, $3, $4::text::interval, \
+                 $5::text::timestamptz, $6::text::int, $7::text::interval)",
+                vec![q, i, o, d, t, b, l]
+            )
+        ),
         (text(), ids(), outcome(), interval()).prop_map(|(q, i, o, d)| (
             "SELECT count(*) FROM queue_complete_many($1, $2::text::text[], $3, $4::text::interval)",
             vec![q, i, o, d]
