@@ -120,18 +120,7 @@ async fn worker(
                 rows.len()
             }
             (Impl::Floor, Form::Lease) => {
-                let rows = c
-                    .query(
-                        &format!(
-                            "UPDATE {q} SET locked_until = now() + interval '30 seconds', attempt = attempt + 1 \
-                             WHERE id IN (SELECT id FROM {q} WHERE locked_until IS NULL OR locked_until < now() \
-                                          ORDER BY id LIMIT {b} FOR UPDATE SKIP LOCKED) \
-                             RETURNING id, locked_until, payload"
-                        ),
-                        &[],
-                    )
-                    .await
-                    .unwrap();
+                let rows = c.query(&floor_lease_claim(&q, b, ""), &[]).await.unwrap();
                 if rows.len() == 1 {
                     let (id, tok): (i64, SystemTime) = (rows[0].get(0), rows[0].get(1));
                     c.execute(
@@ -316,6 +305,17 @@ async fn worker(
     (done, c.c)
 }
 
+/// The floor's lease claim of `limit` rows (a literal LIMIT), `first` put
+/// before its readiness test.
+fn floor_lease_claim(q: &str, limit: i32, first: &str) -> String {
+    format!(
+        "UPDATE {q} SET locked_until = now() + interval '30 seconds', attempt = attempt + 1 \
+         WHERE id IN (SELECT id FROM {q} WHERE {first}(locked_until IS NULL OR locked_until < now()) \
+                      ORDER BY id LIMIT {limit} FOR UPDATE SKIP LOCKED) \
+         RETURNING id, locked_until, payload"
+    )
+}
+
 /// The lease delivery a `--chain` loop holds between rounds.
 enum Held {
     Settle(String, SystemTime),
@@ -326,30 +326,22 @@ enum Held {
 /// settled by the statement that claims the next. Returns how many it settled
 /// (0 or 1), or `None` when nothing was held and nothing is left to claim.
 async fn chain_round(c: &mut Prep, imp: Impl, q: &str, held: &mut Option<Held>) -> Option<usize> {
-    // the floor's DELETE goes first (the claim's filter reads it): left to the end
-    // of the statement, as an unread WITH is, it would wait for a row another
-    // worker's claim locked while this claim holds one that worker deletes
-    let floor_claim = |first: &str| {
-        format!(
-            "UPDATE {q} SET locked_until = now() + interval '30 seconds', attempt = attempt + 1 \
-             WHERE id IN (SELECT id FROM {q} WHERE {first}(locked_until IS NULL OR locked_until < now()) \
-                          ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) \
-             RETURNING id, locked_until, payload"
-        )
-    };
     let settled = usize::from(held.is_some());
     let rows = match (imp, held.take()) {
         (Impl::Floor, Some(Held::Floor(id, tok))) => c
             .query(
+                // the DELETE goes first (the claim's filter reads it): left to the end
+                // of the statement, as an unread WITH is, it would wait for a row another
+                // worker's claim locked while this claim holds one that worker deletes
                 &format!(
                     "WITH done AS (DELETE FROM {q} WHERE id = $1 AND locked_until = $2 RETURNING 1) {}",
-                    floor_claim("(SELECT count(*) FROM done) >= 0 AND ")
+                    floor_lease_claim(q, 1, "(SELECT count(*) FROM done) >= 0 AND ")
                 ),
                 &[&id, &tok],
             )
             .await
             .unwrap(),
-        (Impl::Floor, _) => c.query(&floor_claim(""), &[]).await.unwrap(),
+        (Impl::Floor, _) => c.query(&floor_lease_claim(q, 1, ""), &[]).await.unwrap(),
         (_, Some(Held::Settle(id, tok))) => c
             .query(
                 "SELECT id, token, payload FROM queue_complete_and_claim($1, $2, 'ack', NULL, $3, 1, interval '30 seconds')",
