@@ -51,7 +51,8 @@ ONCE=${MAJORS[0]}
 for m in "${MAJORS[@]}"; do if [ "$m" = 15 ]; then ONCE=15; fi; done
 export SETTLE_PGPORT=${SETTLE_PGPORT:-55432}
 
-step() { printf '\n==> %s\n' "$*"; }
+# each step's heading carries the minutes:seconds since the command started
+step() { printf '\n==> [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 passed=0
 failed=0
 # check NAME COMMAND...: one test that passes when the command does
@@ -693,5 +694,6 @@ fi
 
 echo
 echo "test output: $WORK (dashboard screenshots: $WORK/dashboard)"
+printf 'took %d:%02d\n' $((SECONDS / 60)) $((SECONDS % 60))
 echo "tests: $passed passed, $failed failed"
 [ "$failed" = 0 ]
