@@ -50,6 +50,9 @@ read -r -a MAJORS <<<"${SETTLE_PG_MAJORS:-15 16 17 18}"
 ONCE=${MAJORS[0]}
 for m in "${MAJORS[@]}"; do if [ "$m" = 15 ]; then ONCE=15; fi; done
 export SETTLE_PGPORT=${SETTLE_PGPORT:-55432}
+# debug builds for the tests only: no incremental state to write, line tables for backtraces
+# and no more debug information (each costs compile and link time on every test binary)
+export CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_DEBUG=line-tables-only
 
 # each step's heading carries the minutes:seconds since the command started
 step() { printf '\n==> [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
@@ -122,6 +125,12 @@ cargo pgrx --version
 WORK=$(mktemp -d /tmp/settle-test.XXXXXX)
 chmod 755 "$WORK"
 
+# awa, a peer of the benchmark (bench/peers.sh builds it: minutes of compiling), built in the
+# background at low priority from here, where the package builds leave a core idle at times
+nice -n 10 cargo build -q --release --locked --manifest-path bench/awa/Cargo.toml --target-dir target/peers \
+  >"$WORK/awa-build.log" 2>&1 &
+AWA_BUILD=$!
+
 step "release packages (scripts/package.sh ${MAJORS[*]})"
 scripts/package.sh "${MAJORS[@]}" >"$WORK/packages"
 declare -A DEB
@@ -189,6 +198,7 @@ remove_debug15() {
   DEBUG15=
 }
 cleanup() {
+  kill "$AWA_BUILD" 2>/dev/null || true
   if [ -n "$DEBUG15" ]; then remove_debug15; fi
   if [ -n "$CLUSTER" ]; then
     SETTLE_PGBIN=$CLUSTER_BIN scripts/pg-cluster.sh stop "$CLUSTER" || true
@@ -510,8 +520,10 @@ for MAJOR in "${MAJORS[@]}"; do
     }
     check "example prometheus" prometheus_example
 
-    step "rustdoc of the client builds without warnings"
-    check "cargo doc -p settle" env RUSTDOCFLAGS="-D warnings" cargo doc -q -p settle --no-deps
+    # rustdoc of the client, in the background while the reliability suite waits on its cases
+    # (a target directory of its own: cargo locks one for a whole build)
+    RUSTDOCFLAGS="-D warnings" cargo doc -q -p settle --no-deps --target-dir "$ROOT/target/rustdoc" >"$WORK/rustdoc.log" 2>&1 &
+    rustdoc=$!
 
     step "reliability (load, mixed outcomes, killed connections, server restarts; reduced size)"
     # the full size is: SETTLE_RELIABILITY_JOBS=100000 scripts/test.sh
@@ -526,10 +538,16 @@ for MAJOR in "${MAJORS[@]}"; do
     passed=$((passed + ${r_pass:-0}))
     failed=$((failed + ${r_fail:-1}))
 
+    step "rustdoc of the client builds without warnings"
+    rustdoc_done() { wait "$rustdoc" || { cat "$WORK/rustdoc.log"; return 1; }; }
+    check "cargo doc -p settle" rustdoc_done
+
     step "the benchmark harness runs, with its peers (a few seconds; the numbers of a debug build mean nothing)"
     # pgmq (crates.io) and Graphile Worker (npm) are fetched into $WORK, never into the repository;
-    # awa (crates.io) is built from bench/awa into target/peers (~2.5 min on 2 cores the first time)
+    # awa (crates.io) is built from bench/awa into target/peers (started in the background above)
     export SETTLE_PEERS_DIR=$WORK/peers
+    # (peers.sh's own build of awa finds it built, or says why not)
+    wait "$AWA_BUILD" || cat "$WORK/awa-build.log"
     pg_conn="host=$PGHOST port=$PGPORT user=postgres"
     bench_quick() {
       PSQL=$PG_BIN/psql bench/peers.sh "$pg_conn" >"$WORK/peers.log" 2>&1 \
