@@ -13,8 +13,14 @@
 # awa 0.6.9 (crates.io, pinned in bench/awa/Cargo.toml + Cargo.lock): bench/awa,
 # a small program outside settle's workspace, built (release) into target/peers,
 # database `settle_peer_awa`. Prints the arguments to pass to settle-bench.
+#
+#   bench/peers.sh --build-awa    only build awa (no server needed), as the run above would
 set -euo pipefail
-conn=${1:?usage: bench/peers.sh CONNINFO (libpq string without dbname)}
+repo=$(cd "$(dirname "$0")/.." && pwd)
+build_awa=(cargo build -q --release --locked --manifest-path "$repo/bench/awa/Cargo.toml" --target-dir "$repo/target/peers")
+# (exec: whoever started this may stop the build by its process id)
+if [ "${1:-}" = --build-awa ]; then exec "${build_awa[@]}"; fi
+conn=${1:?usage: bench/peers.sh CONNINFO (libpq string without dbname), or --build-awa}
 PSQL=${PSQL:-/usr/lib/postgresql/15/bin/psql}
 PGMQ_CRATE=0.34.0-alpha.7
 PGMQ_SHA256=9d53dadbae2b26d4003afe53cc2abaaf2987ef0891235d2f3cc413651dba0aa4
@@ -38,8 +44,7 @@ if [ ! -f "$PEERS/node_modules/graphile-worker/package.json" ] \
 fi
 "$PSQL" -X -q -v ON_ERROR_STOP=1 "$conn dbname=postgres" \
   -c "DROP DATABASE IF EXISTS settle_peer_graphile" -c "CREATE DATABASE settle_peer_graphile"
-repo=$(cd "$(dirname "$0")/.." && pwd)
-cargo build -q --release --locked --manifest-path "$repo/bench/awa/Cargo.toml" --target-dir "$repo/target/peers"
+"${build_awa[@]}"
 "$PSQL" -X -q -v ON_ERROR_STOP=1 "$conn dbname=postgres" \
   -c "DROP DATABASE IF EXISTS settle_peer_awa" -c "CREATE DATABASE settle_peer_awa"
 echo "--pgmq \"$conn dbname=settle_peer_pgmq\" --graphile settle_peer_graphile --awa settle_peer_awa"

@@ -125,10 +125,9 @@ cargo pgrx --version
 WORK=$(mktemp -d /tmp/settle-test.XXXXXX)
 chmod 755 "$WORK"
 
-# awa, a peer of the benchmark (bench/peers.sh builds it: minutes of compiling), built in the
+# awa, a peer of the benchmark (minutes of compiling), built by bench/peers.sh in the
 # background at low priority from here, where the package builds leave a core idle at times
-nice -n 10 cargo build -q --release --locked --manifest-path bench/awa/Cargo.toml --target-dir target/peers \
-  >"$WORK/awa-build.log" 2>&1 &
+nice -n 10 bench/peers.sh --build-awa >"$WORK/awa-build.log" 2>&1 &
 AWA_BUILD=$!
 
 step "release packages (scripts/package.sh ${MAJORS[*]})"
@@ -198,7 +197,7 @@ remove_debug15() {
   DEBUG15=
 }
 cleanup() {
-  kill "$AWA_BUILD" 2>/dev/null || true
+  if [ -n "$AWA_BUILD" ]; then kill "$AWA_BUILD" 2>/dev/null || true; fi
   if [ -n "$DEBUG15" ]; then remove_debug15; fi
   if [ -n "$CLUSTER" ]; then
     SETTLE_PGBIN=$CLUSTER_BIN scripts/pg-cluster.sh stop "$CLUSTER" || true
@@ -548,6 +547,7 @@ for MAJOR in "${MAJORS[@]}"; do
     export SETTLE_PEERS_DIR=$WORK/peers
     # (peers.sh's own build of awa finds it built, or says why not)
     wait "$AWA_BUILD" || cat "$WORK/awa-build.log"
+    AWA_BUILD=
     pg_conn="host=$PGHOST port=$PGPORT user=postgres"
     bench_quick() {
       PSQL=$PG_BIN/psql bench/peers.sh "$pg_conn" >"$WORK/peers.log" 2>&1 \
