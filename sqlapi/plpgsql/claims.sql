@@ -265,9 +265,10 @@ CREATE FUNCTION @extschema@.queue_claim(queue text, batch integer DEFAULT 1, lea
     RETURNS TABLE(id text, attempt integer, token timestamptz, payload jsonb)
     LANGUAGE plpgsql VOLATILE
     AS $$
+#variable_conflict use_column
 DECLARE
     ignored text;
-    -- (read where it is used: the generated functions run under it as it is)
+    -- (read where it is used: the generated code runs under it as it is)
     caller_path text;
     e record;
     r record;
@@ -275,24 +276,29 @@ DECLARE
     every interval;
     from_id text;
     started timestamptz;
-    f record;
     m record;
+    -- (a queue past the first 32: the row of the function its branch calls)
+    f record;
+    -- what the generated code answers (fast.sql), and a row it found dead
+    hit boolean;
+    dead boolean;
     stale boolean := false;
 BEGIN
-    -- one row of a lease or row_lock queue: its generated claim (fast.sql),
-    -- under the caller's search_path, everything in it qualified
+    -- one row of a lease or row_lock queue: its generated claim, written
+    -- below by _settle_fast_build (fast.sql), under the caller's
+    -- search_path, everything in it qualified
     IF batch OPERATOR(pg_catalog.=) 1 THEN
-        f := @extschema@._settle_fast_claim($1, lease);
-        IF f.hit THEN
-            IF f.dead THEN
-                PERFORM @extschema@._settle_dead_at_fast_claim($1, ARRAY[f.id]);
-            ELSIF f.id IS NOT NULL THEN
-                id := f.id; attempt := f.attempt; token := f.token; payload := f.payload;
+        -- settle:fast:begin
+        -- settle:fast:end
+        IF hit THEN
+            IF dead THEN
+                PERFORM @extschema@._settle_dead_at_fast_claim($1, ARRAY[id]);
+            ELSIF id IS NOT NULL THEN
                 RETURN NEXT;
             END IF;
             RETURN;
         END IF;
-        stale := f.hit IS NULL;
+        stale := hit IS NULL;
     END IF;
     IF NOT stale AND batch OPERATOR(pg_catalog.>=) 1 AND batch OPERATOR(pg_catalog.<=) 10000 THEN
         -- more rows of a lease or row_lock queue, or an advisory claim: the

@@ -254,22 +254,29 @@ CREATE FUNCTION @extschema@.queue_complete(queue text, id text, outcome text, de
                                            token timestamptz DEFAULT NULL) RETURNS text
     LANGUAGE plpgsql VOLATILE
     AS $$
+#variable_conflict use_column
 DECLARE
     ignored text;
-    -- (read where it is used: the generated functions run under it as it is)
+    -- (read where it is used: the generated code runs under it as it is)
     caller_path text;
     res text;
+    -- (a queue past the first 32: the row of the function its branch calls)
     f record;
+    -- what the generated code answers (fast.sql), and its result
+    hit boolean;
+    result text;
     stale boolean := false;
 BEGIN
-    -- ack, drop, retry, retry_after of one row: its
-    -- generated settle (fast.sql), under the caller's search_path
+    -- ack, drop, retry, retry_after of one row: its generated settle,
+    -- written below by _settle_fast_build (fast.sql), under the caller's
+    -- search_path, everything in it qualified
     IF $1 IS NOT NULL AND $2 IS NOT NULL AND $3 IS NOT NULL THEN
-        f := @extschema@._settle_fast_complete($1, $2, $3, $4, $5);
-        IF f.hit THEN
-            RETURN f.result;
+        -- settle:fast:begin
+        -- settle:fast:end
+        IF hit THEN
+            RETURN result;
         END IF;
-        stale := f.hit IS NULL;
+        stale := hit IS NULL;
     END IF;
     caller_path := pg_catalog.current_setting('search_path');
     ignored := @extschema@._settle_as('pg_catalog, pg_temp');

@@ -12,11 +12,28 @@ SET client_min_messages = warning;
 \echo '== one function set per queue, the dispatchers a search tree over 40 queues'
 SELECT count(*) AS created FROM generate_series(1, 40) g, LATERAL queue_create('fq_' || g, CASE g % 3 WHEN 0 THEN 'lease' WHEN 1 THEN 'row_lock' ELSE 'advisory' END, 3);
 :generated;
-SELECT count(*) > 0 AS tree FROM pg_proc WHERE proname = '_settle_fast_claim' AND prosrc LIKE '%COLLATE pg_catalog."C"%';
+SELECT count(*) AS trees FROM pg_proc WHERE proname IN ('queue_claim', 'queue_complete', '_settle_fast_claim_many', '_settle_fast_complete_many')
+                                     AND prosrc LIKE '%COLLATE pg_catalog."C"%';
+-- one-row claims and settles of the first 32 queues (by name) run in queue_claim and
+-- queue_complete, those of the others in their generated functions: no call reaches the
+-- prepared path's registry read (counted exactly within one transaction)
+SELECT count(*) AS inline_branches FROM pg_proc, regexp_matches(prosrc, '<<_settle_fast>>', 'g') m WHERE proname = 'queue_complete';
+\set registry_reads 'SELECT COALESCE(pg_stat_get_xact_function_calls(''_settle_entry(text)''::regprocedure), 0) AS reads'
+SET track_functions = 'pl';
+BEGIN;
+:registry_reads \gset before_
 INSERT INTO fq_3 (payload) SELECT jsonb_build_object('n', g) FROM generate_series(1, 3) g;
 INSERT INTO fq_31 (payload) SELECT jsonb_build_object('n', g) FROM generate_series(1, 3) g;
 SELECT id, attempt, payload FROM queue_claim('fq_3');
 SELECT queue_complete('fq_3', c.id, 'ack', NULL, c.token) FROM queue_claim('fq_3') c;
+INSERT INTO fq_6 (payload) VALUES ('{"n": 6}');
+INSERT INTO fq_7 (payload) VALUES ('{"n": 7}');
+SELECT c.id, queue_complete('fq_6', c.id, 'retry', NULL, c.token) AS past_the_first_32 FROM queue_claim('fq_6') c;
+SELECT c.id, queue_complete('fq_7', c.id, 'ack') AS past_the_first_32 FROM queue_claim('fq_7') c;
+:registry_reads \gset after_
+SELECT :after_reads - :before_reads AS registry_reads;
+COMMIT;
+RESET track_functions;
 BEGIN;
 SELECT id, attempt FROM queue_claim('fq_31');
 SELECT id, attempt FROM queue_claim('fq_31');
@@ -86,13 +103,13 @@ RESET track_functions;
 SELECT queue_create('fq_alter', 'lease', 2, 'fq_alter_dead');
 INSERT INTO fq_alter (payload) VALUES ('{"n": 1}');
 SELECT queue_complete('fq_alter', c.id, 'retry', NULL, c.token) FROM queue_claim('fq_alter') c;
-SELECT prosrc AS before_alter FROM pg_proc WHERE proname LIKE '\_settle\_fq\_%complete' AND prosrc LIKE '%fq_alter%' \gset
+SELECT _settle_fast_branches(prosrc) ->> md5('fq_alter') AS before_alter FROM pg_proc WHERE proname = 'queue_complete' \gset
 ALTER TABLE fq_alter ADD COLUMN note text DEFAULT 'kept';
 ALTER TABLE fq_alter_dead ADD COLUMN note text;
 UPDATE fq_alter SET locked_until = NULL;
 SELECT queue_complete('fq_alter', c.id, 'retry', NULL, c.token) FROM queue_claim('fq_alter') c;
 SELECT id, attempt, note FROM fq_alter_dead;
-SELECT prosrc <> :'before_alter' AS rebuilt FROM pg_proc WHERE proname LIKE '\_settle\_fq\_%complete' AND prosrc LIKE '%fq_alter%';
+SELECT _settle_fast_branches(prosrc) ->> md5('fq_alter') <> :'before_alter' AS rebuilt FROM pg_proc WHERE proname = 'queue_complete';
 
 \echo '== a column a role needs dropped: the error names it, as without the fast path'
 SELECT queue_create('fq_gone', 'lease');
@@ -134,4 +151,19 @@ RESET search_path;
 SELECT id FROM fq_own;
 RESET ROLE;
 SELECT pg_catalog.pg_get_userbyid(proowner) = current_user AS made_by_the_edition_owner
-  FROM pg_proc WHERE proname LIKE '\_settle\_fq\_%complete' AND prosrc LIKE '%fq_own%';
+  FROM pg_proc WHERE proname LIKE '\_settle\_fq\_%complete\_many' AND prosrc LIKE '%fq_own%';
+
+\echo '== names that look like the generated code: a queue named with a quote, $3 and RETURN;, a table with $1 in its name, columns named like the code''s variables'
+CREATE TABLE "fq$1" (id bigserial PRIMARY KEY, payload jsonb, attempt int, locked_until timestamptz, mark text DEFAULT 'm', tok text DEFAULT 't');
+SELECT queue_register(E'fq\'$3 RETURN;', 'fq$1', 'lease');
+INSERT INTO "fq$1" (payload) VALUES ('{"n": 1}'), ('{"n": 2}');
+SET track_functions = 'pl';
+BEGIN;
+:registry_reads \gset before_
+SELECT id, attempt, payload FROM queue_claim(E'fq\'$3 RETURN;');
+SELECT queue_complete(E'fq\'$3 RETURN;', c.id, 'retry', NULL, c.token) FROM queue_claim(E'fq\'$3 RETURN;') c;
+:registry_reads \gset after_
+SELECT :after_reads - :before_reads AS registry_reads;
+COMMIT;
+RESET track_functions;
+SELECT id, attempt, locked_until IS NULL AS free, mark, tok FROM "fq$1" ORDER BY id;

@@ -35,14 +35,14 @@ SELECT version <> :'version' AS an_earlier_version FROM settle_edition();
 -- every member of the edition's schema with what defines it: functions (arguments, result,
 -- security, volatility, strictness, settings, body), types, the registry's columns,
 -- constraints, policies, grants and comments; not what the fast path generates from the
--- registry (the per-queue functions, the dispatchers' bodies)
+-- registry (the per-queue functions, the dispatchers' bodies, the entry points' branches)
 CREATE FUNCTION public.edition_surface() RETURNS TABLE(kind text, object text, definition text)
 LANGUAGE sql AS $$
   SELECT 'function', p.oid::regprocedure::text,
          concat_ws(' | ', pg_get_function_result(p.oid), p.prosecdef, p.provolatile, p.proparallel,
                    p.proisstrict, p.proretset, l.lanname, p.proconfig::text, p.proacl::text,
-                   CASE WHEN p.proname IN ('_settle_fast_claim', '_settle_fast_complete', '_settle_fast_claim_many', '_settle_fast_complete_many')
-                        THEN 'generated' ELSE p.prosrc END,
+                   CASE WHEN p.proname IN ('_settle_fast_claim_many', '_settle_fast_complete_many') THEN 'generated'
+                        ELSE regexp_replace(p.prosrc, '-- settle:fast:begin.*-- settle:fast:end', '(generated)') END,
                    pg_get_function_arguments(p.oid), obj_description(p.oid, 'pg_proc'))
   FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
   WHERE p.pronamespace = 'settle'::regnamespace AND p.proname NOT LIKE '\_settle\_fq\_%'
