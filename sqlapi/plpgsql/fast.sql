@@ -171,10 +171,13 @@ CREATE FUNCTION @extschema@._settle_fast_entry(ns oid, sch text, ext name, fname
 DECLARE
     f oid := (SELECT p.oid FROM pg_catalog.pg_proc p WHERE p.pronamespace = ns AND p.proname = fname);
     src text := (SELECT p.prosrc FROM pg_catalog.pg_proc p WHERE p.oid = f);
-    i integer := pg_catalog.strpos(src, E'-- settle:fast:begin');
-    j integer := pg_catalog.strpos(src, E'-- settle:fast:end');
+    i integer := pg_catalog.strpos(src, '-- settle:fast:begin');
+    -- (the last one: a queue's name, in its branch, may hold the text)
+    k integer := pg_catalog.strpos(pg_catalog.reverse(src), pg_catalog.reverse('-- settle:fast:end'));
+    j integer := CASE WHEN k OPERATOR(pg_catalog.>) 0 THEN pg_catalog.length(src) OPERATOR(pg_catalog.-) k
+                      OPERATOR(pg_catalog.-) pg_catalog.length('-- settle:fast:end') OPERATOR(pg_catalog.+) 2 ELSE 0 END;
 BEGIN
-    IF i = 0 OR j < i THEN
+    IF i = 0 OR j <= i THEN
         RAISE EXCEPTION 'settle: %.% has no place for its generated branches', sch, fname;
     END IF;
     i := i + pg_catalog.strpos(pg_catalog.substr(src, i), E'\n');

@@ -153,15 +153,20 @@ RESET ROLE;
 SELECT pg_catalog.pg_get_userbyid(proowner) = current_user AS made_by_the_edition_owner
   FROM pg_proc WHERE proname LIKE '\_settle\_fq\_%complete\_many' AND prosrc LIKE '%fq_own%';
 
-\echo '== names that look like the generated code: a queue named with a quote, $3 and RETURN;, a table with $1 in its name, columns named like the code''s variables'
+\echo '== names that look like the generated code: queues named with a quote, $3 and RETURN; and with the markers, a table with $1 in its name, columns named like the code''s variables'
 CREATE TABLE "fq$1" (id bigserial PRIMARY KEY, payload jsonb, attempt int, locked_until timestamptz, mark text DEFAULT 'm', tok text DEFAULT 't');
 SELECT queue_register(E'fq\'$3 RETURN;', 'fq$1', 'lease');
+CREATE TABLE fq_marker (id bigserial PRIMARY KEY, payload jsonb, attempt int, locked_until timestamptz);
+SELECT queue_register('fq -- settle:fast:end -- settle:queue x', 'fq_marker', 'lease');
 INSERT INTO "fq$1" (payload) VALUES ('{"n": 1}'), ('{"n": 2}');
 SET track_functions = 'pl';
 BEGIN;
 :registry_reads \gset before_
 SELECT id, attempt, payload FROM queue_claim(E'fq\'$3 RETURN;');
 SELECT queue_complete(E'fq\'$3 RETURN;', c.id, 'retry', NULL, c.token) FROM queue_claim(E'fq\'$3 RETURN;') c;
+INSERT INTO fq_marker (payload) VALUES ('{"n": 1}');
+SELECT queue_complete('fq -- settle:fast:end -- settle:queue x', c.id, 'ack', NULL, c.token) AS marker_named
+  FROM queue_claim('fq -- settle:fast:end -- settle:queue x') c;
 :registry_reads \gset after_
 SELECT :after_reads - :before_reads AS registry_reads;
 COMMIT;

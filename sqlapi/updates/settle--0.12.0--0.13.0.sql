@@ -82,10 +82,12 @@ CREATE FUNCTION @extschema@._settle_fast_entry(ns oid, sch text, ext name, fname
 DECLARE
     f oid := (SELECT p.oid FROM pg_catalog.pg_proc p WHERE p.pronamespace = ns AND p.proname = fname);
     src text := (SELECT p.prosrc FROM pg_catalog.pg_proc p WHERE p.oid = f);
-    i integer := pg_catalog.strpos(src, E'-- settle:fast:begin');
-    j integer := pg_catalog.strpos(src, E'-- settle:fast:end');
+    i integer := pg_catalog.strpos(src, '-- settle:fast:begin');
+    -- (the last one: a queue's name, in its branch, may hold the text)
+    j integer := pg_catalog.length(src) OPERATOR(pg_catalog.-) pg_catalog.strpos(pg_catalog.reverse(src), pg_catalog.reverse('-- settle:fast:end'))
+                 OPERATOR(pg_catalog.-) pg_catalog.length('-- settle:fast:end') OPERATOR(pg_catalog.+) 2;
 BEGIN
-    IF i = 0 OR j < i THEN
+    IF i = 0 OR j <= i THEN
         RAISE EXCEPTION 'settle: %.% has no place for its generated branches', sch, fname;
     END IF;
     i := i + pg_catalog.strpos(pg_catalog.substr(src, i), E'\n');
