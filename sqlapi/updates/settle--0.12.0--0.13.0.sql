@@ -84,8 +84,9 @@ DECLARE
     src text := (SELECT p.prosrc FROM pg_catalog.pg_proc p WHERE p.oid = f);
     i integer := pg_catalog.strpos(src, '-- settle:fast:begin');
     -- (the last one: a queue's name, in its branch, may hold the text)
-    j integer := pg_catalog.length(src) OPERATOR(pg_catalog.-) pg_catalog.strpos(pg_catalog.reverse(src), pg_catalog.reverse('-- settle:fast:end'))
-                 OPERATOR(pg_catalog.-) pg_catalog.length('-- settle:fast:end') OPERATOR(pg_catalog.+) 2;
+    k integer := pg_catalog.strpos(pg_catalog.reverse(src), pg_catalog.reverse('-- settle:fast:end'));
+    j integer := CASE WHEN k OPERATOR(pg_catalog.>) 0 THEN pg_catalog.length(src) OPERATOR(pg_catalog.-) k
+                      OPERATOR(pg_catalog.-) pg_catalog.length('-- settle:fast:end') OPERATOR(pg_catalog.+) 2 ELSE 0 END;
 BEGIN
     IF i = 0 OR j <= i THEN
         RAISE EXCEPTION 'settle: %.% has no place for its generated branches', sch, fname;
