@@ -275,22 +275,26 @@ DECLARE
     complete text;
     claims text[] := '{}';
     completes text[] := '{}';
-    claims_kept jsonb := @extschema@._settle_fast_branches(
-                           (SELECT p.prosrc FROM pg_catalog.pg_proc p WHERE p.pronamespace = ns AND p.proname = 'queue_claim'));
-    completes_kept jsonb := @extschema@._settle_fast_branches(
-                              (SELECT p.prosrc FROM pg_catalog.pg_proc p WHERE p.pronamespace = ns AND p.proname = 'queue_complete'));
+    claims_kept jsonb;
+    completes_kept jsonb;
     -- how many queues' code the entry points hold at most (each of their
     -- sessions compiles it all at its first call), and hold now
     inline_max constant integer := 32;
-    inlined integer := (SELECT pg_catalog.count(*) FROM @extschema@.settle_queues r
-                         WHERE pg_catalog.strpos(COALESCE(completes_kept OPERATOR(pg_catalog.->>) pg_catalog.md5(r.queue), ''),
-                                                 '<<_settle_fast>>') > 0);
+    inlined integer;
     was_inline boolean;
     ext name := @extschema@._settle_fast_extension(ns);
 BEGIN
     PERFORM pg_catalog.pg_advisory_xact_lock(1936028780, 1718186868);
+    -- (read once the lock is held: what the build before this one wrote)
     made := (SELECT COALESCE(pg_catalog.jsonb_object_agg(p.proname, true), '{}') FROM pg_catalog.pg_proc p
               WHERE p.pronamespace = ns AND p.proname LIKE E'\\_settle\\_fq\\_%');
+    claims_kept := @extschema@._settle_fast_branches(
+                     (SELECT p.prosrc FROM pg_catalog.pg_proc p WHERE p.pronamespace = ns AND p.proname = 'queue_claim'));
+    completes_kept := @extschema@._settle_fast_branches(
+                        (SELECT p.prosrc FROM pg_catalog.pg_proc p WHERE p.pronamespace = ns AND p.proname = 'queue_complete'));
+    inlined := (SELECT pg_catalog.count(*) FROM @extschema@.settle_queues r
+                 WHERE pg_catalog.strpos(COALESCE(completes_kept OPERATOR(pg_catalog.->>) pg_catalog.md5(r.queue), ''),
+                                         '<<_settle_fast>>') > 0);
     FOR q IN SELECT r.queue, r.form, r.tbl, r.dead_letter_table::oid AS dead, r.columns
                FROM @extschema@.settle_queues r
                JOIN pg_catalog.pg_class c ON c.oid = r.tbl
@@ -301,11 +305,14 @@ BEGIN
         claim := NULL;
         complete := NULL;
         IF changed IS NULL OR q.queue = ANY (changed) THEN
-            -- inline: as before, or while fewer than inline_max queues are
-            was_inline := pg_catalog.strpos(COALESCE(completes_kept OPERATOR(pg_catalog.->>) pg_catalog.md5(q.queue), ''),
-                                            '<<_settle_fast>>') > 0;
+            -- inline: as before; a queue without a branch while fewer than
+            -- inline_max are (one whose branch calls its function keeps it:
+            -- a session may be running it)
+            complete := COALESCE(completes_kept OPERATOR(pg_catalog.->>) pg_catalog.md5(q.queue), '');
+            was_inline := pg_catalog.strpos(complete, '<<_settle_fast>>') > 0;
             g := @extschema@._settle_fast_queue(ns, sch, ext, q.queue, q.tbl, q.dead, q.columns,
-                                                was_inline OR inlined < inline_max);
+                                                was_inline OR (pg_catalog.strpos(complete, h || '_complete(') = 0
+                                                               AND inlined < inline_max));
             IF NOT was_inline AND pg_catalog.strpos(g.complete, '<<_settle_fast>>') > 0 THEN
                 inlined := inlined + 1;
             END IF;
