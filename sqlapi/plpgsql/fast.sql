@@ -113,14 +113,23 @@ BEGIN
     END IF;
 END $$;
 
+-- A branch of an entry point (queue_claim, queue_complete): code, run for
+-- queue, between the markers that name it, where the next build finds it
+-- again (_settle_fast_branches).
+CREATE FUNCTION @extschema@._settle_fast_branch(queue text, code text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT pg_catalog.format(E'-- settle:queue %1$s\nIF queue OPERATOR(pg_catalog.=) %2$L THEN\n%3$s\nEND IF;\n-- settle:queue-end %1$s',
+                           pg_catalog.md5(queue), queue, code)
+$$;
+
 -- A branch of an entry point (queue_claim, queue_complete) for queue, made
 -- from a generated function body (fast-bodies.sql): a block labelled
 -- _settle_fast, whose ALIAS lines become the declarations that follow each
 -- (aliases: pairs), each $n bound to binds[n] (the entry point's $n, or a
 -- variable of the block, qualified: it may share a column's name) and RETURN
 -- an EXIT from the block — outside string literals and quoted names, which
--- may hold anything. body NULL: the branch answers hit false. Between
--- markers that name the queue, where the next build finds it again.
+-- may hold anything. body NULL: the branch answers hit false.
 CREATE FUNCTION @extschema@._settle_fast_inline(queue text, body text, aliases text[] DEFAULT '{}', binds text[] DEFAULT '{}')
     RETURNS text
     LANGUAGE plpgsql IMMUTABLE
@@ -129,7 +138,6 @@ DECLARE
     b text := pg_catalog.regexp_replace(body, E'^#variable_conflict use_column\n', E'<<_settle_fast>>\n');
     code text := '';
     t text;
-    h text := pg_catalog.md5(queue);
 BEGIN
     FOR i IN 1 .. pg_catalog.cardinality(aliases) / 2 LOOP
         b := pg_catalog.replace(b, aliases[2 * i - 1], aliases[2 * i]);
@@ -145,8 +153,7 @@ BEGIN
         END IF;
         code := code || t;
     END LOOP;
-    RETURN pg_catalog.format(E'-- settle:queue %s\nIF queue OPERATOR(pg_catalog.=) %L THEN\n%s\nEND IF;\n-- settle:queue-end %s',
-                             h, queue, CASE WHEN body IS NULL THEN '    hit := false;' ELSE code || ';' END, h);
+    RETURN @extschema@._settle_fast_branch(queue, CASE WHEN body IS NULL THEN '    hit := false;' ELSE code || ';' END);
 END $$;
 
 -- The branches in an entry point's source src as the last build wrote them:
@@ -192,10 +199,8 @@ END $$;
 CREATE FUNCTION @extschema@._settle_fast_call(queue text, fn text, cols text[]) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
-  SELECT pg_catalog.format(E'-- settle:queue %s\nIF queue OPERATOR(pg_catalog.=) %L THEN\n    f := %s;\n%s\nEND IF;\n-- settle:queue-end %s',
-                           pg_catalog.md5(queue), queue, fn,
-                           (SELECT pg_catalog.string_agg(pg_catalog.format('    %1$s := f.%1$s;', c), E'\n') FROM pg_catalog.unnest(cols) c),
-                           pg_catalog.md5(queue))
+  SELECT @extschema@._settle_fast_branch(queue, '    f := ' || fn || E';\n'
+    || (SELECT pg_catalog.string_agg(pg_catalog.format('    %1$s := f.%1$s;', c), E'\n') FROM pg_catalog.unnest(cols) c))
 $$;
 
 -- The generated code of queue (over table tbl, dead-letter table dead, role
@@ -216,6 +221,7 @@ DECLARE
     version text;
     places integer[];
     body text;
+    claim_args text;
 BEGIN
     made := '{}';
     BEGIN
@@ -235,6 +241,9 @@ BEGIN
                        AND a.attname::text IN (SELECT k.value FROM pg_catalog.jsonb_each_text(columns) k)
                      ORDER BY a.attnum);
     IF s.form IN ('lease', 'row_lock') THEN
+        -- (the form in the names: their second argument's type differs)
+        claim_args := 'pg_catalog.int8, ' || CASE WHEN s.form = 'lease' THEN 'pg_catalog.timestamptz' ELSE 'pg_catalog.text[]' END
+                      || ', pg_catalog.text, lease interval, ';
         body := @extschema@._settle_fast_claim_body(sch, s, version, dead, places, false);
         IF inline THEN
             -- its statements' $2 and $3 the block's variables
@@ -243,19 +252,16 @@ BEGIN
                       E'    held_ids ALIAS FOR $2;\n', E'    held_ids text[];\n'],
                 ARRAY[NULL, CASE WHEN s.form = 'lease' THEN '_settle_fast.tok' ELSE '_settle_fast.held_ids' END, '_settle_fast.mark']);
         ELSE
-            -- (the form in the name: its second argument's type differs)
             PERFORM @extschema@._settle_fast_put(ns, sch, ext, h || '_claim_' || s.form,
-                'pg_catalog.int8, ' || CASE WHEN s.form = 'lease' THEN 'pg_catalog.timestamptz' ELSE 'pg_catalog.text[]' END
-                || ', pg_catalog.text, lease interval, OUT hit boolean, OUT dead boolean, OUT id text, OUT attempt integer, '
-                   'OUT token timestamptz, OUT payload jsonb', body);
+                claim_args || 'OUT hit boolean, OUT dead boolean, OUT id text, OUT attempt integer, OUT token timestamptz, '
+                              'OUT payload jsonb', body);
             made := made || (h || '_claim_' || s.form);
             claim := @extschema@._settle_fast_call(queue, pg_catalog.format('%s.%I(NULL, NULL, NULL, lease)', sch, h || '_claim_' || s.form),
                                                    '{hit, dead, id, attempt, token, payload}');
         END IF;
         PERFORM @extschema@._settle_fast_put(ns, sch, ext, h || '_claim_many_' || s.form,
-            'pg_catalog.int8, ' || CASE WHEN s.form = 'lease' THEN 'pg_catalog.timestamptz' ELSE 'pg_catalog.text[]' END
-            || ', pg_catalog.text, lease interval, OUT hit boolean, OUT deads boolean[], OUT ids text[], OUT atts integer[], '
-               'OUT toks timestamptz[], OUT pays jsonb[]',
+            claim_args || 'OUT hit boolean, OUT deads boolean[], OUT ids text[], OUT atts integer[], OUT toks timestamptz[], '
+                          'OUT pays jsonb[]',
             @extschema@._settle_fast_claim_body(sch, s, version, dead, places, true));
     ELSE
         claim := @extschema@._settle_fast_inline(queue, NULL);
@@ -370,6 +376,7 @@ DECLARE
     -- sessions compiles it all at its first call), and hold now
     inline_max constant integer := 32;
     inlined integer;
+    kept text;
     was_inline boolean;
     ext name := @extschema@._settle_fast_extension(ns);
 BEGIN
@@ -397,10 +404,10 @@ BEGIN
             -- inline: as before; a queue without a branch while fewer than
             -- inline_max are (one whose branch calls its function keeps it:
             -- a session may be running it)
-            complete := COALESCE(completes_kept OPERATOR(pg_catalog.->>) pg_catalog.md5(q.queue), '');
-            was_inline := pg_catalog.strpos(complete, '<<_settle_fast>>') > 0;
+            kept := COALESCE(completes_kept OPERATOR(pg_catalog.->>) pg_catalog.md5(q.queue), '');
+            was_inline := pg_catalog.strpos(kept, '<<_settle_fast>>') > 0;
             g := @extschema@._settle_fast_queue(ns, sch, ext, q.queue, q.tbl, q.dead, q.columns,
-                                                was_inline OR (pg_catalog.strpos(complete, h || '_complete(') = 0
+                                                was_inline OR (pg_catalog.strpos(kept, h || '_complete(') = 0
                                                                AND inlined < inline_max));
             IF NOT was_inline AND pg_catalog.strpos(g.complete, '<<_settle_fast>>') > 0 THEN
                 inlined := inlined + 1;
