@@ -926,15 +926,23 @@ async fn statement_timeout_leaves_nothing_stuck() {
     let db = admin().await;
     for form in FORMS {
         let t = table(&db, "timeout", 1).await;
-        let mut cfg = config();
-        cfg.options("-c statement_timeout=200");
         let q = Queue::new(&t, &t).form(form).custom_outcome(
             "slow",
             format!(
                 "UPDATE {t} SET attempt = attempt + 100 WHERE id = $1 AND pg_sleep(1) IS NOT NULL"
             ),
         );
-        let c = connect(cfg, 2, q).await.unwrap();
+        // registered without the timeout: a registration's cost grows with the
+        // queues in the database (the SQL edition rewrites its entry points)
+        settle::Admin::postgres(config(), 1)
+            .await
+            .unwrap()
+            .register(&q)
+            .await
+            .unwrap();
+        let mut cfg = config();
+        cfg.options("-c statement_timeout=200");
+        let c = Client::connect(cfg, 2, q).await.unwrap();
         let d = c.claim(1).await.unwrap().pop().unwrap();
         let err = d.custom("slow").await.unwrap_err();
         assert!(
