@@ -306,8 +306,9 @@ END $$;
 -- The generated settle of many rows (queue_complete_many) with ack, drop,
 -- retry or retry_after of queue s at version: res, each given id's result in
 -- the order given (NULL: not held). Fewer than two ids, a NULL, an id given
--- twice, tokens that do not pair with the ids, any other outcome: the
--- prepared path's (hit false).
+-- twice (but to an ack of lease or row_lock rows, which raises SQ004 itself),
+-- tokens that do not pair with the ids, any other outcome: the prepared
+-- path's (hit false).
 CREATE FUNCTION @extschema@._settle_fast_complete_many_body(sch text, s @extschema@.settle_queue_shape, version text, dead oid,
                                                             places integer[]) RETURNS text
     LANGUAGE plpgsql IMMUTABLE
@@ -315,7 +316,7 @@ CREATE FUNCTION @extschema@._settle_fast_complete_many_body(sch text, s @extsche
 DECLARE
     b text := E'#variable_conflict use_column\nDECLARE\n    given text[] := $1;\n    until ALIAS FOR $3;\n'
               || E'    n integer := pg_catalog.cardinality($1);\n    w text;\n    run text[];\n    rids text[];\n    rress text[];\n'
-              || E'    held jsonb;\n    mine text[];\n    caller_mode text;\nBEGIN\n';
+              || E'    held jsonb;\n    mine text[];\n    caller_mode text;\n    twice text;\nBEGIN\n';
     -- (the statements' $1: the ids that reach them, run)
     write text;
     -- each given id that reached the statement, u.v: its row's id as the statement returns it (canonical:
@@ -336,7 +337,10 @@ BEGIN
              || E'    until := pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) delay;\n' ELSE '' END
         || E'ELSE\n    hit := false;\n    RETURN;\nEND IF;\n'
         || E'IF delay IS NOT NULL AND w OPERATOR(pg_catalog.<>) ''retry_after'' THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
-        || E'IF (SELECT pg_catalog.count(DISTINCT u.v) FROM pg_catalog.unnest($1) u(v)) OPERATOR(pg_catalog.<>) n THEN\n'
+        -- an id given twice: an ack of lease or row_lock rows finds it after
+        -- its write, which settles such an id once (fewer rows than ids)
+        || CASE WHEN s.form = 'advisory' THEN 'IF ' ELSE E'IF w OPERATOR(pg_catalog.<>) ''ack'' AND ' END
+        || E'(SELECT pg_catalog.count(DISTINCT u.v) FROM pg_catalog.unnest($1) u(v)) OPERATOR(pg_catalog.<>) n THEN\n'
         || E'    hit := false;\n    RETURN;\nEND IF;\n'
         || @extschema@._settle_fast_at_version(version, s.rel, dead, places);
     -- the ids that reach the statement: row_lock only those this transaction
@@ -373,11 +377,20 @@ BEGIN
     -- the generic plans of statements with array parameters
     b := b || E'IF pg_catalog.cardinality(run) OPERATOR(pg_catalog.>) 0 THEN\n    $1 := run;\n'
         || @extschema@._settle_fast_generic(true) || write || @extschema@._settle_fast_generic(false) || E'END IF;\n'
-        || E'res := ARRAY(SELECT x.r FROM pg_catalog.unnest(given) WITH ORDINALITY g(v, o)\n'
+        || CASE WHEN s.form = 'advisory' THEN '' ELSE
+             E'IF w OPERATOR(pg_catalog.=) ''ack'' AND COALESCE(pg_catalog.cardinality(rids), 0) OPERATOR(pg_catalog.<>) n THEN\n'
+             || E'    SELECT u.v INTO twice FROM pg_catalog.unnest(given) u(v) GROUP BY u.v HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1 LIMIT 1;\n'
+             || pg_catalog.format(E'    IF FOUND THEN\n        PERFORM %s._settle_error(''SQ004'', pg_catalog.format(''id %%s is given twice'', twice));\n'
+                                  || E'    END IF;\nEND IF;\n', sch) END
+        -- every id settled with one result (n rows for n distinct ids), or
+        -- each id matched to its row's result
+        || E'IF pg_catalog.cardinality(rids) OPERATOR(pg_catalog.=) n AND rress[1] OPERATOR(pg_catalog.=) ALL (rress) THEN\n'
+        || E'    res := pg_catalog.array_fill(rress[1], ARRAY[n]);\nELSE\n'
+        || E'    res := ARRAY(SELECT x.r FROM pg_catalog.unnest(given) WITH ORDINALITY g(v, o)\n'
         || CASE WHEN s.form = 'lease' THEN E'             CROSS JOIN LATERAL (SELECT g.v) u(v)\n'
                 ELSE E'             LEFT JOIN pg_catalog.unnest(run) u(v) ON u.v OPERATOR(pg_catalog.=) g.v\n' END
         || E'             LEFT JOIN ROWS FROM (pg_catalog.unnest(rids), pg_catalog.unnest(rress)) x(i, r)\n'
-        || pg_catalog.format(E'             ON x.i OPERATOR(pg_catalog.=) %s ORDER BY g.o);\n', canon);
+        || pg_catalog.format(E'             ON x.i OPERATOR(pg_catalog.=) %s ORDER BY g.o);\nEND IF;\n', canon);
     IF s.form = 'row_lock' THEN
         b := b || pg_catalog.format(E'PERFORM pg_catalog.set_config(''settle_sql.row_locks'', pg_catalog.jsonb_set(held, ARRAY[%L], '
                                     || E'pg_catalog.to_jsonb(ARRAY(SELECT m.v FROM pg_catalog.unnest(mine) m(v) '

@@ -21,8 +21,7 @@ CREATE FUNCTION @extschema@._settle_claim_row_lock(s @extschema@.settle_queue_sh
     AS $$
   SELECT pg_catalog.format(
     CASE WHEN agg THEN
-      'SELECT pg_catalog.array_agg((_s_t.%1$s)::pg_catalog.text ORDER BY %8$s), '
-      'pg_catalog.array_agg(%2$s ORDER BY %8$s), pg_catalog.array_agg(%3$s ORDER BY %8$s) '
+      'SELECT pg_catalog.array_agg((_s_t.%1$s)::pg_catalog.text), pg_catalog.array_agg(%2$s), pg_catalog.array_agg(%3$s) '
       'FROM (SELECT * FROM %4$s _s_t WHERE %5$s%7$s ORDER BY %8$s LIMIT $1 FOR UPDATE OF _s_t SKIP LOCKED) _s_t'
     ELSE
       'SELECT (_s_t.%1$s)::pg_catalog.text, %2$s, NULL::pg_catalog.timestamptz, %3$s FROM %4$s _s_t '
@@ -53,7 +52,8 @@ $$;
 -- Columns: dead bool (past max_attempts: its last delivery died unsettled),
 -- id text, attempt int4, token timestamptz, payload jsonb; oldest first.
 -- agg: the same columns as arrays in one row, oldest first (how a prepared
--- statement's rows come back to PL/pgSQL, see _settle_prepared).
+-- statement's rows come back to PL/pgSQL, see _settle_prepared), each array
+-- filled from one ordered subquery (one sort, not one per ORDER BY aggregate).
 CREATE FUNCTION @extschema@._settle_take_lease(s @extschema@.settle_queue_shape, agg boolean DEFAULT false,
                                                from_mark boolean DEFAULT false) RETURNS text
     LANGUAGE sql IMMUTABLE
@@ -62,9 +62,9 @@ CREATE FUNCTION @extschema@._settle_take_lease(s @extschema@.settle_queue_shape,
     'WITH _s_took AS (UPDATE %1$s _s_t SET %2$s = $2%3$s WHERE %4$s%5$s OPERATOR(pg_catalog.=) ANY (ARRAY('
       'SELECT %6$s FROM %1$s _s_c WHERE %7$s ORDER BY %12$s LIMIT $1 FOR UPDATE OF _s_c SKIP LOCKED)) RETURNING _s_t.*) '
     || CASE WHEN agg THEN
-         'SELECT pg_catalog.array_agg(%9$s ORDER BY %13$s), pg_catalog.array_agg((_s_took.%8$s)::pg_catalog.text ORDER BY %13$s), '
-         'pg_catalog.array_agg(%10$s ORDER BY %13$s), pg_catalog.array_agg(_s_took.%2$s ORDER BY %13$s), '
-         'pg_catalog.array_agg(%11$s ORDER BY %13$s) FROM _s_took'
+         'SELECT pg_catalog.array_agg(%9$s), pg_catalog.array_agg((_s_took.%8$s)::pg_catalog.text), '
+         'pg_catalog.array_agg(%10$s), pg_catalog.array_agg(_s_took.%2$s), '
+         'pg_catalog.array_agg(%11$s) FROM (SELECT * FROM _s_took ORDER BY %13$s) _s_took'
        ELSE 'SELECT %9$s, (_s_took.%8$s)::pg_catalog.text, %10$s, _s_took.%2$s, %11$s FROM _s_took ORDER BY %13$s' END,
     s.tbl, s.locked_until,
     CASE WHEN s.attempt IS NOT NULL THEN ', ' || s.attempt || ' = COALESCE(_s_t.' || s.attempt || ', 0) OPERATOR(pg_catalog.+) 1' ELSE '' END,
@@ -87,8 +87,8 @@ CREATE FUNCTION @extschema@._settle_candidates(s @extschema@.settle_queue_shape,
     AS $$
   SELECT pg_catalog.format(
     CASE WHEN agg THEN
-      'SELECT pg_catalog.array_agg((_s_t.%1$s)::pg_catalog.text ORDER BY %6$s), '
-      'pg_catalog.array_agg(pg_catalog.hashtextextended(%2$L OPERATOR(pg_catalog.||) (_s_t.%1$s)::pg_catalog.text, 0) ORDER BY %6$s) '
+      'SELECT pg_catalog.array_agg((_s_t.%1$s)::pg_catalog.text), '
+      'pg_catalog.array_agg(pg_catalog.hashtextextended(%2$L OPERATOR(pg_catalog.||) (_s_t.%1$s)::pg_catalog.text, 0)) '
       'FROM (SELECT * FROM %3$s _s_t WHERE %4$s%5$s ORDER BY %6$s LIMIT $1%7$s) _s_t'
     ELSE
       'SELECT (_s_t.%1$s)::pg_catalog.text, pg_catalog.hashtextextended(%2$L OPERATOR(pg_catalog.||) (_s_t.%1$s)::pg_catalog.text, 0) '
@@ -112,18 +112,18 @@ CREATE FUNCTION @extschema@._settle_take_advisory(s @extschema@.settle_queue_sha
     'WITH _s_took AS (UPDATE %1$s _s_t SET %2$s = COALESCE(_s_t.%2$s, 0) OPERATOR(pg_catalog.+) 1 '
       'WHERE _s_t.%3$s OPERATOR(pg_catalog.=) ANY (($1::pg_catalog.text[])::%4$s[]) AND %5$s RETURNING _s_t.*) '
     || CASE WHEN agg THEN
-         'SELECT pg_catalog.array_agg(%6$s ORDER BY %9$s), pg_catalog.array_agg((_s_took.%3$s)::pg_catalog.text ORDER BY %9$s), '
-         'pg_catalog.array_agg(%7$s ORDER BY %9$s), pg_catalog.array_agg(NULL::pg_catalog.timestamptz), '
-         'pg_catalog.array_agg(%8$s ORDER BY %9$s) FROM _s_took'
+         'SELECT pg_catalog.array_agg(%6$s), pg_catalog.array_agg((_s_took.%3$s)::pg_catalog.text), '
+         'pg_catalog.array_agg(%7$s), pg_catalog.array_agg(NULL::pg_catalog.timestamptz), '
+         'pg_catalog.array_agg(%8$s) FROM (SELECT * FROM _s_took ORDER BY %9$s) _s_took'
        ELSE 'SELECT %6$s, (_s_took.%3$s)::pg_catalog.text, %7$s, NULL::pg_catalog.timestamptz, %8$s FROM _s_took ORDER BY %9$s' END,
     s.tbl, s.attempt, s.id, s.id_type, @extschema@._settle_ready(s, '_s_t'),
     @extschema@._settle_taken_dead(s, '_s_took'), @extschema@._settle_attempt_out(s, '_s_took'),
     @extschema@._settle_payload(s, '_s_took'), @extschema@._settle_order(s, '_s_took'))
   ELSE pg_catalog.format(
     CASE WHEN agg THEN
-      'SELECT pg_catalog.array_agg(false), pg_catalog.array_agg((_s_t.%1$s)::pg_catalog.text ORDER BY %6$s), '
+      'SELECT pg_catalog.array_agg(false), pg_catalog.array_agg((_s_t.%1$s)::pg_catalog.text), '
       'pg_catalog.array_agg(NULL::pg_catalog.int4), pg_catalog.array_agg(NULL::pg_catalog.timestamptz), '
-      'pg_catalog.array_agg(%2$s ORDER BY %6$s) FROM (SELECT * FROM %3$s _s_t '
+      'pg_catalog.array_agg(%2$s) FROM (SELECT * FROM %3$s _s_t '
       'WHERE _s_t.%1$s OPERATOR(pg_catalog.=) ANY (($1::pg_catalog.text[])::%4$s[]) AND %5$s '
       'ORDER BY %6$s FOR UPDATE OF _s_t) _s_t'
     ELSE

@@ -98,6 +98,28 @@ SELECT count(*) AS keys_still_held FROM pg_locks WHERE locktype = 'advisory' AND
 SELECT * FROM queue_complete_many('fq_2', '{1,1}', 'ack');
 \set ON_ERROR_STOP on
 RESET track_functions;
+-- an id given twice to an ack of many lease or row_lock rows: SQ004 from the generated
+-- settle, after its write, which the error takes back
+CREATE FUNCTION pg_temp.ack_twice(q text, ids text[], toks timestamptz[]) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE ctx text;
+BEGIN
+    PERFORM * FROM queue_complete_many(q, ids, 'ack', NULL, toks);
+    RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS ctx = PG_EXCEPTION_CONTEXT;
+    RETURN SQLSTATE || ' ' || SQLERRM || CASE WHEN ctx ~ '_settle_fq_\w+_complete_many' THEN ' (generated)' ELSE ' (prepared path)' END;
+END $$;
+INSERT INTO fq_3 (payload) VALUES ('{"n": 1}'), ('{"n": 2}');
+SELECT array_agg(c.id) AS ids, array_agg(c.token) AS toks FROM queue_claim('fq_3', 2) c \gset
+SELECT pg_temp.ack_twice('fq_3', ARRAY[(:'ids'::text[])[2], (:'ids'::text[])[1], (:'ids'::text[])[2]],
+                         ARRAY[(:'toks'::timestamptz[])[2], (:'toks'::timestamptz[])[1], (:'toks'::timestamptz[])[2]]) AS lease;
+SELECT * FROM queue_complete_many('fq_3', :'ids', 'ack', NULL, :'toks');
+INSERT INTO fq_31 (payload) VALUES ('{"n": 1}'), ('{"n": 2}');
+BEGIN;
+SELECT array_agg(c.id) AS ids FROM queue_claim('fq_31', 2) c \gset
+SELECT pg_temp.ack_twice('fq_31', :'ids'::text[] || (:'ids'::text[])[1], NULL) AS row_lock;
+SELECT * FROM queue_complete_many('fq_31', :'ids', 'ack');
+COMMIT;
 
 \echo '== a table changed under a queue: the next call builds again, the dead letter copies the new column'
 SELECT queue_create('fq_alter', 'lease', 2, 'fq_alter_dead');

@@ -117,7 +117,14 @@ SELECT id FROM queue_claim('up_rl');
 SELECT queue_complete('up_rl', '1', 'ack');
 COMMIT;
 SELECT queue, ready, delayed, in_flight, dead FROM queue_stats() ORDER BY queue;
--- the settles above found no generated functions for their queues and built them
+-- a settle of many rows (rows nobody holds) of each queue: where it found no generated
+-- functions for its queue (the update drops them), it built them
+BEGIN;
+SELECT q.queue, r.result
+  FROM unnest(ARRAY['up_lease', 'up_rl', 'up_adv']) q(queue),
+       LATERAL queue_complete_many(q.queue, ARRAY['0', '-1'], 'ack', NULL,
+                                   CASE WHEN q.queue = 'up_lease' THEN ARRAY[now(), now()] END) r;
+COMMIT;
 SELECT count(*) AS generated_functions FROM pg_proc
  WHERE pronamespace = 'settle'::regnamespace AND proname LIKE '\_settle\_fq\_%';
 SELECT queue_create('up_flow', 'lease', priority => true, ordering_key => 'text');
