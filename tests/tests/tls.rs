@@ -413,10 +413,12 @@ async fn version_1_certificates() {
     );
     let c = Client::portable(&url, 1, Queue::new(&t, &t)).await.unwrap();
     drain(b, &plain, &t, &c, 2).await;
-    assert_eq!(
-        ssl_of("v1_portable").await,
-        [false],
-        "prefer went without TLS"
+    // (the connection that probed the server may still be listed while it
+    // closes: every one listed went without TLS)
+    let ssl = ssl_of("v1_portable").await;
+    assert!(
+        !ssl.is_empty() && ssl.iter().all(|s| !s),
+        "prefer went without TLS: {ssl:?}"
     );
     let msg = Client::portable(&format!("{url}&sslmode=require"), 1, Queue::new(&t, &t))
         .await
