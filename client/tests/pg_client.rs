@@ -16,12 +16,15 @@ fn config() -> tokio_postgres::Config {
 }
 
 /// The queue registered by its table's owner (the test role owns every table
-/// it makes), then a client of it.
+/// it makes).
+async fn register(cfg: tokio_postgres::Config, q: &Queue) -> settle::Result<()> {
+    settle::Admin::postgres(cfg, 1).await?.register(q).await?;
+    Ok(())
+}
+
+/// The queue registered, then a client of it.
 async fn connect(cfg: tokio_postgres::Config, pool: usize, q: Queue) -> settle::Result<Client> {
-    settle::Admin::postgres(cfg.clone(), 1)
-        .await?
-        .register(&q)
-        .await?;
+    register(cfg.clone(), &q).await?;
     Client::connect(cfg, pool, q).await
 }
 
@@ -934,12 +937,7 @@ async fn statement_timeout_leaves_nothing_stuck() {
         );
         // registered without the timeout: a registration's cost grows with the
         // queues in the database (the SQL edition rewrites its entry points)
-        settle::Admin::postgres(config(), 1)
-            .await
-            .unwrap()
-            .register(&q)
-            .await
-            .unwrap();
+        register(config(), &q).await.unwrap();
         let mut cfg = config();
         cfg.options("-c statement_timeout=200");
         let c = Client::connect(cfg, 2, q).await.unwrap();

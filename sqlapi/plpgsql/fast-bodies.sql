@@ -316,7 +316,7 @@ CREATE FUNCTION @extschema@._settle_fast_complete_many_body(sch text, s @extsche
 DECLARE
     b text := E'#variable_conflict use_column\nDECLARE\n    given text[] := $1;\n    until ALIAS FOR $3;\n'
               || E'    n integer := pg_catalog.cardinality($1);\n    w text;\n    run text[];\n    rids text[];\n    rress text[];\n'
-              || E'    held jsonb;\n    mine text[];\n    caller_mode text;\n    twice text;\nBEGIN\n';
+              || E'    held jsonb;\n    mine text[];\n    caller_mode text;\nBEGIN\n';
     -- (the statements' $1: the ids that reach them, run)
     write text;
     -- each given id that reached the statement, u.v: its row's id as the statement returns it (canonical:
@@ -378,10 +378,8 @@ BEGIN
     b := b || E'IF pg_catalog.cardinality(run) OPERATOR(pg_catalog.>) 0 THEN\n    $1 := run;\n'
         || @extschema@._settle_fast_generic(true) || write || @extschema@._settle_fast_generic(false) || E'END IF;\n'
         || CASE WHEN s.form = 'advisory' THEN '' ELSE
-             E'IF w OPERATOR(pg_catalog.=) ''ack'' AND COALESCE(pg_catalog.cardinality(rids), 0) OPERATOR(pg_catalog.<>) n THEN\n'
-             || E'    SELECT u.v INTO twice FROM pg_catalog.unnest(given) u(v) GROUP BY u.v HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1 LIMIT 1;\n'
-             || pg_catalog.format(E'    IF FOUND THEN\n        PERFORM %s._settle_error(''SQ004'', pg_catalog.format(''id %%s is given twice'', twice));\n'
-                                  || E'    END IF;\nEND IF;\n', sch) END
+             pg_catalog.format(E'IF w OPERATOR(pg_catalog.=) ''ack'' AND COALESCE(pg_catalog.cardinality(rids), 0) OPERATOR(pg_catalog.<>) n THEN\n'
+                               || E'    PERFORM %s._settle_no_id_twice(given);\nEND IF;\n', sch) END
         -- every id settled with one result (n rows for n distinct ids), or
         -- each id matched to its row's result
         || E'IF pg_catalog.cardinality(rids) OPERATOR(pg_catalog.=) n AND rress[1] OPERATOR(pg_catalog.=) ALL (rress) THEN\n'

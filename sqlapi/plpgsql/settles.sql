@@ -93,6 +93,20 @@ BEGIN
     ignored := @extschema@._settle_as('pg_catalog, pg_temp');
 END $$;
 
+-- SQ004 for the first id given more than once in ids (as text). Qualified
+-- throughout: the generated settles call it under their caller's search_path.
+CREATE FUNCTION @extschema@._settle_no_id_twice(ids text[]) RETURNS void
+    LANGUAGE plpgsql STABLE
+    AS $$
+DECLARE
+    twice text;
+BEGIN
+    SELECT u.v INTO twice FROM pg_catalog.unnest(ids) u(v) GROUP BY u.v HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1 LIMIT 1;
+    IF FOUND THEN
+        PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('id %s is given twice', twice));
+    END IF;
+END $$;
+
 -- Settle the given ids of one queue with one action (an outcome, or
 -- 'release'): the result of each id, in the order given; NULL: not held.
 -- Runs under the pinned search_path of its caller (queue_complete & co.).
@@ -122,10 +136,7 @@ BEGIN
         PERFORM @extschema@._settle_error('SQ004', 'ids must not be NULL');
     END IF;
     IF n > 1 THEN
-        SELECT u.v INTO given FROM pg_catalog.unnest(ids) u(v) GROUP BY u.v HAVING count(*) > 1 LIMIT 1;
-        IF FOUND THEN
-            PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('id %s is given twice', given));
-        END IF;
+        PERFORM @extschema@._settle_no_id_twice(ids);
     END IF;
     SELECT * INTO e FROM @extschema@._settle_entry($1);
     k := @extschema@._settle_write_for($1, e, n, action, delay, tokens);

@@ -1,11 +1,12 @@
 -- settle 0.13.0 -> 0.14.0, the SQL edition (ALTER EXTENSION settle UPDATE through pg_tle, or
 -- settle-update--0.14.0.sql for an install made with psql): claims and settles of many rows
 -- cost the server less. A claim's arrays are filled from one sorted row set (one sort, not one
--- per array); an ack of many lease or row_lock rows finds an id given twice after its write
--- (which settles such an id once) instead of sorting the ids first, and gives every id its
--- result without matching ids to rows when every id was settled alike. The functions
--- generated per queue for many rows are dropped and the two dispatchers reset, so that each
--- queue's next claim or settle of many rows (or its next registration) writes them anew.
+-- per array). An ack of many lease or row_lock rows looks for an id given twice only after
+-- its write (which settles such an id once) and only when fewer rows than ids came back,
+-- with the check _settle_settle makes too (_settle_no_id_twice, new); every id gets its
+-- result without matching ids to rows when all were settled alike. The functions generated
+-- per queue for many rows are dropped and the two dispatchers reset, so that each queue's
+-- next claim or settle of many rows (or its next registration) writes them anew.
 
 -- row_lock claim. $1 int8 batch; again: $2 text[] ids this transaction already
 -- holds (SKIP LOCKED does not skip a transaction's own row locks); from_mark:
@@ -124,6 +125,134 @@ CREATE OR REPLACE FUNCTION @extschema@._settle_take_advisory(s @extschema@.settl
   END
 $$;
 
+-- SQ004 for the first id given more than once in ids (as text). Qualified
+-- throughout: the generated settles call it under their caller's search_path.
+CREATE FUNCTION @extschema@._settle_no_id_twice(ids text[]) RETURNS void
+    LANGUAGE plpgsql STABLE
+    AS $$
+DECLARE
+    twice text;
+BEGIN
+    SELECT u.v INTO twice FROM pg_catalog.unnest(ids) u(v) GROUP BY u.v HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1 LIMIT 1;
+    IF FOUND THEN
+        PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('id %s is given twice', twice));
+    END IF;
+END $$;
+
+-- Settle the given ids of one queue with one action (an outcome, or
+-- 'release'): the result of each id, in the order given; NULL: not held.
+-- Runs under the pinned search_path of its caller (queue_complete & co.).
+CREATE OR REPLACE FUNCTION @extschema@._settle_settle(queue text, ids text[], action text, delay interval, tokens timestamptz[],
+                                            caller_path text)
+    RETURNS text[]
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    ignored text;
+    s @extschema@.settle_queue_shape;
+    e record;
+    k record;
+    held jsonb;
+    mine text[];
+    held_keys bigint[];
+    gone_keys bigint[];
+    run text[] := '{}';
+    run_tokens timestamptz[] := '{}';
+    out text[];
+    r record;
+    n integer := pg_catalog.cardinality(ids);
+    canon text;
+    given text;
+BEGIN
+    IF ids IS NULL OR pg_catalog.array_position(ids, NULL) IS NOT NULL THEN
+        PERFORM @extschema@._settle_error('SQ004', 'ids must not be NULL');
+    END IF;
+    IF n > 1 THEN
+        PERFORM @extschema@._settle_no_id_twice(ids);
+    END IF;
+    SELECT * INTO e FROM @extschema@._settle_entry($1);
+    k := @extschema@._settle_write_for($1, e, n, action, delay, tokens);
+    -- the ids that reach the statement: row_lock only those this transaction
+    -- claimed, advisory only those whose key this session holds
+    IF e.form = 'row_lock' THEN
+        held := @extschema@._settle_row_locks();
+        mine := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(held -> $1, '[]')));
+        run := ARRAY(SELECT u.v FROM pg_catalog.unnest(ids) u(v) WHERE u.v = ANY (mine));
+    ELSIF e.form = 'advisory' THEN
+        held_keys := @extschema@._settle_keys_held();
+        gone_keys := @extschema@._settle_keys_gone();
+        run := ARRAY(SELECT u.v FROM pg_catalog.unnest(ids) u(v)
+                     WHERE @extschema@.queue_advisory_key($1, u.v) = ANY (held_keys)
+                       AND NOT @extschema@.queue_advisory_key($1, u.v) = ANY (gone_keys));
+        -- each key stays held until this transaction ends: after the outcome
+        -- commits, or after a failed statement rolls it back
+        FOREACH given IN ARRAY run LOOP
+            PERFORM pg_catalog.pg_advisory_xact_lock(@extschema@.queue_advisory_key($1, given));
+            PERFORM pg_catalog.pg_advisory_unlock(@extschema@.queue_advisory_key($1, given));
+        END LOOP;
+        IF pg_catalog.cardinality(run) > 0 THEN
+            ignored := @extschema@._settle_keys_give_up(ARRAY(SELECT @extschema@.queue_advisory_key($1, u.v) FROM pg_catalog.unnest(run) u(v)));
+        END IF;
+    ELSE
+        run := ids;
+        run_tokens := tokens;
+    END IF;
+    out := pg_catalog.array_fill(NULL::text, ARRAY[n]);
+    IF pg_catalog.cardinality(run) = 0 THEN
+        RETURN out;
+    END IF;
+    r := @extschema@._settle_write_run($1, e.version, k.w, run, run_tokens, pg_catalog.clock_timestamp() + delay, caller_path);
+    IF n = 1 THEN
+        -- the one row the statement settled is the id given, in whatever text form it was given
+        out[1] := r.rress[1];
+    ELSE
+        -- each id its row's result; a text id not in canonical form ('007' for
+        -- a bigint) comes back canonical, and is matched on its own
+        out := ARRAY(SELECT x.r FROM pg_catalog.unnest(ids) WITH ORDINALITY g(v, o)
+                     LEFT JOIN ROWS FROM (pg_catalog.unnest(r.rids), pg_catalog.unnest(r.rress)) x(i, r) ON x.i = g.v
+                     ORDER BY g.o);
+        IF EXISTS (SELECT FROM ROWS FROM (pg_catalog.unnest(ids), pg_catalog.unnest(out)) u(v, r) WHERE u.r IS NULL AND u.v = ANY (run)) THEN
+            s := @extschema@._settle_shape($1);
+            FOR i IN 1 .. n LOOP
+                IF out[i] IS NULL AND ids[i] = ANY (run) THEN
+                    EXECUTE pg_catalog.format('SELECT (($1::pg_catalog.text)::%s)::pg_catalog.text', s.id_type) INTO canon USING ids[i];
+                    out[i] := r.rress[pg_catalog.array_position(r.rids, canon)];
+                END IF;
+            END LOOP;
+        END IF;
+    END IF;
+    IF 'dead_lettered' = ANY (out) OR k.custom IS NOT NULL THEN
+        FOR i IN 1 .. n LOOP
+            IF out[i] = 'dead_lettered' THEN
+                RAISE WARNING USING ERRCODE = '01SQ1', MESSAGE = pg_catalog.format(
+                    'settle: queue "%s": row %s reached max_attempts (%s) and was moved to the dead letter', $1, ids[i], e.max_attempts);
+            END IF;
+            IF k.custom IS NOT NULL AND out[i] IS NOT NULL THEN
+                -- a custom outcome's SQL means what it means to the caller
+                IF s.queue IS NULL THEN
+                    s := @extschema@._settle_shape($1);
+                END IF;
+                ignored := @extschema@._settle_as(caller_path);
+                EXECUTE pg_catalog.format('SELECT @extschema@._settle_run_custom($1, ($2::pg_catalog.text)::%s)', s.id_type)
+                    USING e.outcomes OPERATOR(pg_catalog.->>) k.custom, ids[i];
+                ignored := @extschema@._settle_as('pg_catalog, pg_temp');
+                out[i] := 'custom';
+            END IF;
+        END LOOP;
+    END IF;
+    -- ready again now: this session's next claim starts at or below them; with
+    -- an ordering key, a row settled any way may have freed its key's next row
+    IF e.keyed OR 'retried' = ANY (out) OR 'released' = ANY (out) THEN
+        ignored := @extschema@._settle_mark_ready($1, e.version, ARRAY(SELECT ids[i] FROM pg_catalog.generate_subscripts(out, 1) i
+                                                            WHERE out[i] IN ('retried', 'released') OR (e.keyed AND out[i] IS NOT NULL)));
+    END IF;
+    IF e.form = 'row_lock' THEN
+        mine := ARRAY(SELECT m FROM pg_catalog.unnest(mine) m WHERE NOT m = ANY (COALESCE(r.rids, '{}')));
+        ignored := @extschema@._settle_set_row_locks(pg_catalog.jsonb_set(held, ARRAY[$1], pg_catalog.to_jsonb(mine)));
+    END IF;
+    RETURN out;
+END $$;
+
 -- The generated settle of many rows (queue_complete_many) with ack, drop,
 -- retry or retry_after of queue s at version: res, each given id's result in
 -- the order given (NULL: not held). Fewer than two ids, a NULL, an id given
@@ -137,7 +266,7 @@ CREATE OR REPLACE FUNCTION @extschema@._settle_fast_complete_many_body(sch text,
 DECLARE
     b text := E'#variable_conflict use_column\nDECLARE\n    given text[] := $1;\n    until ALIAS FOR $3;\n'
               || E'    n integer := pg_catalog.cardinality($1);\n    w text;\n    run text[];\n    rids text[];\n    rress text[];\n'
-              || E'    held jsonb;\n    mine text[];\n    caller_mode text;\n    twice text;\nBEGIN\n';
+              || E'    held jsonb;\n    mine text[];\n    caller_mode text;\nBEGIN\n';
     -- (the statements' $1: the ids that reach them, run)
     write text;
     -- each given id that reached the statement, u.v: its row's id as the statement returns it (canonical:
@@ -199,10 +328,8 @@ BEGIN
     b := b || E'IF pg_catalog.cardinality(run) OPERATOR(pg_catalog.>) 0 THEN\n    $1 := run;\n'
         || @extschema@._settle_fast_generic(true) || write || @extschema@._settle_fast_generic(false) || E'END IF;\n'
         || CASE WHEN s.form = 'advisory' THEN '' ELSE
-             E'IF w OPERATOR(pg_catalog.=) ''ack'' AND COALESCE(pg_catalog.cardinality(rids), 0) OPERATOR(pg_catalog.<>) n THEN\n'
-             || E'    SELECT u.v INTO twice FROM pg_catalog.unnest(given) u(v) GROUP BY u.v HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1 LIMIT 1;\n'
-             || pg_catalog.format(E'    IF FOUND THEN\n        PERFORM %s._settle_error(''SQ004'', pg_catalog.format(''id %%s is given twice'', twice));\n'
-                                  || E'    END IF;\nEND IF;\n', sch) END
+             pg_catalog.format(E'IF w OPERATOR(pg_catalog.=) ''ack'' AND COALESCE(pg_catalog.cardinality(rids), 0) OPERATOR(pg_catalog.<>) n THEN\n'
+                               || E'    PERFORM %s._settle_no_id_twice(given);\nEND IF;\n', sch) END
         -- every id settled with one result (n rows for n distinct ids), or
         -- each id matched to its row's result
         || E'IF pg_catalog.cardinality(rids) OPERATOR(pg_catalog.=) n AND rress[1] OPERATOR(pg_catalog.=) ALL (rress) THEN\n'
