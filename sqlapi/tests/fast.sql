@@ -114,6 +114,9 @@ SELECT array_agg(c.id) AS ids, array_agg(c.token) AS toks FROM queue_claim('fq_3
 SELECT pg_temp.ack_twice('fq_3', ARRAY[(:'ids'::text[])[2], (:'ids'::text[])[1], (:'ids'::text[])[2]],
                          ARRAY[(:'toks'::timestamptz[])[2], (:'toks'::timestamptz[])[1], (:'toks'::timestamptz[])[2]]) AS lease;
 SELECT * FROM queue_complete_many('fq_3', :'ids', 'ack', NULL, :'toks');
+-- only the two new rows: rows left below this session's mark would be claimed or not
+-- depending on whether its rescan is due
+DELETE FROM fq_31;
 INSERT INTO fq_31 (payload) VALUES ('{"n": 1}'), ('{"n": 2}');
 BEGIN;
 SELECT array_agg(c.id) AS ids FROM queue_claim('fq_31', 2) c \gset
