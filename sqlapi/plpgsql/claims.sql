@@ -284,10 +284,11 @@ DECLARE
     dead boolean;
     stale boolean := false;
 BEGIN
-    -- one row of a lease or row_lock queue: its generated claim, written
-    -- below by _settle_fast_build (fast.sql), under the caller's
-    -- search_path, everything in it qualified
-    IF batch OPERATOR(pg_catalog.=) 1 THEN
+    -- a lease or row_lock queue: its generated claim, written below by
+    -- _settle_fast_build (fast.sql), under the caller's search_path,
+    -- everything in it qualified; of more than one row of a lease queue,
+    -- its rows are returned there (or hit is false: the claim of many below)
+    IF batch OPERATOR(pg_catalog.>=) 1 AND batch OPERATOR(pg_catalog.<=) 10000 THEN
         -- settle:fast:begin
         -- settle:fast:end
         IF hit THEN
@@ -301,8 +302,9 @@ BEGIN
         stale := hit IS NULL;
     END IF;
     IF NOT stale AND batch OPERATOR(pg_catalog.>=) 1 AND batch OPERATOR(pg_catalog.<=) 10000 THEN
-        -- more rows of a lease or row_lock queue, or an advisory claim: the
-        -- queue's generated claim of many
+        -- an advisory claim, or more rows of a row_lock queue or of a lease
+        -- queue past the first 32 or with a dead letter: the queue's
+        -- generated claim of many
         m := @extschema@._settle_fast_claim_many($1, batch, lease);
         IF m.hit THEN
             IF true OPERATOR(pg_catalog.=) ANY (m.deads) THEN

@@ -105,23 +105,61 @@ CREATE FUNCTION @extschema@._settle_fast_held(s @extschema@.settle_queue_shape, 
        ELSE '' END
 $$;
 
--- The generated claim (lease, row_lock) of queue s at version: of one row
--- (LIMIT 1 written in, the row into scalars), or, many, of more ($1: the
--- rows as arrays in claim order, deads flagging those a lease take found
--- past max_attempts, which queue_claim moves). A claim of many keeps the
--- batch size a parameter of the statement's generic plan: ORDER BY and LIMIT
--- keep it on the claim-order index whatever the size.
-CREATE FUNCTION @extschema@._settle_fast_claim_body(sch text, s @extschema@.settle_queue_shape, version text, dead oid,
-                                                    places integer[], many boolean) RETURNS text
+-- A claim of many rows of lease queue s at version as the rows themselves,
+-- for a RETURN QUERY in queue_claim's branch of the queue (kind 'inline' of
+-- _settle_fast_claim_code): id text, attempt int4, token timestamptz, payload
+-- jsonb, in claim order. Parameters as the take's: $1 int8 batch, $2 the
+-- token, $3 the mark (from_mark). The statement keeps the session's mark
+-- itself (the highest id taken, when the block's every is positive; none in
+-- priority order), in a CTE a one-time filter runs before the first row; the
+-- taken rows keep only the columns returned and their sort keys.
+CREATE FUNCTION @extschema@._settle_fast_rows(s @extschema@.settle_queue_shape, version text, from_mark boolean)
+    RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT @extschema@._settle_lease_took(s, from_mark, pg_catalog.format(
+           '(_s_t.%s)::pg_catalog.text AS _s_id, %s AS _s_att, _s_t.%s AS _s_tok, %s AS _s_pay, _s_t.%1$s AS _s_key%5$s',
+           s.id, @extschema@._settle_attempt_out(s, '_s_t'), s.locked_until, @extschema@._settle_payload(s, '_s_t'),
+           CASE WHEN s.priority IS NOT NULL THEN ', _s_t.' || s.priority || ' AS _s_pri' ELSE '' END))
+    || CASE WHEN s.priority IS NULL THEN pg_catalog.format(
+         ', _s_note AS (SELECT pg_catalog.set_config(%L, (_s_last._s_key)::pg_catalog.text, false) '
+         'FROM (SELECT _s_took._s_key FROM _s_took ORDER BY _s_took._s_key DESC LIMIT 1) _s_last '
+         'WHERE _settle_fast.every OPERATOR(pg_catalog.>) ''0''::pg_catalog.interval)',
+         'settle_sql.m' || pg_catalog.md5(s.queue || '/' || version))
+       ELSE '' END
+    || ' SELECT _s_took._s_id, _s_took._s_att, _s_took._s_tok, _s_took._s_pay FROM _s_took'
+    || CASE WHEN s.priority IS NULL
+            THEN ' WHERE (SELECT pg_catalog.count(*) FROM _s_note) OPERATOR(pg_catalog.>=) 0 ORDER BY _s_took._s_key'
+            ELSE ' ORDER BY _s_took._s_pri, _s_took._s_key' END
+$$;
+
+-- The generated claim (lease, row_lock) of queue s at version, by kind:
+-- 'one', of one row (LIMIT 1 written in, the row into scalars); 'arrays', of
+-- more ($1: the rows as arrays in claim order, deads flagging those a lease
+-- take found past max_attempts, which queue_claim moves); 'inline', the
+-- queue's branch of queue_claim: one row when $1 (the batch) is 1, and for
+-- a lease queue whose take finds no rows past max_attempts (no dead letter)
+-- more as the rows themselves (_settle_fast_rows); else hit false for more
+-- than one row, which its claim of many serves (a row_lock claim's rows
+-- cost no less than its arrays: both are collected for the rows held). A
+-- claim of many keeps the batch size a parameter of the statement's generic
+-- plan: ORDER BY and LIMIT keep it on the claim-order index whatever the size.
+CREATE FUNCTION @extschema@._settle_fast_claim_code(sch text, s @extschema@.settle_queue_shape, version text, dead oid,
+                                                    places integer[], kind text) RETURNS text
     LANGUAGE plpgsql IMMUTABLE
     AS $$
 DECLARE
+    many boolean := kind = 'arrays';
+    rows boolean := kind = 'inline' AND s.form = 'lease' AND @extschema@._settle_taken_dead(s, '_s_took') = 'false';
     b text := E'#variable_conflict use_column\nDECLARE\n    mark ALIAS FOR $3;\n    every interval;\n    r text[];\n'
               || E'    started timestamptz;\n    caller_mode text;\n'
               || CASE WHEN many THEN E'    id text;\n    dead boolean := false;\n' ELSE '' END;
     -- the take from the lowest id (st[1]) and from the mark (st[2]); row_lock:
-    -- the same again where the transaction holds rows already (st[3], st[4])
+    -- the same again where the transaction holds rows already (st[3], st[4]);
+    -- rst: lease, the take as rows (rows)
     st text[];
+    rst text[];
+    take text;
     into_row text := CASE WHEN NOT many THEN 'INTO dead, id, attempt, token, payload'
                           WHEN s.form = 'lease' THEN 'INTO deads, ids, atts, toks, pays' ELSE 'INTO ids, atts, pays' END;
     -- around a statement with a text[] parameter (or, many, LIMIT $1)
@@ -130,6 +168,9 @@ DECLARE
 BEGIN
     IF s.form = 'lease' THEN
         st := ARRAY[@extschema@._settle_take_lease(s, many, false), @extschema@._settle_take_lease(s, many, true)];
+        IF rows THEN
+            rst := ARRAY[@extschema@._settle_fast_rows(s, version, false), @extschema@._settle_fast_rows(s, version, true)];
+        END IF;
     ELSE
         st := ARRAY[@extschema@._settle_claim_row_lock(s, false, many, false), @extschema@._settle_claim_row_lock(s, false, many, true),
                     @extschema@._settle_claim_row_lock(s, true, many, false), @extschema@._settle_claim_row_lock(s, true, many, true)];
@@ -141,14 +182,21 @@ BEGIN
         st := ARRAY(SELECT pg_catalog.replace(x, 'LIMIT $1', 'LIMIT 1') FROM pg_catalog.unnest(st) x);
     END IF;
     IF s.form = 'lease' THEN
+        take := E'IF mark IS NULL THEN\n' || st[1] || E'\n    ' || into_row || E';\nELSE\n' || st[2] || E'\n    ' || into_row || E';\nEND IF;\n';
+        IF rows THEN
+            take := E'IF $1 OPERATOR(pg_catalog.=) 1 THEN\n' || take || E'ELSE\n' || generic
+                || E'IF mark IS NULL THEN\nRETURN QUERY ' || rst[1] || E';\nELSE\nRETURN QUERY ' || rst[2] || E';\nEND IF;\n'
+                || caller_plans || E'END IF;\n';
+        END IF;
         b := b || E'    tok ALIAS FOR $2;\nBEGIN\n'
+            || CASE WHEN kind = 'inline' AND NOT rows THEN E'IF $1 OPERATOR(pg_catalog.<>) 1 THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
+                    ELSE '' END
             || E'IF lease OPERATOR(pg_catalog.<) ''1 millisecond''::pg_catalog.interval '
             || E'OR lease OPERATOR(pg_catalog.>) ''36600 days''::pg_catalog.interval THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
             || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
             || @extschema@._settle_fast_mark(sch, s, version, false)
             || E'tok := pg_catalog.date_trunc(''milliseconds'', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) '
-            || E'COALESCE(lease, ''30 seconds''::pg_catalog.interval));\n' || CASE WHEN many THEN generic ELSE '' END
-            || E'IF mark IS NULL THEN\n' || st[1] || E'\n    ' || into_row || E';\nELSE\n' || st[2] || E'\n    ' || into_row || E';\nEND IF;\n';
+            || E'COALESCE(lease, ''30 seconds''::pg_catalog.interval));\n' || CASE WHEN many THEN generic ELSE '' END || take;
         IF many THEN
             -- the mark: the last row taken that is not dead
             b := b || caller_plans || E'id := ids[pg_catalog.cardinality(ids)];\n'
@@ -158,25 +206,27 @@ BEGIN
         END IF;
     ELSE
         -- row_lock: the rows this transaction holds (claims.sql, _settle_row_locks)
-        b := b || E'    held_ids ALIAS FOR $2;\n    held jsonb;\nBEGIN\n'
-            || E'IF lease IS NOT NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
-            || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
-            || @extschema@._settle_fast_mark(sch, s, version, false)
-            || @extschema@._settle_fast_held(s, 'held_ids')
-            || CASE WHEN many THEN generic ELSE '' END
-            || E'IF pg_catalog.cardinality(held_ids) OPERATOR(pg_catalog.=) 0 THEN\n    IF mark IS NULL THEN\n'
+        take := E'IF pg_catalog.cardinality(held_ids) OPERATOR(pg_catalog.=) 0 THEN\n    IF mark IS NULL THEN\n'
             || st[1] || E'\n    ' || into_row || E';\n    ELSE\n' || st[2] || E'\n    ' || into_row || E';\n    END IF;\nELSE\n'
             || CASE WHEN many THEN '' ELSE generic END
             || E'    IF mark IS NULL THEN\n'
             || st[3] || E'\n    ' || into_row || E';\n    ELSE\n' || st[4] || E'\n    ' || into_row || E';\n    END IF;\n'
             || CASE WHEN many THEN E'END IF;\n' || caller_plans || E'id := ids[pg_catalog.cardinality(ids)];\n'
-                    ELSE caller_plans || E'END IF;\ndead := false;\n' END
+                    ELSE caller_plans || E'END IF;\ndead := false;\n' END;
+        b := b || E'    held_ids ALIAS FOR $2;\n    held jsonb;\nBEGIN\n'
+            || CASE WHEN kind = 'inline' THEN E'IF $1 OPERATOR(pg_catalog.<>) 1 THEN\n    hit := false;\n    RETURN;\nEND IF;\n' ELSE '' END
+            || E'IF lease IS NOT NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
+            || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
+            || @extschema@._settle_fast_mark(sch, s, version, false)
+            || @extschema@._settle_fast_held(s, 'held_ids')
+            || CASE WHEN many THEN generic ELSE '' END || take
             || E'IF id IS NOT NULL THEN\n'
             || pg_catalog.format(E'    PERFORM pg_catalog.set_config(''settle_sql.row_locks'', pg_catalog.jsonb_set(held, ARRAY[%L], '
                                  || E'pg_catalog.to_jsonb(%s))::pg_catalog.text, true);\n', s.queue,
                                  CASE WHEN many THEN 'held_ids OPERATOR(pg_catalog.||) ids' ELSE 'pg_catalog.array_append(held_ids, id)' END)
             || E'END IF;\n';
     END IF;
+    -- (after a claim of rows, whose statement set the mark, id is NULL)
     RETURN b || @extschema@._settle_fast_mark(sch, s, version, true) || 'END';
 END $$;
 

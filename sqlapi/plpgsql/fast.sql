@@ -10,10 +10,11 @@
 -- code leaves to it (custom outcomes, releases, errors), the prepared path
 -- runs.
 --
--- A claim of one row (lease, row_lock) and a settle of one row run inside
--- queue_claim and queue_complete themselves: each holds a branch per queue,
--- written between its markers (settle:fast:begin, settle:fast:end), so that
--- the hottest calls are one PL/pgSQL call each. The rest are functions
+-- A claim (lease, row_lock) and a settle of one row run inside queue_claim
+-- and queue_complete themselves: each holds a branch per queue, written
+-- between its markers (settle:fast:begin, settle:fast:end), so that the
+-- hottest calls are one PL/pgSQL call each; so does a lease claim of many
+-- rows, which returns its statement's rows as they come. The rest are functions
 -- generated per queue (_settle_fq_<hash of the queue name>_<kind>), reached
 -- through dispatchers that name every registered queue, with the statements'
 -- own $n numbering as their first arguments:
@@ -192,16 +193,22 @@ BEGIN
         pg_catalog.left(src, i - 1) || code || E'\n' || pg_catalog.substr(src, j), pg_catalog.pg_get_function_result(f));
 END $$;
 
+-- The code of a branch that calls fn (a function generated for its queue):
+-- fn's row into the entry point's cols.
+CREATE FUNCTION @extschema@._settle_fast_call_code(fn text, cols text[]) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT '    f := ' || fn || E';\n'
+    || (SELECT pg_catalog.string_agg(pg_catalog.format('    %1$s := f.%1$s;', c), E'\n') FROM pg_catalog.unnest(cols) c)
+$$;
+
 -- A branch of an entry point for queue that calls fn (a function generated
 -- for it, whose row it copies into the entry point's cols): the form of a
 -- queue past the first inline_max, whose code is not written into the entry
 -- points themselves (each of their sessions compiles every branch they hold).
 CREATE FUNCTION @extschema@._settle_fast_call(queue text, fn text, cols text[]) RETURNS text
     LANGUAGE sql IMMUTABLE
-    AS $$
-  SELECT @extschema@._settle_fast_branch(queue, '    f := ' || fn || E';\n'
-    || (SELECT pg_catalog.string_agg(pg_catalog.format('    %1$s := f.%1$s;', c), E'\n') FROM pg_catalog.unnest(cols) c))
-$$;
+    AS $$ SELECT @extschema@._settle_fast_branch(queue, @extschema@._settle_fast_call_code(fn, cols)) $$;
 
 -- The generated code of queue (over table tbl, dead-letter table dead, role
 -- columns columns): the functions it needs written (made: their names), and
@@ -244,25 +251,28 @@ BEGIN
         -- (the form in the names: their second argument's type differs)
         claim_args := 'pg_catalog.int8, ' || CASE WHEN s.form = 'lease' THEN 'pg_catalog.timestamptz' ELSE 'pg_catalog.text[]' END
                       || ', pg_catalog.text, lease interval, ';
-        body := @extschema@._settle_fast_claim_body(sch, s, version, dead, places, false);
         IF inline THEN
-            -- its statements' $2 and $3 the block's variables
-            claim := @extschema@._settle_fast_inline(queue, body,
+            -- one row or more; its statements' $1 queue_claim's batch, $2 and
+            -- $3 the block's variables
+            claim := @extschema@._settle_fast_inline(queue, @extschema@._settle_fast_claim_code(sch, s, version, dead, places, 'inline'),
                 ARRAY[E'    mark ALIAS FOR $3;\n', E'    mark text;\n', E'    tok ALIAS FOR $2;\n', E'    tok timestamptz;\n',
                       E'    held_ids ALIAS FOR $2;\n', E'    held_ids text[];\n'],
-                ARRAY[NULL, CASE WHEN s.form = 'lease' THEN '_settle_fast.tok' ELSE '_settle_fast.held_ids' END, '_settle_fast.mark']);
+                ARRAY['$2', CASE WHEN s.form = 'lease' THEN '_settle_fast.tok' ELSE '_settle_fast.held_ids' END, '_settle_fast.mark']);
         ELSE
             PERFORM @extschema@._settle_fast_put(ns, sch, ext, h || '_claim_' || s.form,
                 claim_args || 'OUT hit boolean, OUT dead boolean, OUT id text, OUT attempt integer, OUT token timestamptz, '
-                              'OUT payload jsonb', body);
+                              'OUT payload jsonb', @extschema@._settle_fast_claim_code(sch, s, version, dead, places, 'one'));
             made := made || (h || '_claim_' || s.form);
-            claim := @extschema@._settle_fast_call(queue, pg_catalog.format('%s.%I(NULL, NULL, NULL, lease)', sch, h || '_claim_' || s.form),
-                                                   '{hit, dead, id, attempt, token, payload}');
+            -- (more than one row: its claim of many, through the dispatcher)
+            claim := @extschema@._settle_fast_branch(queue, E'IF batch OPERATOR(pg_catalog.<>) 1 THEN\n    hit := false;\nELSE\n'
+                || @extschema@._settle_fast_call_code(pg_catalog.format('%s.%I(NULL, NULL, NULL, lease)', sch, h || '_claim_' || s.form),
+                                                      '{hit, dead, id, attempt, token, payload}')
+                || E'\nEND IF;');
         END IF;
         PERFORM @extschema@._settle_fast_put(ns, sch, ext, h || '_claim_many_' || s.form,
             claim_args || 'OUT hit boolean, OUT deads boolean[], OUT ids text[], OUT atts integer[], OUT toks timestamptz[], '
                           'OUT pays jsonb[]',
-            @extschema@._settle_fast_claim_body(sch, s, version, dead, places, true));
+            @extschema@._settle_fast_claim_code(sch, s, version, dead, places, 'arrays'));
     ELSE
         claim := @extschema@._settle_fast_inline(queue, NULL);
         PERFORM @extschema@._settle_fast_put(ns, sch, ext, h || '_claim_many_advisory',

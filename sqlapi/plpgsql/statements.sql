@@ -47,10 +47,27 @@ CREATE FUNCTION @extschema@._settle_taken_dead(s @extschema@.settle_queue_shape,
               ELSE 'false' END
 $$;
 
--- The lease take: counts the attempt and writes the token in one UPDATE of the
--- first ready rows. $1 int8 batch, $2 timestamptz token; from_mark: $3 text, the mark.
--- Columns: dead bool (past max_attempts: its last delivery died unsettled),
--- id text, attempt int4, token timestamptz, payload jsonb; oldest first.
+-- The lease take's CTE _s_took: counts the attempt and writes the token in
+-- one UPDATE of the first ready rows, returning cols (of alias _s_t).
+-- $1 int8 batch, $2 timestamptz token; from_mark: $3 text, the mark.
+CREATE FUNCTION @extschema@._settle_lease_took(s @extschema@.settle_queue_shape, from_mark boolean, cols text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT pg_catalog.format(
+    'WITH _s_took AS (UPDATE %1$s _s_t SET %2$s = $2%3$s WHERE %4$s%5$s OPERATOR(pg_catalog.=) ANY (ARRAY('
+      'SELECT %6$s FROM %1$s _s_c WHERE %7$s ORDER BY %8$s LIMIT $1 FOR UPDATE OF _s_c SKIP LOCKED)) RETURNING %9$s)',
+    s.tbl, s.locked_until,
+    CASE WHEN s.attempt IS NOT NULL THEN ', ' || s.attempt || ' = COALESCE(_s_t.' || s.attempt || ', 0) OPERATOR(pg_catalog.+) 1' ELSE '' END,
+    @extschema@._settle_in_group(s, '_s_t'),
+    CASE WHEN s.plain_heap THEN '_s_t.ctid' ELSE '_s_t.' || s.id END,
+    CASE WHEN s.plain_heap THEN '_s_c.ctid' ELSE '_s_c.' || s.id END,
+    @extschema@._settle_ready(s, '_s_c') || CASE WHEN from_mark THEN @extschema@._settle_from_mark(s, '_s_c', 3) ELSE '' END,
+    @extschema@._settle_order(s, '_s_c'), cols)
+$$;
+
+-- The lease take (_settle_lease_took). Columns: dead bool (past max_attempts:
+-- its last delivery died unsettled), id text, attempt int4, token timestamptz,
+-- payload jsonb; oldest first.
 -- agg: the same columns as arrays in one row, oldest first (how a prepared
 -- statement's rows come back to PL/pgSQL, see _settle_prepared), each array
 -- filled from one ordered subquery (one sort, not one per ORDER BY aggregate).
@@ -58,23 +75,14 @@ CREATE FUNCTION @extschema@._settle_take_lease(s @extschema@.settle_queue_shape,
                                                from_mark boolean DEFAULT false) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
-  SELECT pg_catalog.format(
-    'WITH _s_took AS (UPDATE %1$s _s_t SET %2$s = $2%3$s WHERE %4$s%5$s OPERATOR(pg_catalog.=) ANY (ARRAY('
-      'SELECT %6$s FROM %1$s _s_c WHERE %7$s ORDER BY %12$s LIMIT $1 FOR UPDATE OF _s_c SKIP LOCKED)) RETURNING _s_t.*) '
-    || CASE WHEN agg THEN
-         'SELECT pg_catalog.array_agg(%9$s), pg_catalog.array_agg((_s_took.%8$s)::pg_catalog.text), '
-         'pg_catalog.array_agg(%10$s), pg_catalog.array_agg(_s_took.%2$s), '
-         'pg_catalog.array_agg(%11$s) FROM (SELECT * FROM _s_took ORDER BY %13$s) _s_took'
-       ELSE 'SELECT %9$s, (_s_took.%8$s)::pg_catalog.text, %10$s, _s_took.%2$s, %11$s FROM _s_took ORDER BY %13$s' END,
-    s.tbl, s.locked_until,
-    CASE WHEN s.attempt IS NOT NULL THEN ', ' || s.attempt || ' = COALESCE(_s_t.' || s.attempt || ', 0) OPERATOR(pg_catalog.+) 1' ELSE '' END,
-    @extschema@._settle_in_group(s, '_s_t'),
-    CASE WHEN s.plain_heap THEN '_s_t.ctid' ELSE '_s_t.' || s.id END,
-    CASE WHEN s.plain_heap THEN '_s_c.ctid' ELSE '_s_c.' || s.id END,
-    @extschema@._settle_ready(s, '_s_c') || CASE WHEN from_mark THEN @extschema@._settle_from_mark(s, '_s_c', 3) ELSE '' END, s.id,
-    @extschema@._settle_taken_dead(s, '_s_took'),
-    @extschema@._settle_attempt_out(s, '_s_took'), @extschema@._settle_payload(s, '_s_took'),
-    @extschema@._settle_order(s, '_s_c'), @extschema@._settle_order(s, '_s_took'))
+  SELECT @extschema@._settle_lease_took(s, from_mark, '_s_t.*') || pg_catalog.format(
+    CASE WHEN agg THEN
+      ' SELECT pg_catalog.array_agg(%1$s), pg_catalog.array_agg((_s_took.%2$s)::pg_catalog.text), '
+      'pg_catalog.array_agg(%3$s), pg_catalog.array_agg(_s_took.%4$s), '
+      'pg_catalog.array_agg(%5$s) FROM (SELECT * FROM _s_took ORDER BY %6$s) _s_took'
+    ELSE ' SELECT %1$s, (_s_took.%2$s)::pg_catalog.text, %3$s, _s_took.%4$s, %5$s FROM _s_took ORDER BY %6$s' END,
+    @extschema@._settle_taken_dead(s, '_s_took'), s.id, @extschema@._settle_attempt_out(s, '_s_took'), s.locked_until,
+    @extschema@._settle_payload(s, '_s_took'), @extschema@._settle_order(s, '_s_took'))
 $$;
 
 -- advisory candidates: ready rows in id order with their keys. $1 int8 limit;

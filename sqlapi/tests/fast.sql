@@ -124,6 +124,41 @@ SELECT pg_temp.ack_twice('fq_31', :'ids'::text[] || (:'ids'::text[])[1], NULL) A
 SELECT * FROM queue_complete_many('fq_31', :'ids', 'ack');
 COMMIT;
 
+\echo '== claims of many rows: a lease queue''s run in queue_claim (rows in claim order, the statement keeps the mark), a row_lock queue''s generated'
+-- (columns named like the generated code's variables)
+CREATE TABLE fq_rows (id bigserial PRIMARY KEY, payload jsonb, attempt int, locked_until timestamptz, every int DEFAULT 0, mark text, tok text);
+SELECT queue_register('fq_rows', 'fq_rows', 'lease');
+CREATE TABLE fq_rows_rl (id bigserial PRIMARY KEY, payload jsonb, attempt int, retry_after timestamptz, every int DEFAULT 0,
+                         held jsonb DEFAULT '{}', held_ids text[]);
+SELECT queue_register('fq_rows_rl', 'fq_rows_rl', 'row_lock');
+INSERT INTO fq_rows (payload) SELECT jsonb_build_object('n', g) FROM generate_series(1, 5) g;
+INSERT INTO fq_rows_rl (payload) SELECT jsonb_build_object('n', g) FROM generate_series(1, 5) g;
+SELECT 'settle_sql.m' || md5('fq_rows/' || (_settle_entry('fq_rows')).version) AS lease_mark,
+       'settle_sql.m' || md5('fq_rows_rl/' || (_settle_entry('fq_rows_rl')).version) AS row_lock_mark \gset
+SET track_functions = 'pl';
+BEGIN;
+:registry_reads \gset before_
+:fast_calls \gset before_
+SELECT id, attempt, token IS NOT NULL AS token, payload FROM queue_claim('fq_rows', 3);
+SELECT count(DISTINCT locked_until) AS tokens, count(*) AS leased FROM fq_rows WHERE locked_until IS NOT NULL;
+SELECT current_setting(:'lease_mark') AS lease_mark;
+:fast_calls \gset lease_
+SELECT :lease_calls - :before_calls AS lease_generated_calls;
+SELECT id, attempt, token, payload FROM queue_claim('fq_rows_rl', 2);
+SELECT id, attempt FROM queue_claim('fq_rows_rl', 2);
+SELECT current_setting(:'row_lock_mark') AS row_lock_mark, current_setting('settle_sql.row_locks')::jsonb -> 'fq_rows_rl' AS held;
+:registry_reads \gset after_
+:fast_calls \gset after_
+SELECT :after_reads - :before_reads AS registry_reads, :after_calls - :lease_calls AS row_lock_generated_calls;
+SELECT * FROM queue_complete_many('fq_rows_rl', '{1,2,3,4}', 'ack');
+COMMIT;
+-- no rescan interval: every claim starts at the lowest id, no mark is kept
+SET settle.rescan_interval = 0;
+SELECT id FROM queue_claim('fq_rows', 5);
+SELECT current_setting(:'lease_mark') AS lease_mark_unchanged;
+RESET settle.rescan_interval;
+RESET track_functions;
+
 \echo '== a table changed under a queue: the next call builds again, the dead letter copies the new column'
 SELECT queue_create('fq_alter', 'lease', 2, 'fq_alter_dead');
 INSERT INTO fq_alter (payload) VALUES ('{"n": 1}');
