@@ -94,14 +94,17 @@ $$;
 
 -- The generated code that reads the row_lock rows this transaction holds
 -- (claims.sql, _settle_row_locks) into held, and, with ids named, queue s's
--- into that variable.
+-- into that variable (a query only where the transaction holds some: the
+-- rest are simple expressions, which PL/pgSQL evaluates without an executor).
 CREATE FUNCTION @extschema@._settle_fast_held(s @extschema@.settle_queue_shape, ids text) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT E'held := CASE WHEN COALESCE(pg_catalog.current_setting(''settle_sql.row_locks'', true), '''') OPERATOR(pg_catalog.=) '''' '
     || E'THEN ''{}''::pg_catalog.jsonb ELSE pg_catalog.current_setting(''settle_sql.row_locks'', true)::pg_catalog.jsonb END;\n'
     || CASE WHEN ids IS NOT NULL THEN pg_catalog.format(
-         E'%s := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(held OPERATOR(pg_catalog.->) %L, ''[]'')));\n', ids, s.queue)
+         E'IF held OPERATOR(pg_catalog.?) %2$L THEN\n'
+         || E'    %1$s := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(held OPERATOR(pg_catalog.->) %2$L));\n'
+         || E'ELSE\n    %1$s := ''{}'';\nEND IF;\n', ids, s.queue)
        ELSE '' END
 $$;
 

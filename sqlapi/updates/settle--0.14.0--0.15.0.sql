@@ -3,8 +3,10 @@
 -- queue runs in queue_claim itself, like a claim of one, and returns its statement's rows as
 -- they come instead of carrying them in arrays through a dispatcher; the statement keeps the
 -- session's mark. (A lease queue with a dead letter keeps the arrays: its take flags rows past
--- max_attempts, which queue_claim moves.) queue_claim is reset here, and each queue's first
--- call after the update (or its next registration) writes its branch anew.
+-- max_attempts, which queue_claim moves.) A row_lock claim or batch settle in a transaction that
+-- holds none of the queue's rows reads the held-rows setting without a query. queue_claim is
+-- reset here, and each queue's first call after the update (or its next registration) writes
+-- its branch and its functions anew.
 
 -- The lease take's CTE _s_took: counts the attempt and writes the token in
 -- one UPDATE of the first ready rows, returning cols (of alias _s_t).
@@ -42,6 +44,22 @@ CREATE OR REPLACE FUNCTION @extschema@._settle_take_lease(s @extschema@.settle_q
     ELSE ' SELECT %1$s, (_s_took.%2$s)::pg_catalog.text, %3$s, _s_took.%4$s, %5$s FROM _s_took ORDER BY %6$s' END,
     @extschema@._settle_taken_dead(s, '_s_took'), s.id, @extschema@._settle_attempt_out(s, '_s_took'), s.locked_until,
     @extschema@._settle_payload(s, '_s_took'), @extschema@._settle_order(s, '_s_took'))
+$$;
+
+-- The generated code that reads the row_lock rows this transaction holds
+-- (claims.sql, _settle_row_locks) into held, and, with ids named, queue s's
+-- into that variable (a query only where the transaction holds some: the
+-- rest are simple expressions, which PL/pgSQL evaluates without an executor).
+CREATE OR REPLACE FUNCTION @extschema@._settle_fast_held(s @extschema@.settle_queue_shape, ids text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT E'held := CASE WHEN COALESCE(pg_catalog.current_setting(''settle_sql.row_locks'', true), '''') OPERATOR(pg_catalog.=) '''' '
+    || E'THEN ''{}''::pg_catalog.jsonb ELSE pg_catalog.current_setting(''settle_sql.row_locks'', true)::pg_catalog.jsonb END;\n'
+    || CASE WHEN ids IS NOT NULL THEN pg_catalog.format(
+         E'IF held OPERATOR(pg_catalog.?) %2$L THEN\n'
+         || E'    %1$s := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(held OPERATOR(pg_catalog.->) %2$L));\n'
+         || E'ELSE\n    %1$s := ''{}'';\nEND IF;\n', ids, s.queue)
+       ELSE '' END
 $$;
 
 -- A claim of many rows of lease queue s at version as the rows themselves,
