@@ -284,11 +284,11 @@ DECLARE
     dead boolean;
     stale boolean := false;
 BEGIN
-    -- a lease or row_lock queue: its generated claim, written below by
-    -- _settle_fast_build (fast.sql), under the caller's search_path,
-    -- everything in it qualified; of more than one row of a lease queue,
-    -- its rows are returned there (or hit is false: the claim of many below)
     IF batch OPERATOR(pg_catalog.>=) 1 AND batch OPERATOR(pg_catalog.<=) 10000 THEN
+        -- a lease or row_lock queue: its generated claim, written below by
+        -- _settle_fast_build (fast.sql), under the caller's search_path,
+        -- everything in it qualified; of more than one row of a lease queue,
+        -- its rows are returned there (or hit is false: the claim of many below)
         -- settle:fast:begin
         -- settle:fast:end
         IF hit THEN
@@ -300,24 +300,24 @@ BEGIN
             RETURN;
         END IF;
         stale := hit IS NULL;
-    END IF;
-    IF NOT stale AND batch OPERATOR(pg_catalog.>=) 1 AND batch OPERATOR(pg_catalog.<=) 10000 THEN
-        -- an advisory claim, or more rows of a row_lock queue or of a lease
-        -- queue past the first 32 or with a dead letter: the queue's
-        -- generated claim of many
-        m := @extschema@._settle_fast_claim_many($1, batch, lease);
-        IF m.hit THEN
-            IF true OPERATOR(pg_catalog.=) ANY (m.deads) THEN
-                PERFORM @extschema@._settle_dead_at_fast_claim($1,
-                    ARRAY(SELECT x.i FROM ROWS FROM (pg_catalog.unnest(m.ids), pg_catalog.unnest(m.deads)) x(i, d) WHERE x.d));
+        IF NOT stale THEN
+            -- an advisory claim, or more rows of a row_lock queue or of a
+            -- lease queue past the first 32 or with a dead letter: the
+            -- queue's generated claim of many
+            m := @extschema@._settle_fast_claim_many($1, batch, lease);
+            IF m.hit THEN
+                IF true OPERATOR(pg_catalog.=) ANY (m.deads) THEN
+                    PERFORM @extschema@._settle_dead_at_fast_claim($1,
+                        ARRAY(SELECT x.i FROM ROWS FROM (pg_catalog.unnest(m.ids), pg_catalog.unnest(m.deads)) x(i, d) WHERE x.d));
+                END IF;
+                RETURN QUERY SELECT x.i, x.a, x.t, x.p
+                    FROM ROWS FROM (pg_catalog.unnest(m.ids), pg_catalog.unnest(m.atts), pg_catalog.unnest(m.toks), pg_catalog.unnest(m.pays),
+                                    pg_catalog.unnest(m.deads)) WITH ORDINALITY x(i, a, t, p, d, o)
+                    WHERE x.d IS NOT TRUE ORDER BY x.o;
+                RETURN;
             END IF;
-            RETURN QUERY SELECT x.i, x.a, x.t, x.p
-                FROM ROWS FROM (pg_catalog.unnest(m.ids), pg_catalog.unnest(m.atts), pg_catalog.unnest(m.toks), pg_catalog.unnest(m.pays),
-                                pg_catalog.unnest(m.deads)) WITH ORDINALITY x(i, a, t, p, d, o)
-                WHERE x.d IS NOT TRUE ORDER BY x.o;
-            RETURN;
+            stale := m.hit IS NULL;
         END IF;
-        stale := m.hit IS NULL;
     END IF;
     caller_path := pg_catalog.current_setting('search_path');
     ignored := @extschema@._settle_as('pg_catalog, pg_temp');

@@ -66,7 +66,7 @@ IF id IS NOT NULL AND NOT dead AND every OPERATOR(pg_catalog.>) '0'::pg_catalog.
 END IF;
 $f$, 'settle_sql.m' || k, 'settle_sql.r' || k, sch)
   END
-  FROM (SELECT pg_catalog.md5(s.queue || '/' || version) AS k) x
+  FROM (SELECT @extschema@._settle_mark_key(s.queue, version) AS k) x
 $$;
 
 -- The generated code around statements whose generic plan is wanted (an
@@ -128,7 +128,7 @@ CREATE FUNCTION @extschema@._settle_fast_rows(s @extschema@.settle_queue_shape, 
          ', _s_note AS (SELECT pg_catalog.set_config(%L, (_s_last._s_key)::pg_catalog.text, false) '
          'FROM (SELECT _s_took._s_key FROM _s_took ORDER BY _s_took._s_key DESC LIMIT 1) _s_last '
          'WHERE _settle_fast.every OPERATOR(pg_catalog.>) ''0''::pg_catalog.interval)',
-         'settle_sql.m' || pg_catalog.md5(s.queue || '/' || version))
+         'settle_sql.m' || @extschema@._settle_mark_key(s.queue, version))
        ELSE '' END
     || ' SELECT _s_took._s_id, _s_took._s_att, _s_took._s_tok, _s_took._s_pay FROM _s_took'
     || CASE WHEN s.priority IS NULL
@@ -168,6 +168,9 @@ DECLARE
     -- around a statement with a text[] parameter (or, many, LIMIT $1)
     generic text := @extschema@._settle_fast_generic(true);
     caller_plans text := @extschema@._settle_fast_generic(false);
+    -- inline, where more than one row is left to the claim of many
+    one_only text := CASE WHEN kind = 'inline' AND NOT rows
+                          THEN E'IF $1 OPERATOR(pg_catalog.<>) 1 THEN\n    hit := false;\n    RETURN;\nEND IF;\n' ELSE '' END;
 BEGIN
     IF s.form = 'lease' THEN
         st := ARRAY[@extschema@._settle_take_lease(s, many, false), @extschema@._settle_take_lease(s, many, true)];
@@ -191,9 +194,7 @@ BEGIN
                 || E'IF mark IS NULL THEN\nRETURN QUERY ' || rst[1] || E';\nELSE\nRETURN QUERY ' || rst[2] || E';\nEND IF;\n'
                 || caller_plans || E'END IF;\n';
         END IF;
-        b := b || E'    tok ALIAS FOR $2;\nBEGIN\n'
-            || CASE WHEN kind = 'inline' AND NOT rows THEN E'IF $1 OPERATOR(pg_catalog.<>) 1 THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
-                    ELSE '' END
+        b := b || E'    tok ALIAS FOR $2;\nBEGIN\n' || one_only
             || E'IF lease OPERATOR(pg_catalog.<) ''1 millisecond''::pg_catalog.interval '
             || E'OR lease OPERATOR(pg_catalog.>) ''36600 days''::pg_catalog.interval THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
             || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
@@ -216,8 +217,7 @@ BEGIN
             || st[3] || E'\n    ' || into_row || E';\n    ELSE\n' || st[4] || E'\n    ' || into_row || E';\n    END IF;\n'
             || CASE WHEN many THEN E'END IF;\n' || caller_plans || E'id := ids[pg_catalog.cardinality(ids)];\n'
                     ELSE caller_plans || E'END IF;\ndead := false;\n' END;
-        b := b || E'    held_ids ALIAS FOR $2;\n    held jsonb;\nBEGIN\n'
-            || CASE WHEN kind = 'inline' THEN E'IF $1 OPERATOR(pg_catalog.<>) 1 THEN\n    hit := false;\n    RETURN;\nEND IF;\n' ELSE '' END
+        b := b || E'    held_ids ALIAS FOR $2;\n    held jsonb;\nBEGIN\n' || one_only
             || E'IF lease IS NOT NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
             || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
             || @extschema@._settle_fast_mark(sch, s, version, false)

@@ -10,6 +10,11 @@
 -- back (or a savepoint) returns to its earlier value, so a claim rolled back
 -- puts its mark back with its rows.
 
+-- The key of queue's mark settings at registration version (the <…> above).
+CREATE FUNCTION @extschema@._settle_mark_key(queue text, version text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT pg_catalog.md5(queue || '/' || version) $$;
+
 -- settle.rescan_interval as an interval: a bare number is milliseconds, as the
 -- native extension's setting reads it; '1s', '50ms', '1h' as written; 1s when unset.
 CREATE FUNCTION @extschema@._settle_rescan_interval() RETURNS interval
@@ -33,7 +38,7 @@ CREATE FUNCTION @extschema@._settle_mark_start(queue text, version text, every i
     LANGUAGE plpgsql VOLATILE
     AS $$
 DECLARE
-    k text := pg_catalog.md5(queue || '/' || version);
+    k text := @extschema@._settle_mark_key(queue, version);
     m text := NULLIF(pg_catalog.current_setting('settle_sql.m' || k, true), '');
     r text[];
 BEGIN
@@ -56,7 +61,7 @@ CREATE FUNCTION @extschema@._settle_mark_claimed(queue text, version text, every
     LANGUAGE plpgsql VOLATILE
     AS $$
 DECLARE
-    k text := pg_catalog.md5(queue || '/' || version);
+    k text := @extschema@._settle_mark_key(queue, version);
     ignored text;
 BEGIN
     IF started IS NOT NULL THEN
@@ -81,7 +86,7 @@ CREATE FUNCTION @extschema@._settle_mark_ready(queue text, version text, ids tex
     LANGUAGE plpgsql VOLATILE
     AS $$
 DECLARE
-    k text := pg_catalog.md5(queue || '/' || version);
+    k text := @extschema@._settle_mark_key(queue, version);
     m text := NULLIF(pg_catalog.current_setting('settle_sql.m' || k, true), '');
     s @extschema@.settle_queue_shape;
     kind text;
@@ -118,5 +123,5 @@ CREATE FUNCTION @extschema@._settle_mark_rescan(queue text) RETURNS text
     LANGUAGE plpgsql VOLATILE
     AS $$
 BEGIN
-    RETURN pg_catalog.set_config('settle_sql.m' || pg_catalog.md5(queue || '/' || (@extschema@._settle_entry(queue)).version), '', false);
+    RETURN pg_catalog.set_config('settle_sql.m' || @extschema@._settle_mark_key(queue, (@extschema@._settle_entry(queue)).version), '', false);
 END $$;

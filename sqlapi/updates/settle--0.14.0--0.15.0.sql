@@ -8,6 +8,106 @@
 -- reset here, and each queue's first call after the update (or its next registration) writes
 -- its branch and its functions anew.
 
+-- The key of queue's mark settings at registration version (the <…> above).
+CREATE FUNCTION @extschema@._settle_mark_key(queue text, version text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT pg_catalog.md5(queue || '/' || version) $$;
+
+-- Where the next claim of queue starts: an id (inclusive), or NULL: at the
+-- lowest id (no mark yet, no rescan interval, or a scan from the lowest id is
+-- due). every: settle.rescan_interval (_settle_rescan_interval).
+CREATE OR REPLACE FUNCTION @extschema@._settle_mark_start(queue text, version text, every interval) RETURNS text
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    k text := @extschema@._settle_mark_key(queue, version);
+    m text := NULLIF(pg_catalog.current_setting('settle_sql.m' || k, true), '');
+    r text[];
+BEGIN
+    IF m IS NULL OR every <= interval '0' THEN
+        RETURN NULL;
+    END IF;
+    r := pg_catalog.string_to_array(NULLIF(pg_catalog.current_setting('settle_sql.r' || k, true), ''), ' ');
+    IF r IS NULL OR pg_catalog.date_part('epoch', pg_catalog.clock_timestamp())
+                    >= r[1]::double precision + GREATEST(pg_catalog.date_part('epoch', every), 10 * r[2]::double precision) THEN
+        RETURN NULL;
+    END IF;
+    RETURN m;
+END $$;
+
+-- After a claim of queue (every: as for _settle_mark_start): started, when it
+-- began if it scanned from the lowest id (NULL: it started at the mark); last,
+-- the highest id it took (NULL: none).
+CREATE OR REPLACE FUNCTION @extschema@._settle_mark_claimed(queue text, version text, every interval, started timestamptz, last text)
+    RETURNS text
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    k text := @extschema@._settle_mark_key(queue, version);
+    ignored text;
+BEGIN
+    IF started IS NOT NULL THEN
+        ignored := pg_catalog.set_config('settle_sql.r' || k,
+            pg_catalog.date_part('epoch', started)::text || ' ' || pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() - started)::text,
+            false);
+    END IF;
+    -- with no rescan interval every claim starts at the lowest id anyway
+    IF last IS NOT NULL AND every > interval '0' THEN
+        ignored := pg_catalog.set_config('settle_sql.m' || k, last, false);
+    END IF;
+    RETURN NULL;
+END $$;
+
+-- This session made rows ids of queue ready again (a retry, a release, any
+-- settle of a keyed row): its next claim starts at or below the lowest of
+-- them. Integer and uuid ids compare as their type; any other id type scans
+-- from the lowest id next. The id type is read from the queue's shape once
+-- per session and registration version (settle_sql.t<…>: int, uuid or
+-- other), since a keyed queue comes here on every settle.
+CREATE OR REPLACE FUNCTION @extschema@._settle_mark_ready(queue text, version text, ids text[]) RETURNS text
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    k text := @extschema@._settle_mark_key(queue, version);
+    m text := NULLIF(pg_catalog.current_setting('settle_sql.m' || k, true), '');
+    s @extschema@.settle_queue_shape;
+    kind text;
+    low text;
+BEGIN
+    IF m IS NULL OR COALESCE(pg_catalog.cardinality(ids), 0) = 0 THEN
+        RETURN NULL;
+    END IF;
+    kind := NULLIF(pg_catalog.current_setting('settle_sql.t' || k, true), '');
+    IF kind IS NULL THEN
+        s := @extschema@._settle_shape(queue);
+        kind := CASE WHEN s.int_id THEN 'int' WHEN s.id_type = 'pg_catalog.uuid' THEN 'uuid' ELSE 'other' END;
+        kind := pg_catalog.set_config('settle_sql.t' || k, kind, false);
+    END IF;
+    IF kind = 'int' THEN
+        low := (SELECT pg_catalog.min(v::bigint)::text FROM pg_catalog.unnest(ids) v);
+        IF low::bigint >= m::bigint THEN
+            RETURN NULL;
+        END IF;
+    ELSIF kind = 'uuid' THEN
+        low := (SELECT pg_catalog.min(v::uuid)::text FROM pg_catalog.unnest(ids) v);
+        IF low::uuid >= m::uuid THEN
+            RETURN NULL;
+        END IF;
+    ELSE
+        low := '';
+    END IF;
+    RETURN pg_catalog.set_config('settle_sql.m' || k, low, false);
+END $$;
+
+-- Scan queue from the lowest id at this session's next claim (rows went back
+-- in below any mark: a requeue from the dead letter).
+CREATE OR REPLACE FUNCTION @extschema@._settle_mark_rescan(queue text) RETURNS text
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+BEGIN
+    RETURN pg_catalog.set_config('settle_sql.m' || @extschema@._settle_mark_key(queue, (@extschema@._settle_entry(queue)).version), '', false);
+END $$;
+
 -- The lease take's CTE _s_took: counts the attempt and writes the token in
 -- one UPDATE of the first ready rows, returning cols (of alias _s_t).
 -- $1 int8 batch, $2 timestamptz token; from_mark: $3 text, the mark.
@@ -46,6 +146,41 @@ CREATE OR REPLACE FUNCTION @extschema@._settle_take_lease(s @extschema@.settle_q
     @extschema@._settle_payload(s, '_s_took'), @extschema@._settle_order(s, '_s_took'))
 $$;
 
+-- The generated code of a claim's mark (mark.sql), for queue at version:
+-- first where the claim starts (mark: an id, NULL: the lowest id; started:
+-- when a scan from the lowest id began), then, after the take, the new mark
+-- (the id taken, unless dead). A queue claimed in priority order keeps none.
+CREATE OR REPLACE FUNCTION @extschema@._settle_fast_mark(sch text, s @extschema@.settle_queue_shape, version text, after boolean)
+    RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT CASE
+    WHEN s.priority IS NOT NULL THEN ''
+    WHEN NOT after THEN pg_catalog.format($f$
+every := CASE WHEN COALESCE(pg_catalog.current_setting('settle.rescan_interval', true), '') OPERATOR(pg_catalog.=) ''
+              THEN '1 second'::pg_catalog.interval ELSE %3$s._settle_rescan_interval() END;
+r := pg_catalog.string_to_array(pg_catalog.current_setting(%2$L, true), ' ');
+mark := CASE WHEN every OPERATOR(pg_catalog.>) '0'::pg_catalog.interval
+                  AND pg_catalog.current_setting(%1$L, true) OPERATOR(pg_catalog.<>) ''
+                  AND pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.<)
+                      (r[1]::pg_catalog.float8 OPERATOR(pg_catalog.+)
+                       GREATEST(pg_catalog.date_part('epoch', every), 10 OPERATOR(pg_catalog.*) r[2]::pg_catalog.float8))
+             THEN pg_catalog.current_setting(%1$L, true) END;
+started := CASE WHEN mark IS NULL THEN pg_catalog.clock_timestamp() END;
+$f$, 'settle_sql.m' || k, 'settle_sql.r' || k, sch)
+    ELSE pg_catalog.format($f$
+IF started IS NOT NULL THEN
+    PERFORM pg_catalog.set_config(%2$L, pg_catalog.date_part('epoch', started)::pg_catalog.text OPERATOR(pg_catalog.||) ' '
+        OPERATOR(pg_catalog.||) pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) started)::pg_catalog.text, false);
+END IF;
+IF id IS NOT NULL AND NOT dead AND every OPERATOR(pg_catalog.>) '0'::pg_catalog.interval THEN
+    PERFORM pg_catalog.set_config(%1$L, id, false);
+END IF;
+$f$, 'settle_sql.m' || k, 'settle_sql.r' || k, sch)
+  END
+  FROM (SELECT @extschema@._settle_mark_key(s.queue, version) AS k) x
+$$;
+
 -- The generated code that reads the row_lock rows this transaction holds
 -- (claims.sql, _settle_row_locks) into held, and, with ids named, queue s's
 -- into that variable (a query only where the transaction holds some: the
@@ -82,7 +217,7 @@ CREATE FUNCTION @extschema@._settle_fast_rows(s @extschema@.settle_queue_shape, 
          ', _s_note AS (SELECT pg_catalog.set_config(%L, (_s_last._s_key)::pg_catalog.text, false) '
          'FROM (SELECT _s_took._s_key FROM _s_took ORDER BY _s_took._s_key DESC LIMIT 1) _s_last '
          'WHERE _settle_fast.every OPERATOR(pg_catalog.>) ''0''::pg_catalog.interval)',
-         'settle_sql.m' || pg_catalog.md5(s.queue || '/' || version))
+         'settle_sql.m' || @extschema@._settle_mark_key(s.queue, version))
        ELSE '' END
     || ' SELECT _s_took._s_id, _s_took._s_att, _s_took._s_tok, _s_took._s_pay FROM _s_took'
     || CASE WHEN s.priority IS NULL
@@ -122,6 +257,9 @@ DECLARE
     -- around a statement with a text[] parameter (or, many, LIMIT $1)
     generic text := @extschema@._settle_fast_generic(true);
     caller_plans text := @extschema@._settle_fast_generic(false);
+    -- inline, where more than one row is left to the claim of many
+    one_only text := CASE WHEN kind = 'inline' AND NOT rows
+                          THEN E'IF $1 OPERATOR(pg_catalog.<>) 1 THEN\n    hit := false;\n    RETURN;\nEND IF;\n' ELSE '' END;
 BEGIN
     IF s.form = 'lease' THEN
         st := ARRAY[@extschema@._settle_take_lease(s, many, false), @extschema@._settle_take_lease(s, many, true)];
@@ -145,9 +283,7 @@ BEGIN
                 || E'IF mark IS NULL THEN\nRETURN QUERY ' || rst[1] || E';\nELSE\nRETURN QUERY ' || rst[2] || E';\nEND IF;\n'
                 || caller_plans || E'END IF;\n';
         END IF;
-        b := b || E'    tok ALIAS FOR $2;\nBEGIN\n'
-            || CASE WHEN kind = 'inline' AND NOT rows THEN E'IF $1 OPERATOR(pg_catalog.<>) 1 THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
-                    ELSE '' END
+        b := b || E'    tok ALIAS FOR $2;\nBEGIN\n' || one_only
             || E'IF lease OPERATOR(pg_catalog.<) ''1 millisecond''::pg_catalog.interval '
             || E'OR lease OPERATOR(pg_catalog.>) ''36600 days''::pg_catalog.interval THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
             || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
@@ -170,8 +306,7 @@ BEGIN
             || st[3] || E'\n    ' || into_row || E';\n    ELSE\n' || st[4] || E'\n    ' || into_row || E';\n    END IF;\n'
             || CASE WHEN many THEN E'END IF;\n' || caller_plans || E'id := ids[pg_catalog.cardinality(ids)];\n'
                     ELSE caller_plans || E'END IF;\ndead := false;\n' END;
-        b := b || E'    held_ids ALIAS FOR $2;\n    held jsonb;\nBEGIN\n'
-            || CASE WHEN kind = 'inline' THEN E'IF $1 OPERATOR(pg_catalog.<>) 1 THEN\n    hit := false;\n    RETURN;\nEND IF;\n' ELSE '' END
+        b := b || E'    held_ids ALIAS FOR $2;\n    held jsonb;\nBEGIN\n' || one_only
             || E'IF lease IS NOT NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
             || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
             || @extschema@._settle_fast_mark(sch, s, version, false)
@@ -320,11 +455,11 @@ DECLARE
     dead boolean;
     stale boolean := false;
 BEGIN
-    -- a lease or row_lock queue: its generated claim, written below by
-    -- _settle_fast_build (fast.sql), under the caller's search_path,
-    -- everything in it qualified; of more than one row of a lease queue,
-    -- its rows are returned there (or hit is false: the claim of many below)
     IF batch OPERATOR(pg_catalog.>=) 1 AND batch OPERATOR(pg_catalog.<=) 10000 THEN
+        -- a lease or row_lock queue: its generated claim, written below by
+        -- _settle_fast_build (fast.sql), under the caller's search_path,
+        -- everything in it qualified; of more than one row of a lease queue,
+        -- its rows are returned there (or hit is false: the claim of many below)
         -- settle:fast:begin
         -- settle:fast:end
         IF hit THEN
@@ -336,24 +471,24 @@ BEGIN
             RETURN;
         END IF;
         stale := hit IS NULL;
-    END IF;
-    IF NOT stale AND batch OPERATOR(pg_catalog.>=) 1 AND batch OPERATOR(pg_catalog.<=) 10000 THEN
-        -- an advisory claim, or more rows of a row_lock queue or of a lease
-        -- queue past the first 32 or with a dead letter: the queue's
-        -- generated claim of many
-        m := @extschema@._settle_fast_claim_many($1, batch, lease);
-        IF m.hit THEN
-            IF true OPERATOR(pg_catalog.=) ANY (m.deads) THEN
-                PERFORM @extschema@._settle_dead_at_fast_claim($1,
-                    ARRAY(SELECT x.i FROM ROWS FROM (pg_catalog.unnest(m.ids), pg_catalog.unnest(m.deads)) x(i, d) WHERE x.d));
+        IF NOT stale THEN
+            -- an advisory claim, or more rows of a row_lock queue or of a
+            -- lease queue past the first 32 or with a dead letter: the
+            -- queue's generated claim of many
+            m := @extschema@._settle_fast_claim_many($1, batch, lease);
+            IF m.hit THEN
+                IF true OPERATOR(pg_catalog.=) ANY (m.deads) THEN
+                    PERFORM @extschema@._settle_dead_at_fast_claim($1,
+                        ARRAY(SELECT x.i FROM ROWS FROM (pg_catalog.unnest(m.ids), pg_catalog.unnest(m.deads)) x(i, d) WHERE x.d));
+                END IF;
+                RETURN QUERY SELECT x.i, x.a, x.t, x.p
+                    FROM ROWS FROM (pg_catalog.unnest(m.ids), pg_catalog.unnest(m.atts), pg_catalog.unnest(m.toks), pg_catalog.unnest(m.pays),
+                                    pg_catalog.unnest(m.deads)) WITH ORDINALITY x(i, a, t, p, d, o)
+                    WHERE x.d IS NOT TRUE ORDER BY x.o;
+                RETURN;
             END IF;
-            RETURN QUERY SELECT x.i, x.a, x.t, x.p
-                FROM ROWS FROM (pg_catalog.unnest(m.ids), pg_catalog.unnest(m.atts), pg_catalog.unnest(m.toks), pg_catalog.unnest(m.pays),
-                                pg_catalog.unnest(m.deads)) WITH ORDINALITY x(i, a, t, p, d, o)
-                WHERE x.d IS NOT TRUE ORDER BY x.o;
-            RETURN;
+            stale := m.hit IS NULL;
         END IF;
-        stale := m.hit IS NULL;
     END IF;
     caller_path := pg_catalog.current_setting('search_path');
     ignored := @extschema@._settle_as('pg_catalog, pg_temp');
