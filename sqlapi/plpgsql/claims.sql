@@ -1,16 +1,31 @@
 -- The SQL edition: claims, and the session and transaction state they keep.
 
 -- The row_lock rows this transaction claimed and has not settled, per queue:
--- a transaction-local setting, so a rolled-back savepoint or the end of the
--- transaction forgets them exactly as it gives back their row locks.
-CREATE FUNCTION @extschema@._settle_row_locks() RETURNS jsonb
+-- a transaction-local setting of the queue's ids (a text[] literal, in claim
+-- order), so a rolled-back savepoint or the end of the transaction forgets
+-- them exactly as it gives back their row locks. The generated code reads and
+-- writes the same setting (fast-bodies.sql, _settle_fast_held).
+CREATE FUNCTION @extschema@._settle_held_key(queue text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT 'settle_sql.h' || pg_catalog.md5(queue) $$;
+
+-- (with, once, the rows a transaction that began before the update to 0.16.0
+-- claimed: one jsonb setting of every queue then, read here and left as it is)
+CREATE FUNCTION @extschema@._settle_row_locks(queue text) RETURNS text[]
     LANGUAGE sql STABLE
-    AS $$ SELECT COALESCE(NULLIF(pg_catalog.current_setting('settle_sql.row_locks', true), ''), '{}')::pg_catalog.jsonb $$;
+    AS $$
+  SELECT CASE WHEN COALESCE(pg_catalog.current_setting('settle_sql.row_locks', true), '') IN ('', '{}')
+              THEN COALESCE(NULLIF(pg_catalog.current_setting(@extschema@._settle_held_key(queue), true), ''), '{}')::pg_catalog.text[]
+              ELSE ARRAY(SELECT DISTINCT x.v FROM pg_catalog.unnest(
+                     COALESCE(NULLIF(pg_catalog.current_setting(@extschema@._settle_held_key(queue), true), ''), '{}')::pg_catalog.text[]
+                     || ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(
+                          pg_catalog.current_setting('settle_sql.row_locks', true)::pg_catalog.jsonb -> queue, '[]')))) x(v)) END
+$$;
 
 -- (returns set_config's text so that the planner inlines it, see _settle_as)
-CREATE FUNCTION @extschema@._settle_set_row_locks(held jsonb) RETURNS text
+CREATE FUNCTION @extschema@._settle_set_row_locks(queue text, ids text[]) RETURNS text
     LANGUAGE sql VOLATILE
-    AS $$ SELECT pg_catalog.set_config('settle_sql.row_locks', held::pg_catalog.text, true) $$;
+    AS $$ SELECT pg_catalog.set_config(@extschema@._settle_held_key(queue), ids::pg_catalog.text, true) $$;
 
 -- The advisory keys (bigint form) this session holds. (PL/pgSQL: its plan is
 -- kept for the session, an SQL function with a FROM clause is planned on every call.)
@@ -131,8 +146,7 @@ CREATE FUNCTION @extschema@._settle_take_locked(queue text, version text, batch 
 DECLARE
     ignored text;
     stmt text;
-    held jsonb := @extschema@._settle_row_locks();
-    mine text[] := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(held -> queue, '[]')));
+    mine text[] := @extschema@._settle_row_locks(queue);
     caller_mode text := pg_catalog.current_setting('plan_cache_mode');
 BEGIN
     IF pg_catalog.cardinality(mine) = 0 THEN
@@ -154,7 +168,7 @@ BEGIN
     END IF;
     ignored := @extschema@._settle_as('pg_catalog, pg_temp');
     IF pg_catalog.cardinality(ids) > 0 THEN
-        ignored := @extschema@._settle_set_row_locks(pg_catalog.jsonb_set(held, ARRAY[queue], pg_catalog.to_jsonb(mine || ids)));
+        ignored := @extschema@._settle_set_row_locks(queue, mine || ids);
     END IF;
 END $$;
 
@@ -309,11 +323,15 @@ BEGIN
                 IF true OPERATOR(pg_catalog.=) ANY (m.deads) THEN
                     PERFORM @extschema@._settle_dead_at_fast_claim($1,
                         ARRAY(SELECT x.i FROM ROWS FROM (pg_catalog.unnest(m.ids), pg_catalog.unnest(m.deads)) x(i, d) WHERE x.d));
+                    RETURN QUERY SELECT x.i, x.a, x.t, x.p
+                        FROM ROWS FROM (pg_catalog.unnest(m.ids), pg_catalog.unnest(m.atts), pg_catalog.unnest(m.toks), pg_catalog.unnest(m.pays),
+                                        pg_catalog.unnest(m.deads)) WITH ORDINALITY x(i, a, t, p, d, o)
+                        WHERE x.d IS NOT TRUE ORDER BY x.o;
+                ELSE
+                    -- (one function scan returns the arrays' rows in their order: no sort)
+                    RETURN QUERY SELECT x.i, x.a, x.t, x.p
+                        FROM ROWS FROM (pg_catalog.unnest(m.ids), pg_catalog.unnest(m.atts), pg_catalog.unnest(m.toks), pg_catalog.unnest(m.pays)) x(i, a, t, p);
                 END IF;
-                RETURN QUERY SELECT x.i, x.a, x.t, x.p
-                    FROM ROWS FROM (pg_catalog.unnest(m.ids), pg_catalog.unnest(m.atts), pg_catalog.unnest(m.toks), pg_catalog.unnest(m.pays),
-                                    pg_catalog.unnest(m.deads)) WITH ORDINALITY x(i, a, t, p, d, o)
-                    WHERE x.d IS NOT TRUE ORDER BY x.o;
                 RETURN;
             END IF;
             stale := m.hit IS NULL;

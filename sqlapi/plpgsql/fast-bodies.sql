@@ -92,20 +92,20 @@ CREATE FUNCTION @extschema@._settle_fast_keys_held() RETURNS text
          'AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid() AND l.granted'::text
 $$;
 
--- The generated code that reads the row_lock rows this transaction holds
--- (claims.sql, _settle_row_locks) into held, and, with ids named, queue s's
--- into that variable (a query only where the transaction holds some: the
--- rest are simple expressions, which PL/pgSQL evaluates without an executor).
-CREATE FUNCTION @extschema@._settle_fast_held(s @extschema@.settle_queue_shape, ids text) RETURNS text
+-- The generated expression of the row_lock rows this transaction holds of
+-- queue s (claims.sql, _settle_row_locks: text[], claim order), and the
+-- statement that sets them to ids (an expression of text[]).
+CREATE FUNCTION @extschema@._settle_fast_held(s @extschema@.settle_queue_shape) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
-  SELECT E'held := CASE WHEN COALESCE(pg_catalog.current_setting(''settle_sql.row_locks'', true), '''') OPERATOR(pg_catalog.=) '''' '
-    || E'THEN ''{}''::pg_catalog.jsonb ELSE pg_catalog.current_setting(''settle_sql.row_locks'', true)::pg_catalog.jsonb END;\n'
-    || CASE WHEN ids IS NOT NULL THEN pg_catalog.format(
-         E'IF held OPERATOR(pg_catalog.?) %2$L THEN\n'
-         || E'    %1$s := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(held OPERATOR(pg_catalog.->) %2$L));\n'
-         || E'ELSE\n    %1$s := ''{}'';\nEND IF;\n', ids, s.queue)
-       ELSE '' END
+  SELECT pg_catalog.format('COALESCE(NULLIF(pg_catalog.current_setting(%L, true), ''''), ''{}'')::pg_catalog.text[]',
+                           @extschema@._settle_held_key(s.queue))
+$$;
+
+CREATE FUNCTION @extschema@._settle_fast_set_held(s @extschema@.settle_queue_shape, ids text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT pg_catalog.format(E'PERFORM pg_catalog.set_config(%L, (%s)::pg_catalog.text, true);\n', @extschema@._settle_held_key(s.queue), ids)
 $$;
 
 -- A claim of many rows of lease queue s at version as the rows themselves,
@@ -217,16 +217,15 @@ BEGIN
             || st[3] || E'\n    ' || into_row || E';\n    ELSE\n' || st[4] || E'\n    ' || into_row || E';\n    END IF;\n'
             || CASE WHEN many THEN E'END IF;\n' || caller_plans || E'id := ids[pg_catalog.cardinality(ids)];\n'
                     ELSE caller_plans || E'END IF;\ndead := false;\n' END;
-        b := b || E'    held_ids ALIAS FOR $2;\n    held jsonb;\nBEGIN\n' || one_only
+        b := b || E'    held_ids ALIAS FOR $2;\nBEGIN\n' || one_only
             || E'IF lease IS NOT NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
             || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
             || @extschema@._settle_fast_mark(sch, s, version, false)
-            || @extschema@._settle_fast_held(s, 'held_ids')
+            || 'held_ids := ' || @extschema@._settle_fast_held(s) || E';\n'
             || CASE WHEN many THEN generic ELSE '' END || take
-            || E'IF id IS NOT NULL THEN\n'
-            || pg_catalog.format(E'    PERFORM pg_catalog.set_config(''settle_sql.row_locks'', pg_catalog.jsonb_set(held, ARRAY[%L], '
-                                 || E'pg_catalog.to_jsonb(%s))::pg_catalog.text, true);\n', s.queue,
-                                 CASE WHEN many THEN 'held_ids OPERATOR(pg_catalog.||) ids' ELSE 'pg_catalog.array_append(held_ids, id)' END)
+            || E'IF id IS NOT NULL THEN\n    '
+            || @extschema@._settle_fast_set_held(s, CASE WHEN many THEN 'held_ids OPERATOR(pg_catalog.||) ids'
+                                                         ELSE 'pg_catalog.array_append(held_ids, id)' END)
             || E'END IF;\n';
     END IF;
     -- (after a claim of rows, whose statement set the mark, id is NULL)
@@ -303,7 +302,7 @@ CREATE FUNCTION @extschema@._settle_fast_complete_body(sch text, s @extschema@.s
     LANGUAGE plpgsql IMMUTABLE
     AS $$
 DECLARE
-    b text := E'#variable_conflict use_column\nDECLARE\n    until ALIAS FOR $3;\n    w text;\n    rid text;\n    held jsonb;\n'
+    b text := E'#variable_conflict use_column\nDECLARE\n    until ALIAS FOR $3;\n    w text;\n    rid text;\n    mine text[];\n'
               || E'    key bigint;\nBEGIN\n';
     ready text := 'result OPERATOR(pg_catalog.=) ''retried'' OR result OPERATOR(pg_catalog.=) ''released''';
 BEGIN
@@ -319,9 +318,8 @@ BEGIN
         || E'IF delay IS NOT NULL AND w OPERATOR(pg_catalog.<>) ''retry_after'' THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
         || @extschema@._settle_fast_at_version(version, s.rel, dead, places);
     IF s.form = 'row_lock' THEN
-        b := b || @extschema@._settle_fast_held(s, NULL)
-            || pg_catalog.format(E'IF NOT COALESCE((held OPERATOR(pg_catalog.->) %L) OPERATOR(pg_catalog.?) $1, false) THEN\n'
-                                 || E'    hit := false;\n    RETURN;\nEND IF;\n', s.queue);
+        b := b || 'mine := ' || @extschema@._settle_fast_held(s) || E';\n'
+            || E'IF NOT COALESCE($1 OPERATOR(pg_catalog.=) ANY (mine), false) THEN\n    hit := false;\n    RETURN;\nEND IF;\n';
     ELSIF s.form = 'advisory' THEN
         -- the key this session holds; held for this transaction from here, so
         -- that it stays held until the outcome commits (as _settle_settle)
@@ -339,8 +337,7 @@ BEGIN
              E'ELSE\n' || @extschema@._settle_write_one(s, 'retry_after', false) || E'\n    INTO rid, result;\n' ELSE '' END
         || E'END IF;\nIF result IS NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n';
     IF s.form = 'row_lock' THEN
-        b := b || pg_catalog.format(E'PERFORM pg_catalog.set_config(''settle_sql.row_locks'', pg_catalog.jsonb_set(held, ARRAY[%1$L], '
-                                    || E'(held OPERATOR(pg_catalog.->) %1$L) OPERATOR(pg_catalog.-) $1)::pg_catalog.text, true);\n', s.queue);
+        b := b || @extschema@._settle_fast_set_held(s, 'pg_catalog.array_remove(mine, $1)');
     END IF;
     IF s.max_attempts IS NOT NULL THEN
         b := b || pg_catalog.format(E'IF result OPERATOR(pg_catalog.=) ''dead_lettered'' THEN\n'
@@ -369,7 +366,7 @@ CREATE FUNCTION @extschema@._settle_fast_complete_many_body(sch text, s @extsche
 DECLARE
     b text := E'#variable_conflict use_column\nDECLARE\n    given text[] := $1;\n    until ALIAS FOR $3;\n'
               || E'    n integer := pg_catalog.cardinality($1);\n    w text;\n    run text[];\n    rids text[];\n    rress text[];\n'
-              || E'    held jsonb;\n    mine text[];\n    caller_mode text;\nBEGIN\n';
+              || E'    held text;\n    whole boolean;\n    mine text[];\n    caller_mode text;\nBEGIN\n';
     -- (the statements' $1: the ids that reach them, run)
     write text;
     -- each given id that reached the statement, u.v: its row's id as the statement returns it (canonical:
@@ -399,9 +396,13 @@ BEGIN
     -- the ids that reach the statement: row_lock only those this transaction
     -- claimed, advisory only those whose key this session holds (settles.sql)
     IF s.form = 'row_lock' THEN
-        b := b || @extschema@._settle_fast_held(s, 'mine')
-            -- (joins, not = ANY: a hash instead of n x n comparisons)
-            || E'run := ARRAY(SELECT u.v FROM pg_catalog.unnest(given) u(v) JOIN pg_catalog.unnest(mine) m(v) ON m.v OPERATOR(pg_catalog.=) u.v);\n';
+        -- the ids given are the rows held, as claimed (whole); or those held of
+        -- them, by a join (a hash instead of n x n comparisons)
+        b := b || pg_catalog.format(E'held := pg_catalog.current_setting(%L, true);\n', @extschema@._settle_held_key(s.queue))
+            || E'whole := held OPERATOR(pg_catalog.=) given::pg_catalog.text;\n'
+            || E'IF whole THEN\n    run := given;\nELSE\n    mine := ' || @extschema@._settle_fast_held(s) || E';\n'
+            || E'    run := ARRAY(SELECT u.v FROM pg_catalog.unnest(given) u(v) JOIN pg_catalog.unnest(mine) m(v) ON m.v OPERATOR(pg_catalog.=) u.v);\n'
+            || E'END IF;\n';
     ELSIF s.form = 'advisory' THEN
         b := b || pg_catalog.format(E'run := ARRAY(SELECT u.v FROM pg_catalog.unnest(given) u(v) JOIN (SELECT DISTINCT l.k FROM (%s) l(k)) h(k) '
                                     || E'ON h.k OPERATOR(pg_catalog.=) %s.queue_advisory_key(%L, u.v) '
@@ -443,9 +444,13 @@ BEGIN
         || E'             LEFT JOIN ROWS FROM (pg_catalog.unnest(rids), pg_catalog.unnest(rress)) x(i, r)\n'
         || pg_catalog.format(E'             ON x.i OPERATOR(pg_catalog.=) %s ORDER BY g.o);\nEND IF;\n', canon);
     IF s.form = 'row_lock' THEN
-        b := b || pg_catalog.format(E'PERFORM pg_catalog.set_config(''settle_sql.row_locks'', pg_catalog.jsonb_set(held, ARRAY[%L], '
-                                    || E'pg_catalog.to_jsonb(ARRAY(SELECT m.v FROM pg_catalog.unnest(mine) m(v) '
-                                    || E'LEFT JOIN pg_catalog.unnest(rids) d(i) ON d.i OPERATOR(pg_catalog.=) m.v WHERE d.i IS NULL)))::pg_catalog.text, true);\n', s.queue);
+        -- a whole settled: none held
+        b := b || E'IF whole AND pg_catalog.cardinality(rids) OPERATOR(pg_catalog.=) n THEN\n    '
+            || @extschema@._settle_fast_set_held(s, '''{}''::pg_catalog.text[]') || E'ELSE\n'
+            || E'    mine := ' || @extschema@._settle_fast_held(s) || E';\n    '
+            || @extschema@._settle_fast_set_held(s, 'ARRAY(SELECT m.v FROM pg_catalog.unnest(mine) m(v) '
+                                                    || 'LEFT JOIN pg_catalog.unnest(rids) d(i) ON d.i OPERATOR(pg_catalog.=) m.v WHERE d.i IS NULL)')
+            || E'END IF;\n';
     END IF;
     IF s.max_attempts IS NOT NULL THEN
         b := b || pg_catalog.format(E'IF ''dead_lettered'' OPERATOR(pg_catalog.=) ANY (res) THEN\n    FOR i IN 1 .. n LOOP\n'

@@ -120,7 +120,6 @@ DECLARE
     s @extschema@.settle_queue_shape;
     e record;
     k record;
-    held jsonb;
     mine text[];
     held_keys bigint[];
     gone_keys bigint[];
@@ -143,8 +142,7 @@ BEGIN
     -- the ids that reach the statement: row_lock only those this transaction
     -- claimed, advisory only those whose key this session holds
     IF e.form = 'row_lock' THEN
-        held := @extschema@._settle_row_locks();
-        mine := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(held -> $1, '[]')));
+        mine := @extschema@._settle_row_locks($1);
         run := ARRAY(SELECT u.v FROM pg_catalog.unnest(ids) u(v) WHERE u.v = ANY (mine));
     ELSIF e.form = 'advisory' THEN
         held_keys := @extschema@._settle_keys_held();
@@ -216,7 +214,7 @@ BEGIN
     END IF;
     IF e.form = 'row_lock' THEN
         mine := ARRAY(SELECT m FROM pg_catalog.unnest(mine) m WHERE NOT m = ANY (COALESCE(r.rids, '{}')));
-        ignored := @extschema@._settle_set_row_locks(pg_catalog.jsonb_set(held, ARRAY[$1], pg_catalog.to_jsonb(mine)));
+        ignored := @extschema@._settle_set_row_locks($1, mine);
     END IF;
     RETURN out;
 END $$;

@@ -79,7 +79,7 @@ SELECT id, attempt FROM queue_claim('fq_31', 2);
 SELECT id, attempt FROM queue_claim('fq_31', 2);
 SELECT * FROM queue_complete_many('fq_31', '{3,4,5,6}', 'ack');
 SELECT * FROM queue_complete_many('fq_31', '{1,abc}', 'ack');
-SELECT settle_sql_held FROM pg_catalog.current_setting('settle_sql.row_locks') settle_sql_held;
+SELECT settle_sql_held FROM pg_catalog.current_setting('settle_sql.h' || md5('fq_31')) settle_sql_held;
 :fast_calls \gset after_
 SELECT :after_calls - :before_calls AS generated_calls;
 COMMIT;
@@ -146,7 +146,7 @@ SELECT current_setting(:'lease_mark') AS lease_mark;
 SELECT :lease_calls - :before_calls AS lease_generated_calls;
 SELECT id, attempt, token, payload FROM queue_claim('fq_rows_rl', 2);
 SELECT id, attempt FROM queue_claim('fq_rows_rl', 2);
-SELECT current_setting(:'row_lock_mark') AS row_lock_mark, current_setting('settle_sql.row_locks')::jsonb -> 'fq_rows_rl' AS held;
+SELECT current_setting(:'row_lock_mark') AS row_lock_mark, current_setting('settle_sql.h' || md5('fq_rows_rl')) AS held;
 :registry_reads \gset after_
 :fast_calls \gset after_
 SELECT :after_reads - :before_reads AS registry_reads, :after_calls - :lease_calls AS row_lock_generated_calls;
@@ -232,3 +232,16 @@ SELECT :after_reads - :before_reads AS registry_reads;
 COMMIT;
 RESET track_functions;
 SELECT id, attempt, locked_until IS NULL AS free, mark, tok FROM "fq$1" ORDER BY id;
+-- row_lock rows recorded in the one setting of every queue that 0.15.0 kept (a transaction
+-- that began before the update to 0.16.0) still settle, one and many; a claim records its
+-- rows in the queue's own setting
+SELECT queue_create('fq_legacy', 'row_lock');
+INSERT INTO fq_legacy (payload) SELECT '{}' FROM generate_series(1, 4);
+BEGIN;
+SELECT count(*) AS locked FROM (SELECT id FROM fq_legacy WHERE id <= 3 FOR UPDATE) l;
+SELECT set_config('settle_sql.row_locks', '{"fq_legacy": ["1", "2", "3"]}', true) IS NOT NULL AS legacy_set;
+SELECT queue_complete('fq_legacy', '1', 'ack') AS legacy_one;
+SELECT * FROM queue_complete_many('fq_legacy', '{2,3}', 'ack');
+SELECT id FROM queue_claim('fq_legacy', 2);
+SELECT current_setting('settle_sql.h' || md5('fq_legacy')) AS held;
+COMMIT;

@@ -1,0 +1,656 @@
+-- settle 0.15.0 -> 0.16.0, the SQL edition (ALTER EXTENSION settle UPDATE through pg_tle, or
+-- settle-update--0.16.0.sql for an install made with psql): the row_lock rows a transaction
+-- holds are kept per queue, as a text[] setting of the queue's ids in claim order, instead of in
+-- one jsonb setting of every queue that each claim and settle parsed, changed and wrote whole.
+-- A settle of many that names exactly the rows held, as claimed, needs no join to find them and
+-- leaves none held. A claim of many returns its rows without sorting them again. The
+-- rows a transaction that began before the update holds stay settleable
+-- (_settle_row_locks reads the old setting too). The functions generated per queue are dropped
+-- and the dispatchers and entry points reset, so that each queue's first call after the update
+-- (or its next registration) writes its code anew.
+
+DROP FUNCTION @extschema@._settle_row_locks();
+DROP FUNCTION @extschema@._settle_set_row_locks(jsonb);
+DROP FUNCTION @extschema@._settle_fast_held(@extschema@.settle_queue_shape, text);
+
+-- The row_lock rows this transaction claimed and has not settled, per queue:
+-- a transaction-local setting of the queue's ids (a text[] literal, in claim
+-- order), so a rolled-back savepoint or the end of the transaction forgets
+-- them exactly as it gives back their row locks. The generated code reads and
+-- writes the same setting (fast-bodies.sql, _settle_fast_held).
+CREATE FUNCTION @extschema@._settle_held_key(queue text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT 'settle_sql.h' || pg_catalog.md5(queue) $$;
+
+-- (with, once, the rows a transaction that began before the update to 0.16.0
+-- claimed: one jsonb setting of every queue then, read here and left as it is)
+CREATE FUNCTION @extschema@._settle_row_locks(queue text) RETURNS text[]
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT CASE WHEN COALESCE(pg_catalog.current_setting('settle_sql.row_locks', true), '') IN ('', '{}')
+              THEN COALESCE(NULLIF(pg_catalog.current_setting(@extschema@._settle_held_key(queue), true), ''), '{}')::pg_catalog.text[]
+              ELSE ARRAY(SELECT DISTINCT x.v FROM pg_catalog.unnest(
+                     COALESCE(NULLIF(pg_catalog.current_setting(@extschema@._settle_held_key(queue), true), ''), '{}')::pg_catalog.text[]
+                     || ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(
+                          pg_catalog.current_setting('settle_sql.row_locks', true)::pg_catalog.jsonb -> queue, '[]')))) x(v)) END
+$$;
+
+-- (returns set_config's text so that the planner inlines it, see _settle_as)
+CREATE FUNCTION @extschema@._settle_set_row_locks(queue text, ids text[]) RETURNS text
+    LANGUAGE sql VOLATILE
+    AS $$ SELECT pg_catalog.set_config(@extschema@._settle_held_key(queue), ids::pg_catalog.text, true) $$;
+
+-- The row_lock claim: the first ready rows this transaction does not hold
+-- yet, locked FOR UPDATE SKIP LOCKED and recorded as held. (SQL cannot see
+-- whether the caller is inside a transaction block: in autocommit the rows'
+-- locks end with the statement, and their completion finds them not held,
+-- SQ006; docs/editions.md.) Out: as _settle_take_leased's, toks NULL.
+CREATE OR REPLACE FUNCTION @extschema@._settle_take_locked(queue text, version text, batch integer, from_id text, caller_path text,
+                                               OUT ids text[], OUT atts integer[], OUT toks timestamptz[], OUT pays jsonb[])
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    ignored text;
+    stmt text;
+    mine text[] := @extschema@._settle_row_locks(queue);
+    caller_mode text := pg_catalog.current_setting('plan_cache_mode');
+BEGIN
+    IF pg_catalog.cardinality(mine) = 0 THEN
+        stmt := pg_catalog.format('EXECUTE %I(%L, NULL, %L)',
+            @extschema@._settle_prepared(queue, version, CASE WHEN from_id IS NULL THEN 'rowlock:' ELSE 'rowlock_from:' END || batch,
+                                         caller_path), batch, from_id);
+        ignored := @extschema@._settle_as(caller_path);
+        EXECUTE stmt INTO ids, atts, pays;
+    ELSE
+        stmt := pg_catalog.format('EXECUTE %I(%L, %L, %L)',
+            @extschema@._settle_prepared(queue, version,
+                                         CASE WHEN from_id IS NULL THEN 'rowlock_again:' ELSE 'rowlock_again_from:' END || batch,
+                                         caller_path), batch, mine, from_id);
+        -- the generic plan (a text[] parameter: see _settle_settle)
+        ignored := @extschema@._settle_as(caller_path);
+        ignored := pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
+        EXECUTE stmt INTO ids, atts, pays;
+        ignored := pg_catalog.set_config('plan_cache_mode', caller_mode, true);
+    END IF;
+    ignored := @extschema@._settle_as('pg_catalog, pg_temp');
+    IF pg_catalog.cardinality(ids) > 0 THEN
+        ignored := @extschema@._settle_set_row_locks(queue, mine || ids);
+    END IF;
+END $$;
+
+-- Settle the given ids of one queue with one action (an outcome, or
+-- 'release'): the result of each id, in the order given; NULL: not held.
+-- Runs under the pinned search_path of its caller (queue_complete & co.).
+CREATE OR REPLACE FUNCTION @extschema@._settle_settle(queue text, ids text[], action text, delay interval, tokens timestamptz[],
+                                            caller_path text)
+    RETURNS text[]
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    ignored text;
+    s @extschema@.settle_queue_shape;
+    e record;
+    k record;
+    mine text[];
+    held_keys bigint[];
+    gone_keys bigint[];
+    run text[] := '{}';
+    run_tokens timestamptz[] := '{}';
+    out text[];
+    r record;
+    n integer := pg_catalog.cardinality(ids);
+    canon text;
+    given text;
+BEGIN
+    IF ids IS NULL OR pg_catalog.array_position(ids, NULL) IS NOT NULL THEN
+        PERFORM @extschema@._settle_error('SQ004', 'ids must not be NULL');
+    END IF;
+    IF n > 1 THEN
+        PERFORM @extschema@._settle_no_id_twice(ids);
+    END IF;
+    SELECT * INTO e FROM @extschema@._settle_entry($1);
+    k := @extschema@._settle_write_for($1, e, n, action, delay, tokens);
+    -- the ids that reach the statement: row_lock only those this transaction
+    -- claimed, advisory only those whose key this session holds
+    IF e.form = 'row_lock' THEN
+        mine := @extschema@._settle_row_locks($1);
+        run := ARRAY(SELECT u.v FROM pg_catalog.unnest(ids) u(v) WHERE u.v = ANY (mine));
+    ELSIF e.form = 'advisory' THEN
+        held_keys := @extschema@._settle_keys_held();
+        gone_keys := @extschema@._settle_keys_gone();
+        run := ARRAY(SELECT u.v FROM pg_catalog.unnest(ids) u(v)
+                     WHERE @extschema@.queue_advisory_key($1, u.v) = ANY (held_keys)
+                       AND NOT @extschema@.queue_advisory_key($1, u.v) = ANY (gone_keys));
+        -- each key stays held until this transaction ends: after the outcome
+        -- commits, or after a failed statement rolls it back
+        FOREACH given IN ARRAY run LOOP
+            PERFORM pg_catalog.pg_advisory_xact_lock(@extschema@.queue_advisory_key($1, given));
+            PERFORM pg_catalog.pg_advisory_unlock(@extschema@.queue_advisory_key($1, given));
+        END LOOP;
+        IF pg_catalog.cardinality(run) > 0 THEN
+            ignored := @extschema@._settle_keys_give_up(ARRAY(SELECT @extschema@.queue_advisory_key($1, u.v) FROM pg_catalog.unnest(run) u(v)));
+        END IF;
+    ELSE
+        run := ids;
+        run_tokens := tokens;
+    END IF;
+    out := pg_catalog.array_fill(NULL::text, ARRAY[n]);
+    IF pg_catalog.cardinality(run) = 0 THEN
+        RETURN out;
+    END IF;
+    r := @extschema@._settle_write_run($1, e.version, k.w, run, run_tokens, pg_catalog.clock_timestamp() + delay, caller_path);
+    IF n = 1 THEN
+        -- the one row the statement settled is the id given, in whatever text form it was given
+        out[1] := r.rress[1];
+    ELSE
+        -- each id its row's result; a text id not in canonical form ('007' for
+        -- a bigint) comes back canonical, and is matched on its own
+        out := ARRAY(SELECT x.r FROM pg_catalog.unnest(ids) WITH ORDINALITY g(v, o)
+                     LEFT JOIN ROWS FROM (pg_catalog.unnest(r.rids), pg_catalog.unnest(r.rress)) x(i, r) ON x.i = g.v
+                     ORDER BY g.o);
+        IF EXISTS (SELECT FROM ROWS FROM (pg_catalog.unnest(ids), pg_catalog.unnest(out)) u(v, r) WHERE u.r IS NULL AND u.v = ANY (run)) THEN
+            s := @extschema@._settle_shape($1);
+            FOR i IN 1 .. n LOOP
+                IF out[i] IS NULL AND ids[i] = ANY (run) THEN
+                    EXECUTE pg_catalog.format('SELECT (($1::pg_catalog.text)::%s)::pg_catalog.text', s.id_type) INTO canon USING ids[i];
+                    out[i] := r.rress[pg_catalog.array_position(r.rids, canon)];
+                END IF;
+            END LOOP;
+        END IF;
+    END IF;
+    IF 'dead_lettered' = ANY (out) OR k.custom IS NOT NULL THEN
+        FOR i IN 1 .. n LOOP
+            IF out[i] = 'dead_lettered' THEN
+                RAISE WARNING USING ERRCODE = '01SQ1', MESSAGE = pg_catalog.format(
+                    'settle: queue "%s": row %s reached max_attempts (%s) and was moved to the dead letter', $1, ids[i], e.max_attempts);
+            END IF;
+            IF k.custom IS NOT NULL AND out[i] IS NOT NULL THEN
+                -- a custom outcome's SQL means what it means to the caller
+                IF s.queue IS NULL THEN
+                    s := @extschema@._settle_shape($1);
+                END IF;
+                ignored := @extschema@._settle_as(caller_path);
+                EXECUTE pg_catalog.format('SELECT @extschema@._settle_run_custom($1, ($2::pg_catalog.text)::%s)', s.id_type)
+                    USING e.outcomes OPERATOR(pg_catalog.->>) k.custom, ids[i];
+                ignored := @extschema@._settle_as('pg_catalog, pg_temp');
+                out[i] := 'custom';
+            END IF;
+        END LOOP;
+    END IF;
+    -- ready again now: this session's next claim starts at or below them; with
+    -- an ordering key, a row settled any way may have freed its key's next row
+    IF e.keyed OR 'retried' = ANY (out) OR 'released' = ANY (out) THEN
+        ignored := @extschema@._settle_mark_ready($1, e.version, ARRAY(SELECT ids[i] FROM pg_catalog.generate_subscripts(out, 1) i
+                                                            WHERE out[i] IN ('retried', 'released') OR (e.keyed AND out[i] IS NOT NULL)));
+    END IF;
+    IF e.form = 'row_lock' THEN
+        mine := ARRAY(SELECT m FROM pg_catalog.unnest(mine) m WHERE NOT m = ANY (COALESCE(r.rids, '{}')));
+        ignored := @extschema@._settle_set_row_locks($1, mine);
+    END IF;
+    RETURN out;
+END $$;
+
+-- The generated expression of the row_lock rows this transaction holds of
+-- queue s (claims.sql, _settle_row_locks: text[], claim order), and the
+-- statement that sets them to ids (an expression of text[]).
+CREATE FUNCTION @extschema@._settle_fast_held(s @extschema@.settle_queue_shape) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT pg_catalog.format('COALESCE(NULLIF(pg_catalog.current_setting(%L, true), ''''), ''{}'')::pg_catalog.text[]',
+                           @extschema@._settle_held_key(s.queue))
+$$;
+
+CREATE FUNCTION @extschema@._settle_fast_set_held(s @extschema@.settle_queue_shape, ids text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT pg_catalog.format(E'PERFORM pg_catalog.set_config(%L, (%s)::pg_catalog.text, true);\n', @extschema@._settle_held_key(s.queue), ids)
+$$;
+
+-- The generated claim (lease, row_lock) of queue s at version, by kind:
+-- 'one', of one row (LIMIT 1 written in, the row into scalars); 'arrays', of
+-- more ($1: the rows as arrays in claim order, deads flagging those a lease
+-- take found past max_attempts, which queue_claim moves); 'inline', the
+-- queue's branch of queue_claim: one row when $1 (the batch) is 1, and for
+-- a lease queue whose take finds no rows past max_attempts (no dead letter)
+-- more as the rows themselves (_settle_fast_rows); else hit false for more
+-- than one row, which its claim of many serves (a row_lock claim's rows
+-- cost no less than its arrays: both are collected for the rows held). A
+-- claim of many keeps the batch size a parameter of the statement's generic
+-- plan: ORDER BY and LIMIT keep it on the claim-order index whatever the size.
+CREATE OR REPLACE FUNCTION @extschema@._settle_fast_claim_code(sch text, s @extschema@.settle_queue_shape, version text, dead oid,
+                                                    places integer[], kind text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+    many boolean := kind = 'arrays';
+    rows boolean := kind = 'inline' AND s.form = 'lease' AND @extschema@._settle_taken_dead(s, '_s_took') = 'false';
+    b text := E'#variable_conflict use_column\nDECLARE\n    mark ALIAS FOR $3;\n    every interval;\n    r text[];\n'
+              || E'    started timestamptz;\n    caller_mode text;\n'
+              || CASE WHEN many THEN E'    id text;\n    dead boolean := false;\n' ELSE '' END;
+    -- the take from the lowest id (st[1]) and from the mark (st[2]); row_lock:
+    -- the same again where the transaction holds rows already (st[3], st[4]);
+    -- rst: lease, the take as rows (rows)
+    st text[];
+    rst text[];
+    take text;
+    into_row text := CASE WHEN NOT many THEN 'INTO dead, id, attempt, token, payload'
+                          WHEN s.form = 'lease' THEN 'INTO deads, ids, atts, toks, pays' ELSE 'INTO ids, atts, pays' END;
+    -- around a statement with a text[] parameter (or, many, LIMIT $1)
+    generic text := @extschema@._settle_fast_generic(true);
+    caller_plans text := @extschema@._settle_fast_generic(false);
+    -- inline, where more than one row is left to the claim of many
+    one_only text := CASE WHEN kind = 'inline' AND NOT rows
+                          THEN E'IF $1 OPERATOR(pg_catalog.<>) 1 THEN\n    hit := false;\n    RETURN;\nEND IF;\n' ELSE '' END;
+BEGIN
+    IF s.form = 'lease' THEN
+        st := ARRAY[@extschema@._settle_take_lease(s, many, false), @extschema@._settle_take_lease(s, many, true)];
+        IF rows THEN
+            rst := ARRAY[@extschema@._settle_fast_rows(s, version, false), @extschema@._settle_fast_rows(s, version, true)];
+        END IF;
+    ELSE
+        st := ARRAY[@extschema@._settle_claim_row_lock(s, false, many, false), @extschema@._settle_claim_row_lock(s, false, many, true),
+                    @extschema@._settle_claim_row_lock(s, true, many, false), @extschema@._settle_claim_row_lock(s, true, many, true)];
+        IF NOT many THEN
+            into_row := 'INTO id, attempt, token, payload';
+        END IF;
+    END IF;
+    IF NOT many THEN
+        st := ARRAY(SELECT pg_catalog.replace(x, 'LIMIT $1', 'LIMIT 1') FROM pg_catalog.unnest(st) x);
+    END IF;
+    IF s.form = 'lease' THEN
+        take := E'IF mark IS NULL THEN\n' || st[1] || E'\n    ' || into_row || E';\nELSE\n' || st[2] || E'\n    ' || into_row || E';\nEND IF;\n';
+        IF rows THEN
+            take := E'IF $1 OPERATOR(pg_catalog.=) 1 THEN\n' || take || E'ELSE\n' || generic
+                || E'IF mark IS NULL THEN\nRETURN QUERY ' || rst[1] || E';\nELSE\nRETURN QUERY ' || rst[2] || E';\nEND IF;\n'
+                || caller_plans || E'END IF;\n';
+        END IF;
+        b := b || E'    tok ALIAS FOR $2;\nBEGIN\n' || one_only
+            || E'IF lease OPERATOR(pg_catalog.<) ''1 millisecond''::pg_catalog.interval '
+            || E'OR lease OPERATOR(pg_catalog.>) ''36600 days''::pg_catalog.interval THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
+            || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
+            || @extschema@._settle_fast_mark(sch, s, version, false)
+            || E'tok := pg_catalog.date_trunc(''milliseconds'', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) '
+            || E'COALESCE(lease, ''30 seconds''::pg_catalog.interval));\n' || CASE WHEN many THEN generic ELSE '' END || take;
+        IF many THEN
+            -- the mark: the last row taken that is not dead
+            b := b || caller_plans || E'id := ids[pg_catalog.cardinality(ids)];\n'
+                || E'IF true OPERATOR(pg_catalog.=) ANY (deads) THEN\n'
+                || E'    id := (SELECT x.i FROM ROWS FROM (pg_catalog.unnest(ids), pg_catalog.unnest(deads)) WITH ORDINALITY x(i, d, o)\n'
+                || E'           WHERE NOT x.d ORDER BY x.o DESC LIMIT 1);\nEND IF;\n';
+        END IF;
+    ELSE
+        -- row_lock: the rows this transaction holds (claims.sql, _settle_row_locks)
+        take := E'IF pg_catalog.cardinality(held_ids) OPERATOR(pg_catalog.=) 0 THEN\n    IF mark IS NULL THEN\n'
+            || st[1] || E'\n    ' || into_row || E';\n    ELSE\n' || st[2] || E'\n    ' || into_row || E';\n    END IF;\nELSE\n'
+            || CASE WHEN many THEN '' ELSE generic END
+            || E'    IF mark IS NULL THEN\n'
+            || st[3] || E'\n    ' || into_row || E';\n    ELSE\n' || st[4] || E'\n    ' || into_row || E';\n    END IF;\n'
+            || CASE WHEN many THEN E'END IF;\n' || caller_plans || E'id := ids[pg_catalog.cardinality(ids)];\n'
+                    ELSE caller_plans || E'END IF;\ndead := false;\n' END;
+        b := b || E'    held_ids ALIAS FOR $2;\nBEGIN\n' || one_only
+            || E'IF lease IS NOT NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
+            || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
+            || @extschema@._settle_fast_mark(sch, s, version, false)
+            || 'held_ids := ' || @extschema@._settle_fast_held(s) || E';\n'
+            || CASE WHEN many THEN generic ELSE '' END || take
+            || E'IF id IS NOT NULL THEN\n    '
+            || @extschema@._settle_fast_set_held(s, CASE WHEN many THEN 'held_ids OPERATOR(pg_catalog.||) ids'
+                                                         ELSE 'pg_catalog.array_append(held_ids, id)' END)
+            || E'END IF;\n';
+    END IF;
+    -- (after a claim of rows, whose statement set the mark, id is NULL)
+    RETURN b || @extschema@._settle_fast_mark(sch, s, version, true) || 'END';
+END $$;
+
+-- The generated settle of one row with ack, drop, retry or retry_after of
+-- queue s at version; anything else, and a row not held, is left
+-- to the prepared path (hit false), which settles it or says why not.
+CREATE OR REPLACE FUNCTION @extschema@._settle_fast_complete_body(sch text, s @extschema@.settle_queue_shape, version text, dead oid,
+                                                       places integer[]) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+    b text := E'#variable_conflict use_column\nDECLARE\n    until ALIAS FOR $3;\n    w text;\n    rid text;\n    mine text[];\n'
+              || E'    key bigint;\nBEGIN\n';
+    ready text := 'result OPERATOR(pg_catalog.=) ''retried'' OR result OPERATOR(pg_catalog.=) ''released''';
+BEGIN
+    b := b || CASE WHEN s.form = 'lease' THEN 'IF $2 IS NULL THEN' ELSE 'IF $2 IS NOT NULL THEN' END
+        || E'\n    hit := false;\n    RETURN;\nEND IF;\n'
+        || E'IF outcome OPERATOR(pg_catalog.=) ''ack'' OR outcome OPERATOR(pg_catalog.=) ''drop'' THEN\n    w := ''ack'';\n'
+        || E'ELSIF outcome OPERATOR(pg_catalog.=) ''retry'' THEN\n    w := ''retry'';\n'
+        || CASE WHEN s.retry_after IS NOT NULL THEN
+             E'ELSIF outcome OPERATOR(pg_catalog.=) ''retry_after'' AND delay OPERATOR(pg_catalog.>=) ''0''::pg_catalog.interval '
+             || E'AND delay OPERATOR(pg_catalog.<=) ''36600 days''::pg_catalog.interval THEN\n    w := ''retry_after'';\n'
+             || E'    until := pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) delay;\n' ELSE '' END
+        || E'ELSE\n    hit := false;\n    RETURN;\nEND IF;\n'
+        || E'IF delay IS NOT NULL AND w OPERATOR(pg_catalog.<>) ''retry_after'' THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
+        || @extschema@._settle_fast_at_version(version, s.rel, dead, places);
+    IF s.form = 'row_lock' THEN
+        b := b || 'mine := ' || @extschema@._settle_fast_held(s) || E';\n'
+            || E'IF NOT COALESCE($1 OPERATOR(pg_catalog.=) ANY (mine), false) THEN\n    hit := false;\n    RETURN;\nEND IF;\n';
+    ELSIF s.form = 'advisory' THEN
+        -- the key this session holds; held for this transaction from here, so
+        -- that it stays held until the outcome commits (as _settle_settle)
+        b := b || pg_catalog.format(E'key := %s.queue_advisory_key(%L, $1);\n', sch, s.queue)
+            || pg_catalog.format(E'IF NOT EXISTS (SELECT FROM (%s) h(k) WHERE h.k OPERATOR(pg_catalog.=) key) '
+                                 || E'OR key OPERATOR(pg_catalog.=) ANY (%s._settle_keys_gone()) THEN\n', @extschema@._settle_fast_keys_held(), sch)
+            || E'    hit := false;\n    RETURN;\nEND IF;\n'
+            || E'PERFORM pg_catalog.pg_advisory_xact_lock(key);\nPERFORM pg_catalog.pg_advisory_unlock(key);\n'
+            || pg_catalog.format(E'PERFORM %s._settle_keys_give_up(ARRAY[key]);\n', sch);
+    END IF;
+    b := b || E'IF w OPERATOR(pg_catalog.=) ''ack'' THEN\n' || @extschema@._settle_ack(s, 'one', false)
+        || E'\n    INTO rid, result;\nELSIF w OPERATOR(pg_catalog.=) ''retry'' THEN\n' || @extschema@._settle_write_one(s, 'retry', false)
+        || E'\n    INTO rid, result;\n'
+        || CASE WHEN s.retry_after IS NOT NULL THEN
+             E'ELSE\n' || @extschema@._settle_write_one(s, 'retry_after', false) || E'\n    INTO rid, result;\n' ELSE '' END
+        || E'END IF;\nIF result IS NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n';
+    IF s.form = 'row_lock' THEN
+        b := b || @extschema@._settle_fast_set_held(s, 'pg_catalog.array_remove(mine, $1)');
+    END IF;
+    IF s.max_attempts IS NOT NULL THEN
+        b := b || pg_catalog.format(E'IF result OPERATOR(pg_catalog.=) ''dead_lettered'' THEN\n'
+            || E'    RAISE WARNING USING ERRCODE = ''01SQ1'', MESSAGE = pg_catalog.format(%L, $1);\nEND IF;\n',
+            pg_catalog.format('settle: queue "%s": row %%s reached max_attempts (%s) and was moved to the dead letter',
+                              s.queue, s.max_attempts));
+    END IF;
+    -- ready again now: this session's next claim starts at or below it (mark.sql)
+    IF s.ordering_key IS NOT NULL THEN
+        ready := 'true';
+    END IF;
+    RETURN b || pg_catalog.format(E'IF %s THEN\n    PERFORM %s._settle_mark_ready(%L, %L, ARRAY[$1]);\nEND IF;\nEND',
+                                  ready, sch, s.queue, version);
+END $$;
+
+-- The generated settle of many rows (queue_complete_many) with ack, drop,
+-- retry or retry_after of queue s at version: res, each given id's result in
+-- the order given (NULL: not held). Fewer than two ids, a NULL, an id given
+-- twice (but to an ack of lease or row_lock rows, which raises SQ004 itself),
+-- tokens that do not pair with the ids, any other outcome: the prepared
+-- path's (hit false).
+CREATE OR REPLACE FUNCTION @extschema@._settle_fast_complete_many_body(sch text, s @extschema@.settle_queue_shape, version text, dead oid,
+                                                            places integer[]) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+    b text := E'#variable_conflict use_column\nDECLARE\n    given text[] := $1;\n    until ALIAS FOR $3;\n'
+              || E'    n integer := pg_catalog.cardinality($1);\n    w text;\n    run text[];\n    rids text[];\n    rress text[];\n'
+              || E'    held text;\n    whole boolean;\n    mine text[];\n    caller_mode text;\nBEGIN\n';
+    -- (the statements' $1: the ids that reach them, run)
+    write text;
+    -- each given id that reached the statement, u.v: its row's id as the statement returns it (canonical:
+    -- '007' of a bigint id comes back as 7)
+    canon text := pg_catalog.format('((u.v)::%s)::pg_catalog.text', s.id_type);
+BEGIN
+    b := b || E'IF n IS NULL OR n OPERATOR(pg_catalog.<) 2 OR pg_catalog.array_position($1, NULL) IS NOT NULL THEN\n'
+        || E'    hit := false;\n    RETURN;\nEND IF;\n'
+        || CASE WHEN s.form = 'lease' THEN
+             E'IF $2 IS NULL OR pg_catalog.cardinality($2) OPERATOR(pg_catalog.<>) n OR pg_catalog.array_position($2, NULL) IS NOT NULL THEN\n'
+           ELSE E'IF $2 IS NOT NULL THEN\n' END
+        || E'    hit := false;\n    RETURN;\nEND IF;\n'
+        || E'IF outcome OPERATOR(pg_catalog.=) ''ack'' OR outcome OPERATOR(pg_catalog.=) ''drop'' THEN\n    w := ''ack'';\n'
+        || E'ELSIF outcome OPERATOR(pg_catalog.=) ''retry'' THEN\n    w := ''retry'';\n'
+        || CASE WHEN s.retry_after IS NOT NULL THEN
+             E'ELSIF outcome OPERATOR(pg_catalog.=) ''retry_after'' AND delay OPERATOR(pg_catalog.>=) ''0''::pg_catalog.interval '
+             || E'AND delay OPERATOR(pg_catalog.<=) ''36600 days''::pg_catalog.interval THEN\n    w := ''retry_after'';\n'
+             || E'    until := pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) delay;\n' ELSE '' END
+        || E'ELSE\n    hit := false;\n    RETURN;\nEND IF;\n'
+        || E'IF delay IS NOT NULL AND w OPERATOR(pg_catalog.<>) ''retry_after'' THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
+        -- an id given twice: an ack of lease or row_lock rows finds it after
+        -- its write, which settles such an id once (fewer rows than ids)
+        || CASE WHEN s.form = 'advisory' THEN 'IF ' ELSE E'IF w OPERATOR(pg_catalog.<>) ''ack'' AND ' END
+        || E'(SELECT pg_catalog.count(DISTINCT u.v) FROM pg_catalog.unnest($1) u(v)) OPERATOR(pg_catalog.<>) n THEN\n'
+        || E'    hit := false;\n    RETURN;\nEND IF;\n'
+        || @extschema@._settle_fast_at_version(version, s.rel, dead, places);
+    -- the ids that reach the statement: row_lock only those this transaction
+    -- claimed, advisory only those whose key this session holds (settles.sql)
+    IF s.form = 'row_lock' THEN
+        -- the ids given are the rows held, as claimed (whole); or those held of
+        -- them, by a join (a hash instead of n x n comparisons)
+        b := b || pg_catalog.format(E'held := pg_catalog.current_setting(%L, true);\n', @extschema@._settle_held_key(s.queue))
+            || E'whole := held OPERATOR(pg_catalog.=) given::pg_catalog.text;\n'
+            || E'IF whole THEN\n    run := given;\nELSE\n    mine := ' || @extschema@._settle_fast_held(s) || E';\n'
+            || E'    run := ARRAY(SELECT u.v FROM pg_catalog.unnest(given) u(v) JOIN pg_catalog.unnest(mine) m(v) ON m.v OPERATOR(pg_catalog.=) u.v);\n'
+            || E'END IF;\n';
+    ELSIF s.form = 'advisory' THEN
+        b := b || pg_catalog.format(E'run := ARRAY(SELECT u.v FROM pg_catalog.unnest(given) u(v) JOIN (SELECT DISTINCT l.k FROM (%s) l(k)) h(k) '
+                                    || E'ON h.k OPERATOR(pg_catalog.=) %s.queue_advisory_key(%L, u.v) '
+                                    || E'WHERE NOT h.k OPERATOR(pg_catalog.=) ANY (%s._settle_keys_gone()));\n',
+                 @extschema@._settle_fast_keys_held(), sch, s.queue, sch)
+            -- each key held for this transaction from here, so that it stays
+            -- held until the outcome commits (as _settle_settle)
+            || pg_catalog.format(E'PERFORM pg_catalog.pg_advisory_xact_lock(k), pg_catalog.pg_advisory_unlock(k) '
+                                 || E'FROM (SELECT %s.queue_advisory_key(%L, u.v) AS k FROM pg_catalog.unnest(run) u(v)) x;\n', sch, s.queue)
+            || pg_catalog.format(E'IF pg_catalog.cardinality(run) OPERATOR(pg_catalog.>) 0 THEN\n'
+                                 || E'    PERFORM %1$s._settle_keys_give_up(ARRAY(SELECT %1$s.queue_advisory_key(%2$L, u.v) FROM pg_catalog.unnest(run) u(v)));\n'
+                                 || E'END IF;\n', sch, s.queue);
+    ELSE
+        b := b || E'run := given;\n';
+    END IF;
+    write := E'IF w OPERATOR(pg_catalog.=) ''ack'' THEN\n'
+        || CASE WHEN s.form = 'lease' THEN
+             -- delivered together: one token, one index scan over the ids
+             E'    IF $2[1] OPERATOR(pg_catalog.=) ALL ($2) THEN\n' || @extschema@._settle_ack(s, 'one_token', true)
+             || E'\n    INTO rids, rress;\n    ELSE\n' || @extschema@._settle_ack(s, 'many', true) || E'\n    INTO rids, rress;\n    END IF;\n'
+           ELSE @extschema@._settle_ack(s, 'many', true) || E'\n    INTO rids, rress;\n' END
+        || E'ELSIF w OPERATOR(pg_catalog.=) ''retry'' THEN\n' || @extschema@._settle_write(s, 'retry', true) || E'\n    INTO rids, rress;\n'
+        || CASE WHEN s.retry_after IS NOT NULL THEN
+             E'ELSE\n' || @extschema@._settle_write(s, 'retry_after', true) || E'\n    INTO rids, rress;\n' ELSE '' END
+        || E'END IF;\n';
+    -- the generic plans of statements with array parameters
+    b := b || E'IF pg_catalog.cardinality(run) OPERATOR(pg_catalog.>) 0 THEN\n    $1 := run;\n'
+        || @extschema@._settle_fast_generic(true) || write || @extschema@._settle_fast_generic(false) || E'END IF;\n'
+        || CASE WHEN s.form = 'advisory' THEN '' ELSE
+             pg_catalog.format(E'IF w OPERATOR(pg_catalog.=) ''ack'' AND COALESCE(pg_catalog.cardinality(rids), 0) OPERATOR(pg_catalog.<>) n THEN\n'
+                               || E'    PERFORM %s._settle_no_id_twice(given);\nEND IF;\n', sch) END
+        -- every id settled with one result (n rows for n distinct ids), or
+        -- each id matched to its row's result
+        || E'IF pg_catalog.cardinality(rids) OPERATOR(pg_catalog.=) n AND rress[1] OPERATOR(pg_catalog.=) ALL (rress) THEN\n'
+        || E'    res := pg_catalog.array_fill(rress[1], ARRAY[n]);\nELSE\n'
+        || E'    res := ARRAY(SELECT x.r FROM pg_catalog.unnest(given) WITH ORDINALITY g(v, o)\n'
+        || CASE WHEN s.form = 'lease' THEN E'             CROSS JOIN LATERAL (SELECT g.v) u(v)\n'
+                ELSE E'             LEFT JOIN pg_catalog.unnest(run) u(v) ON u.v OPERATOR(pg_catalog.=) g.v\n' END
+        || E'             LEFT JOIN ROWS FROM (pg_catalog.unnest(rids), pg_catalog.unnest(rress)) x(i, r)\n'
+        || pg_catalog.format(E'             ON x.i OPERATOR(pg_catalog.=) %s ORDER BY g.o);\nEND IF;\n', canon);
+    IF s.form = 'row_lock' THEN
+        -- a whole settled: none held
+        b := b || E'IF whole AND pg_catalog.cardinality(rids) OPERATOR(pg_catalog.=) n THEN\n    '
+            || @extschema@._settle_fast_set_held(s, '''{}''::pg_catalog.text[]') || E'ELSE\n'
+            || E'    mine := ' || @extschema@._settle_fast_held(s) || E';\n    '
+            || @extschema@._settle_fast_set_held(s, 'ARRAY(SELECT m.v FROM pg_catalog.unnest(mine) m(v) '
+                                                    || 'LEFT JOIN pg_catalog.unnest(rids) d(i) ON d.i OPERATOR(pg_catalog.=) m.v WHERE d.i IS NULL)')
+            || E'END IF;\n';
+    END IF;
+    IF s.max_attempts IS NOT NULL THEN
+        b := b || pg_catalog.format(E'IF ''dead_lettered'' OPERATOR(pg_catalog.=) ANY (res) THEN\n    FOR i IN 1 .. n LOOP\n'
+            || E'        IF res[i] OPERATOR(pg_catalog.=) ''dead_lettered'' THEN\n'
+            || E'            RAISE WARNING USING ERRCODE = ''01SQ1'', MESSAGE = pg_catalog.format(%L, given[i]);\n'
+            || E'        END IF;\n    END LOOP;\nEND IF;\n',
+            pg_catalog.format('settle: queue "%s": row %%s reached max_attempts (%s) and was moved to the dead letter',
+                              s.queue, s.max_attempts));
+    END IF;
+    -- ready again now: this session's next claim starts at or below them (mark.sql)
+    RETURN b || pg_catalog.format(E'IF %s THEN\n    PERFORM %s._settle_mark_ready(%L, %L, ARRAY(SELECT u.v FROM '
+                                  || E'ROWS FROM (pg_catalog.unnest(given), pg_catalog.unnest(res)) u(v, r) WHERE %s));\nEND IF;\nEND',
+        CASE WHEN s.ordering_key IS NOT NULL THEN 'true'
+             ELSE '''retried'' OPERATOR(pg_catalog.=) ANY (res) OR ''released'' OPERATOR(pg_catalog.=) ANY (res)' END,
+        sch, s.queue, version,
+        CASE WHEN s.ordering_key IS NOT NULL THEN 'u.r IS NOT NULL'
+             ELSE 'u.r OPERATOR(pg_catalog.=) ''retried'' OR u.r OPERATOR(pg_catalog.=) ''released''' END);
+END $$;
+
+-- (under the builders' lock, as _settle_fast_build; the dispatchers and
+-- entry points that call them are reset below, in the same transaction)
+DO $settle_update$
+DECLARE
+    ns oid := (SELECT t.typnamespace FROM pg_catalog.pg_type t
+                WHERE t.oid = pg_catalog.pg_typeof(NULL::@extschema@.settle_queue_shape)::oid);
+    f regprocedure;
+BEGIN
+    PERFORM pg_catalog.pg_advisory_xact_lock(1936028780, 1718186868);
+    FOR f IN SELECT p.oid::regprocedure FROM pg_catalog.pg_proc p
+              WHERE p.pronamespace = ns AND p.proname LIKE E'\\_settle\\_fq\\_%' LOOP
+        EXECUTE pg_catalog.format('DROP FUNCTION %s', f);
+    END LOOP;
+END $settle_update$;
+
+-- The dispatchers as installed (no queue yet: hit NULL), rewritten by _settle_fast_build.
+CREATE OR REPLACE FUNCTION @extschema@._settle_fast_claim_many(queue text, batch integer, lease interval)
+    RETURNS @extschema@._settle_fast_claimed_many
+    LANGUAGE plpgsql VOLATILE
+    AS $$ BEGIN RETURN ROW(NULL, NULL, NULL, NULL, NULL, NULL)::@extschema@._settle_fast_claimed_many; END $$;
+
+CREATE OR REPLACE FUNCTION @extschema@._settle_fast_complete_many(queue text, ids text[], outcome text, delay interval, tokens timestamptz[])
+    RETURNS @extschema@._settle_fast_settled_many
+    LANGUAGE plpgsql VOLATILE
+    AS $$ BEGIN RETURN ROW(NULL, NULL)::@extschema@._settle_fast_settled_many; END $$;
+
+CREATE OR REPLACE FUNCTION @extschema@.queue_claim(queue text, batch integer DEFAULT 1, lease interval DEFAULT NULL)
+    RETURNS TABLE(id text, attempt integer, token timestamptz, payload jsonb)
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+#variable_conflict use_column
+DECLARE
+    ignored text;
+    -- (read where it is used: the generated code runs under it as it is)
+    caller_path text;
+    e record;
+    r record;
+    n integer;
+    every interval;
+    from_id text;
+    started timestamptz;
+    m record;
+    -- (a queue past the first 32: the row of the function its branch calls)
+    f record;
+    -- what the generated code answers (fast.sql), and a row it found dead
+    hit boolean;
+    dead boolean;
+    stale boolean := false;
+BEGIN
+    IF batch OPERATOR(pg_catalog.>=) 1 AND batch OPERATOR(pg_catalog.<=) 10000 THEN
+        -- a lease or row_lock queue: its generated claim, written below by
+        -- _settle_fast_build (fast.sql), under the caller's search_path,
+        -- everything in it qualified; of more than one row of a lease queue,
+        -- its rows are returned there (or hit is false: the claim of many below)
+        -- settle:fast:begin
+        -- settle:fast:end
+        IF hit THEN
+            IF dead THEN
+                PERFORM @extschema@._settle_dead_at_fast_claim($1, ARRAY[id]);
+            ELSIF id IS NOT NULL THEN
+                RETURN NEXT;
+            END IF;
+            RETURN;
+        END IF;
+        stale := hit IS NULL;
+        IF NOT stale THEN
+            -- an advisory claim, or more rows of a row_lock queue or of a
+            -- lease queue past the first 32 or with a dead letter: the
+            -- queue's generated claim of many
+            m := @extschema@._settle_fast_claim_many($1, batch, lease);
+            IF m.hit THEN
+                IF true OPERATOR(pg_catalog.=) ANY (m.deads) THEN
+                    PERFORM @extschema@._settle_dead_at_fast_claim($1,
+                        ARRAY(SELECT x.i FROM ROWS FROM (pg_catalog.unnest(m.ids), pg_catalog.unnest(m.deads)) x(i, d) WHERE x.d));
+                    RETURN QUERY SELECT x.i, x.a, x.t, x.p
+                        FROM ROWS FROM (pg_catalog.unnest(m.ids), pg_catalog.unnest(m.atts), pg_catalog.unnest(m.toks), pg_catalog.unnest(m.pays),
+                                        pg_catalog.unnest(m.deads)) WITH ORDINALITY x(i, a, t, p, d, o)
+                        WHERE x.d IS NOT TRUE ORDER BY x.o;
+                ELSE
+                    -- (one function scan returns the arrays' rows in their order: no sort)
+                    RETURN QUERY SELECT x.i, x.a, x.t, x.p
+                        FROM ROWS FROM (pg_catalog.unnest(m.ids), pg_catalog.unnest(m.atts), pg_catalog.unnest(m.toks), pg_catalog.unnest(m.pays)) x(i, a, t, p);
+                END IF;
+                RETURN;
+            END IF;
+            stale := m.hit IS NULL;
+        END IF;
+    END IF;
+    caller_path := pg_catalog.current_setting('search_path');
+    ignored := @extschema@._settle_as('pg_catalog, pg_temp');
+    ignored := @extschema@._settle_need($1, 'queue');
+    batch := COALESCE(batch, 1);
+    IF batch < 1 OR batch > 10000 THEN
+        PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('batch must be between 1 and 10000, got %s', batch));
+    END IF;
+    SELECT * INTO e FROM @extschema@._settle_entry($1);
+    IF e.form <> 'lease' AND lease IS NOT NULL THEN
+        PERFORM @extschema@._settle_error('SQ004', pg_catalog.format('lease applies to the lease form only; queue "%s" uses %s', $1, e.form));
+    END IF;
+    -- where the scan starts: the mark, or (NULL) the lowest id, timed
+    -- (none for a queue claimed in priority order, where a new row may belong
+    -- below every row claimed so far: scanned from the start every time)
+    every := CASE WHEN e.by_priority THEN interval '0' ELSE @extschema@._settle_rescan_interval() END;
+    from_id := @extschema@._settle_mark_start($1, e.version, every);
+    IF from_id IS NULL THEN
+        started := pg_catalog.clock_timestamp();
+    END IF;
+    IF e.form = 'lease' THEN
+        r := @extschema@._settle_take_leased($1, e.version, batch, lease, from_id, caller_path);
+    ELSIF e.form = 'row_lock' THEN
+        r := @extschema@._settle_take_locked($1, e.version, batch, from_id, caller_path);
+    ELSE
+        r := @extschema@._settle_take_keyed($1, e.version, batch, from_id, caller_path, e.by_priority);
+    END IF;
+    n := COALESCE(pg_catalog.cardinality(r.ids), 0);
+    IF n = 1 THEN
+        id := r.ids[1]; attempt := r.atts[1]; token := r.toks[1]; payload := r.pays[1];
+        RETURN NEXT;
+    ELSIF n > 1 THEN
+        RETURN QUERY SELECT x.i, x.a, x.t, x.p
+            FROM ROWS FROM (pg_catalog.unnest(r.ids), pg_catalog.unnest(r.atts), pg_catalog.unnest(r.toks), pg_catalog.unnest(r.pays))
+                 WITH ORDINALITY x(i, a, t, p, o)
+            ORDER BY x.o;
+    END IF;
+    ignored := @extschema@._settle_mark_claimed($1, e.version, every, started, r.ids[n]);
+    IF stale THEN
+        PERFORM @extschema@._settle_fast_refresh($1);
+    END IF;
+    ignored := @extschema@._settle_as(caller_path);
+END $$;
+
+CREATE OR REPLACE FUNCTION @extschema@.queue_complete(queue text, id text, outcome text, delay interval DEFAULT NULL,
+                                           token timestamptz DEFAULT NULL) RETURNS text
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+#variable_conflict use_column
+DECLARE
+    ignored text;
+    -- (read where it is used: the generated code runs under it as it is)
+    caller_path text;
+    res text;
+    -- (a queue past the first 32: the row of the function its branch calls)
+    f record;
+    -- what the generated code answers (fast.sql), and its result
+    hit boolean;
+    result text;
+    stale boolean := false;
+BEGIN
+    -- ack, drop, retry, retry_after of one row: its generated settle,
+    -- written below by _settle_fast_build (fast.sql), under the caller's
+    -- search_path, everything in it qualified
+    IF $1 IS NOT NULL AND $2 IS NOT NULL AND $3 IS NOT NULL THEN
+        -- settle:fast:begin
+        -- settle:fast:end
+        IF hit THEN
+            RETURN result;
+        END IF;
+        stale := hit IS NULL;
+    END IF;
+    caller_path := pg_catalog.current_setting('search_path');
+    ignored := @extschema@._settle_as('pg_catalog, pg_temp');
+    ignored := @extschema@._settle_need($1, 'queue');
+    ignored := @extschema@._settle_need($2, 'id');
+    ignored := @extschema@._settle_need($3, 'outcome');
+    res := @extschema@._settle_one($1, $2, @extschema@._settle_outcome($3), $4, $5, caller_path);
+    IF stale THEN
+        PERFORM @extschema@._settle_fast_refresh($1);
+    END IF;
+    ignored := @extschema@._settle_as(caller_path);
+    RETURN res;
+END $$;
+
+-- Which edition of settle this database runs, and its version.
+CREATE OR REPLACE FUNCTION @extschema@.settle_edition(OUT edition text, OUT version text)
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT 'sql'::text, '0.16.0'::text $$;
