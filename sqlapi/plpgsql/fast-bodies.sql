@@ -4,7 +4,8 @@
 -- edition's schema sch, the PL/pgSQL body of each function generated for it.
 -- Statements come from statements.sql's builders, written in as static SQL;
 -- everything around them is schema-qualified, since they run under their
--- caller's search_path.
+-- caller's search_path. A setting is written by assignment (noted :=), which
+-- PL/pgSQL evaluates as a simple expression; a PERFORM starts an executor.
 
 -- The generated test that its queue is still at version (_settle_entry's: the
 -- registry row's, the table's and the dead-letter table's row versions) with
@@ -58,11 +59,11 @@ started := CASE WHEN mark IS NULL THEN pg_catalog.clock_timestamp() END;
 $f$, 'settle_sql.m' || k, 'settle_sql.r' || k, sch)
     ELSE pg_catalog.format($f$
 IF started IS NOT NULL THEN
-    PERFORM pg_catalog.set_config(%2$L, pg_catalog.date_part('epoch', started)::pg_catalog.text OPERATOR(pg_catalog.||) ' '
+    noted := pg_catalog.set_config(%2$L, pg_catalog.date_part('epoch', started)::pg_catalog.text OPERATOR(pg_catalog.||) ' '
         OPERATOR(pg_catalog.||) pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) started)::pg_catalog.text, false);
 END IF;
 IF id IS NOT NULL AND NOT dead AND every OPERATOR(pg_catalog.>) '0'::pg_catalog.interval THEN
-    PERFORM pg_catalog.set_config(%1$L, id, false);
+    noted := pg_catalog.set_config(%1$L, id, false);
 END IF;
 $f$, 'settle_sql.m' || k, 'settle_sql.r' || k, sch)
   END
@@ -77,8 +78,8 @@ CREATE FUNCTION @extschema@._settle_fast_generic(turn_on boolean) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT CASE WHEN turn_on THEN E'caller_mode := pg_catalog.current_setting(''plan_cache_mode'');\n'
-                                || E'PERFORM pg_catalog.set_config(''plan_cache_mode'', ''force_generic_plan'', true);\n'
-              ELSE E'PERFORM pg_catalog.set_config(''plan_cache_mode'', caller_mode, true);\n' END
+                                || E'noted := pg_catalog.set_config(''plan_cache_mode'', ''force_generic_plan'', true);\n'
+              ELSE E'noted := pg_catalog.set_config(''plan_cache_mode'', caller_mode, true);\n' END
 $$;
 
 -- The generated query of the advisory keys (bigint form) this session holds,
@@ -105,7 +106,7 @@ $$;
 CREATE FUNCTION @extschema@._settle_fast_set_held(s @extschema@.settle_queue_shape, ids text) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
-  SELECT pg_catalog.format(E'PERFORM pg_catalog.set_config(%L, (%s)::pg_catalog.text, true);\n', @extschema@._settle_held_key(s.queue), ids)
+  SELECT pg_catalog.format(E'noted := pg_catalog.set_config(%L, (%s)::pg_catalog.text, true);\n', @extschema@._settle_held_key(s.queue), ids)
 $$;
 
 -- A claim of many rows of lease queue s at version as the rows themselves,
@@ -155,7 +156,7 @@ DECLARE
     many boolean := kind = 'arrays';
     rows boolean := kind = 'inline' AND s.form = 'lease' AND @extschema@._settle_taken_dead(s, '_s_took') = 'false';
     b text := E'#variable_conflict use_column\nDECLARE\n    mark ALIAS FOR $3;\n    every interval;\n    r text[];\n'
-              || E'    started timestamptz;\n    caller_mode text;\n'
+              || E'    started timestamptz;\n    caller_mode text;\n    noted text;\n'
               || CASE WHEN many THEN E'    id text;\n    dead boolean := false;\n' ELSE '' END;
     -- the take from the lowest id (st[1]) and from the mark (st[2]); row_lock:
     -- the same again where the transaction holds rows already (st[3], st[4]);
@@ -244,7 +245,7 @@ CREATE FUNCTION @extschema@._settle_fast_claim_advisory_body(sch text, s @extsch
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT E'#variable_conflict use_column\nDECLARE\n    mark ALIAS FOR $3;\n    every interval;\n    r text[];\n'
-    || E'    started timestamptz;\n    id text;\n    dead boolean := false;\n    caller_mode text;\n    held_keys bigint[];\n'
+    || E'    started timestamptz;\n    id text;\n    dead boolean := false;\n    caller_mode text;\n    noted text;\n    held_keys bigint[];\n'
     || E'    cands text[];\n    cand_keys bigint[];\n    keys bigint[];\n    got integer := 0;\n    passed bigint := 0;\n'
     || E'    last_id text;\n    full_page boolean;\n    t_deads boolean[];\n    t_ids text[];\n    t_atts integer[];\n'
     || E'    t_toks timestamptz[];\n    t_pays jsonb[];\n    t_keys bigint[];\nBEGIN\n'
@@ -302,7 +303,7 @@ CREATE FUNCTION @extschema@._settle_fast_complete_body(sch text, s @extschema@.s
     LANGUAGE plpgsql IMMUTABLE
     AS $$
 DECLARE
-    b text := E'#variable_conflict use_column\nDECLARE\n    until ALIAS FOR $3;\n    w text;\n    rid text;\n    mine text[];\n'
+    b text := E'#variable_conflict use_column\nDECLARE\n    until ALIAS FOR $3;\n    w text;\n    rid text;\n    mine text[];\n    noted text;\n'
               || E'    key bigint;\nBEGIN\n';
     ready text := 'result OPERATOR(pg_catalog.=) ''retried'' OR result OPERATOR(pg_catalog.=) ''released''';
 BEGIN
@@ -366,7 +367,7 @@ CREATE FUNCTION @extschema@._settle_fast_complete_many_body(sch text, s @extsche
 DECLARE
     b text := E'#variable_conflict use_column\nDECLARE\n    given text[] := $1;\n    until ALIAS FOR $3;\n'
               || E'    n integer := pg_catalog.cardinality($1);\n    w text;\n    run text[];\n    rids text[];\n    rress text[];\n'
-              || E'    held text;\n    whole boolean;\n    mine text[];\n    caller_mode text;\nBEGIN\n';
+              || E'    held text;\n    whole boolean;\n    mine text[];\n    caller_mode text;\n    noted text;\nBEGIN\n';
     -- (the statements' $1: the ids that reach them, run)
     write text;
     -- each given id that reached the statement, u.v: its row's id as the statement returns it (canonical:

@@ -3,11 +3,11 @@
 -- holds are kept per queue, as a text[] setting of the queue's ids in claim order, instead of in
 -- one jsonb setting of every queue that each claim and settle parsed, changed and wrote whole.
 -- A settle of many that names exactly the rows held, as claimed, needs no join to find them and
--- leaves none held. A claim of many returns its rows without sorting them again. The
--- rows a transaction that began before the update holds stay settleable
--- (_settle_row_locks reads the old setting too). The functions generated per queue are dropped
--- and the dispatchers and entry points reset, so that each queue's first call after the update
--- (or its next registration) writes its code anew.
+-- leaves none held. A claim of many returns its rows without sorting them again, and the
+-- generated code writes settings by assignment rather than PERFORM. Rows held by a transaction
+-- that began before the update stay settleable (_settle_row_locks reads the old setting too).
+-- The functions generated per queue are dropped and the dispatchers and entry points reset, so
+-- that each queue's first call after the update (or its next registration) writes its code anew.
 
 DROP FUNCTION @extschema@._settle_row_locks();
 DROP FUNCTION @extschema@._settle_set_row_locks(jsonb);
@@ -203,7 +203,54 @@ $$;
 CREATE FUNCTION @extschema@._settle_fast_set_held(s @extschema@.settle_queue_shape, ids text) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
-  SELECT pg_catalog.format(E'PERFORM pg_catalog.set_config(%L, (%s)::pg_catalog.text, true);\n', @extschema@._settle_held_key(s.queue), ids)
+  SELECT pg_catalog.format(E'noted := pg_catalog.set_config(%L, (%s)::pg_catalog.text, true);\n', @extschema@._settle_held_key(s.queue), ids)
+$$;
+
+-- The generated code of a claim's mark (mark.sql), for queue at version:
+-- first where the claim starts (mark: an id, NULL: the lowest id; started:
+-- when a scan from the lowest id began), then, after the take, the new mark
+-- (the id taken, unless dead). A queue claimed in priority order keeps none.
+CREATE OR REPLACE FUNCTION @extschema@._settle_fast_mark(sch text, s @extschema@.settle_queue_shape, version text, after boolean)
+    RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT CASE
+    WHEN s.priority IS NOT NULL THEN ''
+    WHEN NOT after THEN pg_catalog.format($f$
+every := CASE WHEN COALESCE(pg_catalog.current_setting('settle.rescan_interval', true), '') OPERATOR(pg_catalog.=) ''
+              THEN '1 second'::pg_catalog.interval ELSE %3$s._settle_rescan_interval() END;
+r := pg_catalog.string_to_array(pg_catalog.current_setting(%2$L, true), ' ');
+mark := CASE WHEN every OPERATOR(pg_catalog.>) '0'::pg_catalog.interval
+                  AND pg_catalog.current_setting(%1$L, true) OPERATOR(pg_catalog.<>) ''
+                  AND pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.<)
+                      (r[1]::pg_catalog.float8 OPERATOR(pg_catalog.+)
+                       GREATEST(pg_catalog.date_part('epoch', every), 10 OPERATOR(pg_catalog.*) r[2]::pg_catalog.float8))
+             THEN pg_catalog.current_setting(%1$L, true) END;
+started := CASE WHEN mark IS NULL THEN pg_catalog.clock_timestamp() END;
+$f$, 'settle_sql.m' || k, 'settle_sql.r' || k, sch)
+    ELSE pg_catalog.format($f$
+IF started IS NOT NULL THEN
+    noted := pg_catalog.set_config(%2$L, pg_catalog.date_part('epoch', started)::pg_catalog.text OPERATOR(pg_catalog.||) ' '
+        OPERATOR(pg_catalog.||) pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) started)::pg_catalog.text, false);
+END IF;
+IF id IS NOT NULL AND NOT dead AND every OPERATOR(pg_catalog.>) '0'::pg_catalog.interval THEN
+    noted := pg_catalog.set_config(%1$L, id, false);
+END IF;
+$f$, 'settle_sql.m' || k, 'settle_sql.r' || k, sch)
+  END
+  FROM (SELECT @extschema@._settle_mark_key(s.queue, version) AS k) x
+$$;
+
+-- The generated code around statements whose generic plan is wanted (an
+-- array parameter, or LIMIT $1), which PostgreSQL would otherwise make anew on
+-- every call (see _settle_settle): turn_on, before them (caller_mode keeps the
+-- caller's plan_cache_mode); else, after them.
+CREATE OR REPLACE FUNCTION @extschema@._settle_fast_generic(turn_on boolean) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT CASE WHEN turn_on THEN E'caller_mode := pg_catalog.current_setting(''plan_cache_mode'');\n'
+                                || E'noted := pg_catalog.set_config(''plan_cache_mode'', ''force_generic_plan'', true);\n'
+              ELSE E'noted := pg_catalog.set_config(''plan_cache_mode'', caller_mode, true);\n' END
 $$;
 
 -- The generated claim (lease, row_lock) of queue s at version, by kind:
@@ -225,7 +272,7 @@ DECLARE
     many boolean := kind = 'arrays';
     rows boolean := kind = 'inline' AND s.form = 'lease' AND @extschema@._settle_taken_dead(s, '_s_took') = 'false';
     b text := E'#variable_conflict use_column\nDECLARE\n    mark ALIAS FOR $3;\n    every interval;\n    r text[];\n'
-              || E'    started timestamptz;\n    caller_mode text;\n'
+              || E'    started timestamptz;\n    caller_mode text;\n    noted text;\n'
               || CASE WHEN many THEN E'    id text;\n    dead boolean := false;\n' ELSE '' END;
     -- the take from the lowest id (st[1]) and from the mark (st[2]); row_lock:
     -- the same again where the transaction holds rows already (st[3], st[4]);
@@ -302,6 +349,68 @@ BEGIN
     RETURN b || @extschema@._settle_fast_mark(sch, s, version, true) || 'END';
 END $$;
 
+-- The generated advisory claim of batch rows (one or more) of queue s at
+-- version, as _settle_take_keyed: ready rows in claim order, a page
+-- ($1: 2 * batch + 16) at a time, their keys locked for the transaction
+-- first and for the session once their row is taken. Out as the claim of
+-- many's. Statement parameters: $1 the page, $2 the candidates' start (the
+-- mark, the last id seen, or in priority order the rows passed), $6 the ids
+-- whose keys this call locked.
+CREATE OR REPLACE FUNCTION @extschema@._settle_fast_claim_advisory_body(sch text, s @extschema@.settle_queue_shape, version text, dead oid,
+                                                             places integer[]) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT E'#variable_conflict use_column\nDECLARE\n    mark ALIAS FOR $3;\n    every interval;\n    r text[];\n'
+    || E'    started timestamptz;\n    id text;\n    dead boolean := false;\n    caller_mode text;\n    noted text;\n    held_keys bigint[];\n'
+    || E'    cands text[];\n    cand_keys bigint[];\n    keys bigint[];\n    got integer := 0;\n    passed bigint := 0;\n'
+    || E'    last_id text;\n    full_page boolean;\n    t_deads boolean[];\n    t_ids text[];\n    t_atts integer[];\n'
+    || E'    t_toks timestamptz[];\n    t_pays jsonb[];\n    t_keys bigint[];\nBEGIN\n'
+    || E'IF lease IS NOT NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
+    || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
+    || @extschema@._settle_fast_mark(sch, s, version, false)
+    || E'$1 := batch OPERATOR(pg_catalog.*) 2 OPERATOR(pg_catalog.+) 16;\n'
+    -- the keys this session holds (a session lock is re-entrant: never hand
+    -- this session a row it holds already)
+    || E'held_keys := ARRAY(' || @extschema@._settle_fast_keys_held() || E');\n'
+    || E'deads := ''{}'';\nids := ''{}'';\natts := ''{}'';\npays := ''{}'';\n'
+    || @extschema@._settle_fast_generic(true)
+    || E'FOR pass IN 1 .. 16 LOOP\n    EXIT WHEN got OPERATOR(pg_catalog.=) batch;\n    $6 := ''{}'';\n    keys := ''{}'';\n'
+    || E'    IF last_id IS NULL AND mark IS NULL THEN\n' || @extschema@._settle_candidates(s, false, true, false)
+    || E'\n    INTO cands, cand_keys;\n    ELSIF last_id IS NULL THEN\n    $2 := mark;\n' || @extschema@._settle_candidates(s, false, true, true)
+    || E'\n    INTO cands, cand_keys;\n    ELSE\n'
+    || CASE WHEN s.priority IS NOT NULL THEN E'    $2 := passed::pg_catalog.text;\n' ELSE E'    $2 := last_id;\n' END
+    || @extschema@._settle_candidates(s, true, true, false) || E'\n    INTO cands, cand_keys;\n    END IF;\n'
+    || E'    FOR j IN 1 .. COALESCE(pg_catalog.cardinality(cands), 0) LOOP\n'
+    || E'        EXIT WHEN pg_catalog.cardinality($6) OPERATOR(pg_catalog.>=) (batch OPERATOR(pg_catalog.-) got);\n'
+    || E'        last_id := cands[j];\n        passed := passed OPERATOR(pg_catalog.+) 1;\n'
+    || E'        IF NOT (cand_keys[j] OPERATOR(pg_catalog.=) ANY (held_keys)) AND pg_catalog.pg_try_advisory_xact_lock(cand_keys[j]) THEN\n'
+    || E'            $6 := $6 OPERATOR(pg_catalog.||) cands[j];\n            keys := keys OPERATOR(pg_catalog.||) cand_keys[j];\n'
+    || E'        END IF;\n    END LOOP;\n'
+    || E'    full_page := COALESCE(pg_catalog.cardinality(cands), 0) OPERATOR(pg_catalog.=) $1;\n'
+    || E'    IF pg_catalog.cardinality($6) OPERATOR(pg_catalog.>) 0 THEN\n'
+    || pg_catalog.replace(@extschema@._settle_take_advisory(s, true), '$1::pg_catalog.text[]', '$6::pg_catalog.text[]')
+    || E'\n        INTO t_deads, t_ids, t_atts, t_toks, t_pays;\n'
+    -- the rows taken: their keys held for the session now; dead ones apart
+    || E'        t_keys := ARRAY(SELECT l.k FROM ROWS FROM (pg_catalog.unnest($6), pg_catalog.unnest(keys)) l(i, k)\n'
+    || E'                        JOIN ROWS FROM (pg_catalog.unnest(t_ids), pg_catalog.unnest(t_deads)) x(i, d)\n'
+    || E'                          ON x.i OPERATOR(pg_catalog.=) l.i WHERE NOT x.d);\n'
+    || E'        PERFORM pg_catalog.pg_advisory_lock(k) FROM pg_catalog.unnest(t_keys) k;\n'
+    || E'        IF pg_catalog.cardinality(t_keys) OPERATOR(pg_catalog.<) pg_catalog.cardinality(keys) THEN\n'
+    || pg_catalog.format(E'            PERFORM %s._settle_keys_give_up(ARRAY(SELECT l.k FROM pg_catalog.unnest(keys) l(k) '
+                         || E'LEFT JOIN pg_catalog.unnest(t_keys) t(k) ON t.k OPERATOR(pg_catalog.=) l.k WHERE t.k IS NULL));\n', sch)
+    || E'        END IF;\n'
+    || E'        held_keys := held_keys OPERATOR(pg_catalog.||) t_keys;\n'
+    || E'        got := got OPERATOR(pg_catalog.+) pg_catalog.cardinality(t_keys);\n'
+    || E'        deads := deads OPERATOR(pg_catalog.||) t_deads;\n        ids := ids OPERATOR(pg_catalog.||) t_ids;\n'
+    || E'        atts := atts OPERATOR(pg_catalog.||) t_atts;\n        pays := pays OPERATOR(pg_catalog.||) t_pays;\n'
+    || E'    END IF;\n    EXIT WHEN NOT full_page;\nEND LOOP;\n'
+    || @extschema@._settle_fast_generic(false)
+    -- the mark: the last row taken that is not dead
+    || E'id := (SELECT x.i FROM ROWS FROM (pg_catalog.unnest(ids), pg_catalog.unnest(deads)) WITH ORDINALITY x(i, d, o)\n'
+    || E'       WHERE NOT x.d ORDER BY x.o DESC LIMIT 1);\n'
+    || @extschema@._settle_fast_mark(sch, s, version, true) || 'END'
+$$;
+
 -- The generated settle of one row with ack, drop, retry or retry_after of
 -- queue s at version; anything else, and a row not held, is left
 -- to the prepared path (hit false), which settles it or says why not.
@@ -310,7 +419,7 @@ CREATE OR REPLACE FUNCTION @extschema@._settle_fast_complete_body(sch text, s @e
     LANGUAGE plpgsql IMMUTABLE
     AS $$
 DECLARE
-    b text := E'#variable_conflict use_column\nDECLARE\n    until ALIAS FOR $3;\n    w text;\n    rid text;\n    mine text[];\n'
+    b text := E'#variable_conflict use_column\nDECLARE\n    until ALIAS FOR $3;\n    w text;\n    rid text;\n    mine text[];\n    noted text;\n'
               || E'    key bigint;\nBEGIN\n';
     ready text := 'result OPERATOR(pg_catalog.=) ''retried'' OR result OPERATOR(pg_catalog.=) ''released''';
 BEGIN
@@ -374,7 +483,7 @@ CREATE OR REPLACE FUNCTION @extschema@._settle_fast_complete_many_body(sch text,
 DECLARE
     b text := E'#variable_conflict use_column\nDECLARE\n    given text[] := $1;\n    until ALIAS FOR $3;\n'
               || E'    n integer := pg_catalog.cardinality($1);\n    w text;\n    run text[];\n    rids text[];\n    rress text[];\n'
-              || E'    held text;\n    whole boolean;\n    mine text[];\n    caller_mode text;\nBEGIN\n';
+              || E'    held text;\n    whole boolean;\n    mine text[];\n    caller_mode text;\n    noted text;\nBEGIN\n';
     -- (the statements' $1: the ids that reach them, run)
     write text;
     -- each given id that reached the statement, u.v: its row's id as the statement returns it (canonical:
