@@ -419,8 +419,9 @@ CREATE OR REPLACE FUNCTION @extschema@._settle_fast_complete_body(sch text, s @e
     LANGUAGE plpgsql IMMUTABLE
     AS $$
 DECLARE
-    b text := E'#variable_conflict use_column\nDECLARE\n    until ALIAS FOR $3;\n    w text;\n    rid text;\n    mine text[];\n    noted text;\n'
-              || E'    key bigint;\nBEGIN\n';
+    b text := E'#variable_conflict use_column\nDECLARE\n    until ALIAS FOR $3;\n    w text;\n    rid text;\n'
+              || CASE WHEN s.form = 'row_lock' THEN E'    mine text[];\n    noted text;\n' ELSE '' END
+              || CASE WHEN s.form = 'advisory' THEN E'    key bigint;\n' ELSE '' END || E'BEGIN\n';
     ready text := 'result OPERATOR(pg_catalog.=) ''retried'' OR result OPERATOR(pg_catalog.=) ''released''';
 BEGIN
     b := b || CASE WHEN s.form = 'lease' THEN 'IF $2 IS NULL THEN' ELSE 'IF $2 IS NOT NULL THEN' END
