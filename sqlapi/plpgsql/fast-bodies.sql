@@ -103,6 +103,15 @@ CREATE FUNCTION @extschema@._settle_fast_held(s @extschema@.settle_queue_shape) 
                            @extschema@._settle_held_key(s.queue))
 $$;
 
+-- The setting a row_lock claim of many from an empty held list writes after
+-- it: the held list's text, a space, the rows' ctids (tid[]), in the same
+-- order: a settle of many that names that list takes the rows by ctid
+-- (_settle_ack's hint). Read only after the same held text: any later claim
+-- or settle changes the list and so leaves it behind.
+CREATE FUNCTION @extschema@._settle_fast_tids_key(s @extschema@.settle_queue_shape) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT 'settle_sql.c' || pg_catalog.md5(s.queue) $$;
+
 CREATE FUNCTION @extschema@._settle_fast_set_held(s @extschema@.settle_queue_shape, ids text) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
@@ -157,7 +166,8 @@ DECLARE
     rows boolean := kind = 'inline' AND s.form = 'lease' AND @extschema@._settle_taken_dead(s, '_s_took') = 'false';
     b text := E'#variable_conflict use_column\nDECLARE\n    mark ALIAS FOR $3;\n    every interval;\n    r text[];\n'
               || E'    started timestamptz;\n    caller_mode text;\n    noted text;\n'
-              || CASE WHEN many THEN E'    id text;\n    dead boolean := false;\n' ELSE '' END;
+              || CASE WHEN many THEN E'    id text;\n    dead boolean := false;\n' ELSE '' END
+              || CASE WHEN many AND s.form = 'row_lock' THEN E'    tids tid[];\n' ELSE '' END;
     -- the take from the lowest id (st[1]) and from the mark (st[2]); row_lock:
     -- the same again where the transaction holds rows already (st[3], st[4]);
     -- rst: lease, the take as rows (rows)
@@ -179,11 +189,9 @@ BEGIN
             rst := ARRAY[@extschema@._settle_fast_rows(s, version, false), @extschema@._settle_fast_rows(s, version, true)];
         END IF;
     ELSE
-        st := ARRAY[@extschema@._settle_claim_row_lock(s, false, many, false), @extschema@._settle_claim_row_lock(s, false, many, true),
-                    @extschema@._settle_claim_row_lock(s, true, many, false), @extschema@._settle_claim_row_lock(s, true, many, true)];
-        IF NOT many THEN
-            into_row := 'INTO id, attempt, token, payload';
-        END IF;
+        st := ARRAY[@extschema@._settle_claim_row_lock(s, false, many, false, many), @extschema@._settle_claim_row_lock(s, false, many, true, many),
+                    @extschema@._settle_claim_row_lock(s, true, many, false, many), @extschema@._settle_claim_row_lock(s, true, many, true, many)];
+        into_row := CASE WHEN many THEN 'INTO ids, atts, pays, tids' ELSE 'INTO id, attempt, token, payload' END;
     END IF;
     IF NOT many THEN
         st := ARRAY(SELECT pg_catalog.replace(x, 'LIMIT $1', 'LIMIT 1') FROM pg_catalog.unnest(st) x);
@@ -227,6 +235,13 @@ BEGIN
             || E'IF id IS NOT NULL THEN\n    '
             || @extschema@._settle_fast_set_held(s, CASE WHEN many THEN 'held_ids OPERATOR(pg_catalog.||) ids'
                                                          ELSE 'pg_catalog.array_append(held_ids, id)' END)
+            -- the rows' ctids, after the held list they go with (_settle_fast_tids_key)
+            || CASE WHEN many THEN pg_catalog.format(
+                 E'    IF pg_catalog.cardinality(held_ids) OPERATOR(pg_catalog.=) 0 THEN\n'
+                 -- (noted: the held list's text, as set_config just returned it)
+                 || E'        noted := pg_catalog.set_config(%L, noted OPERATOR(pg_catalog.||) '' '' '
+                 || E'OPERATOR(pg_catalog.||) tids::pg_catalog.text, true);\n    END IF;\n', @extschema@._settle_fast_tids_key(s))
+               ELSE '' END
             || E'END IF;\n';
     END IF;
     -- (after a claim of rows, whose statement set the mark, id is NULL)
@@ -366,9 +381,11 @@ CREATE FUNCTION @extschema@._settle_fast_complete_many_body(sch text, s @extsche
     LANGUAGE plpgsql IMMUTABLE
     AS $$
 DECLARE
-    b text := E'#variable_conflict use_column\nDECLARE\n    given text[] := $1;\n    until ALIAS FOR $3;\n'
+    b text := E'#variable_conflict use_column\n<<_settle_fq>>\nDECLARE\n    given text[] := $1;\n    until ALIAS FOR $3;\n'
               || E'    n integer := pg_catalog.cardinality($1);\n    w text;\n    run text[];\n    rids text[];\n    rress text[];\n'
-              || E'    held text;\n    whole boolean;\n    mine text[];\n    caller_mode text;\n    noted text;\nBEGIN\n';
+              || E'    held text;\n    whole boolean;\n    mine text[];\n    caller_mode text;\n    noted text;\n'
+              || CASE WHEN s.form = 'row_lock' THEN E'    hint text;\n    tids tid[];\n    more_ids text[];\n    more_ress text[];\n' ELSE '' END
+              || E'BEGIN\n';
     -- (the statements' $1: the ids that reach them, run)
     write text;
     -- each given id that reached the statement, u.v: its row's id as the statement returns it (canonical:
@@ -402,7 +419,11 @@ BEGIN
         -- them, by a join (a hash instead of n x n comparisons)
         b := b || pg_catalog.format(E'held := pg_catalog.current_setting(%L, true);\n', @extschema@._settle_held_key(s.queue))
             || E'whole := held OPERATOR(pg_catalog.=) given::pg_catalog.text;\n'
-            || E'IF whole THEN\n    run := given;\nELSE\n    mine := ' || @extschema@._settle_fast_held(s) || E';\n'
+            || E'IF whole THEN\n    run := given;\n'
+            || pg_catalog.format(E'    hint := pg_catalog.current_setting(%L, true);\n', @extschema@._settle_fast_tids_key(s))
+            || E'    IF pg_catalog.left(hint, pg_catalog.length(held) OPERATOR(pg_catalog.+) 1) OPERATOR(pg_catalog.=) (held OPERATOR(pg_catalog.||) '' '') THEN\n'
+            || E'        tids := pg_catalog.substr(hint, pg_catalog.length(held) OPERATOR(pg_catalog.+) 2)::pg_catalog.tid[];\n    END IF;\n'
+            || E'ELSE\n    mine := ' || @extschema@._settle_fast_held(s) || E';\n'
             || E'    run := ARRAY(SELECT u.v FROM pg_catalog.unnest(given) u(v) JOIN pg_catalog.unnest(mine) m(v) ON m.v OPERATOR(pg_catalog.=) u.v);\n'
             || E'END IF;\n';
     ELSIF s.form = 'advisory' THEN
@@ -425,6 +446,17 @@ BEGIN
              -- delivered together: one token, one index scan over the ids
              E'    IF $2[1] OPERATOR(pg_catalog.=) ALL ($2) THEN\n' || @extschema@._settle_ack(s, 'one_token', true)
              || E'\n    INTO rids, rress;\n    ELSE\n' || @extschema@._settle_ack(s, 'many', true) || E'\n    INTO rids, rress;\n    END IF;\n'
+           WHEN s.form = 'row_lock' THEN
+             -- by the claim's ctids where known; any row not there (updated in
+             -- this transaction since) by id
+             E'    IF tids IS NOT NULL THEN\n' || @extschema@._settle_ack(s, 'many', true, '_settle_fq.tids') || E'\n    INTO rids, rress;\n'
+             || E'        IF COALESCE(pg_catalog.cardinality(rids), 0) OPERATOR(pg_catalog.<) n THEN\n'
+             || E'            $1 := ARRAY(SELECT u.v FROM pg_catalog.unnest(run) u(v) LEFT JOIN pg_catalog.unnest(rids) d(i) '
+             || E'ON d.i OPERATOR(pg_catalog.=) u.v WHERE d.i IS NULL);\n'
+             || @extschema@._settle_ack(s, 'many', true) || E'\n    INTO more_ids, more_ress;\n'
+             || E'            rids := COALESCE(rids, ''{}'') OPERATOR(pg_catalog.||) COALESCE(more_ids, ''{}'');\n'
+             || E'            rress := COALESCE(rress, ''{}'') OPERATOR(pg_catalog.||) COALESCE(more_ress, ''{}'');\n'
+             || E'        END IF;\n    ELSE\n' || @extschema@._settle_ack(s, 'many', true) || E'\n    INTO rids, rress;\n    END IF;\n'
            ELSE @extschema@._settle_ack(s, 'many', true) || E'\n    INTO rids, rress;\n' END
         || E'ELSIF w OPERATOR(pg_catalog.=) ''retry'' THEN\n' || @extschema@._settle_write(s, 'retry', true) || E'\n    INTO rids, rress;\n'
         || CASE WHEN s.retry_after IS NOT NULL THEN

@@ -13,14 +13,21 @@ CREATE FUNCTION @extschema@._settle_from_mark(s @extschema@.settle_queue_shape, 
 -- $3 text, the mark.
 -- Columns: id text, attempt int4, token timestamptz, payload jsonb.
 -- agg: id, attempt and payload as arrays in one row, in id order (how a
--- prepared statement's rows come back to PL/pgSQL, see _settle_prepared).
+-- prepared statement's rows come back to PL/pgSQL, see _settle_prepared);
+-- with tids, their ctids as a fourth (_settle_ack's hint).
 CREATE FUNCTION @extschema@._settle_claim_row_lock(s @extschema@.settle_queue_shape, again boolean, agg boolean DEFAULT false,
-                                                    from_mark boolean DEFAULT false)
+                                                    from_mark boolean DEFAULT false, tids boolean DEFAULT false)
     RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT pg_catalog.format(
-    CASE WHEN agg THEN
+    CASE WHEN agg AND tids THEN
+      -- (the columns made from the table's row itself: a payload of the whole row is that row's)
+      'SELECT pg_catalog.array_agg(_s_l._s_id), pg_catalog.array_agg(_s_l._s_att), pg_catalog.array_agg(_s_l._s_pay), '
+      'pg_catalog.array_agg(_s_l._s_ctid) '
+      'FROM (SELECT (_s_t.%1$s)::pg_catalog.text AS _s_id, %2$s AS _s_att, %3$s AS _s_pay, _s_t.ctid AS _s_ctid '
+      'FROM %4$s _s_t WHERE %5$s%7$s ORDER BY %8$s LIMIT $1 FOR UPDATE OF _s_t SKIP LOCKED) _s_l'
+    WHEN agg THEN
       'SELECT pg_catalog.array_agg((_s_t.%1$s)::pg_catalog.text), pg_catalog.array_agg(%2$s), pg_catalog.array_agg(%3$s) '
       'FROM (SELECT * FROM %4$s _s_t WHERE %5$s%7$s ORDER BY %8$s LIMIT $1 FOR UPDATE OF _s_t SKIP LOCKED) _s_t'
     ELSE
@@ -314,8 +321,12 @@ $$;
 -- rows: 'one' ($1 text id, $2 timestamptz token), 'many' ($1 text[] ids, $2
 -- timestamptz[] tokens: lease pairs joined, one index descent each),
 -- 'one_token' (lease: the ids' tokens all $2[1], one index scan over the ids).
--- Rows: (id text, result text); agg: as two arrays in one row.
-CREATE FUNCTION @extschema@._settle_ack(s @extschema@.settle_queue_shape, rows text, agg boolean) RETURNS text
+-- Rows: (id text, result text); agg: as two arrays in one row. tids (row_lock,
+-- 'many'), instead of the ids: an expression of the rows' ctids as this
+-- transaction's claim locked them (a TID scan, no index descent per id). While
+-- the transaction lasts, no other row can take such a ctid (the version there
+-- stays until it ends); a row it updated since is at another ctid, not seen.
+CREATE FUNCTION @extschema@._settle_ack(s @extschema@.settle_queue_shape, rows text, agg boolean, tids text DEFAULT NULL) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT CASE WHEN agg THEN 'WITH _s_o AS (' ELSE '' END
@@ -326,7 +337,9 @@ CREATE FUNCTION @extschema@._settle_ack(s @extschema@.settle_queue_shape, rows t
          || 'ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.timestamptz[])) AS _s_in(_s_id, _s_tok)'
        ELSE '' END
     || ' WHERE ' || pg_catalog.concat_ws(' AND ', NULLIF(@extschema@._settle_mine(s, '_s_t'), ''),
-         CASE WHEN rows = 'one' THEN pg_catalog.format('_s_t.%s OPERATOR(pg_catalog.=) ($1::pg_catalog.text)::%s', s.id, s.id_type)
+         '_s_t.ctid OPERATOR(pg_catalog.=) ANY (' || tids || ')',
+         CASE WHEN tids IS NOT NULL THEN NULL
+              WHEN rows = 'one' THEN pg_catalog.format('_s_t.%s OPERATOR(pg_catalog.=) ($1::pg_catalog.text)::%s', s.id, s.id_type)
               WHEN s.form = 'lease' AND rows = 'many' THEN
                 pg_catalog.format('_s_t.%s OPERATOR(pg_catalog.=) (_s_in._s_id)::%s', s.id, s.id_type)
               ELSE pg_catalog.format('_s_t.%s OPERATOR(pg_catalog.=) ANY (($1::pg_catalog.text[])::%s[])', s.id, s.id_type) END,

@@ -245,3 +245,16 @@ SELECT * FROM queue_complete_many('fq_legacy', '{2,3}', 'ack');
 SELECT id FROM queue_claim('fq_legacy', 2);
 SELECT current_setting('settle_sql.h' || md5('fq_legacy')) AS held;
 COMMIT;
+-- a settle of many takes a whole claim's rows at the ctids the claim locked; a row updated
+-- since (here by the handler) is found by its id, one deleted since is not held
+SELECT queue_create('fq_tid', 'row_lock');
+INSERT INTO fq_tid (payload) SELECT jsonb_build_object('n', g) FROM generate_series(1, 4) g;
+BEGIN;
+SELECT array_agg(id ORDER BY id) AS tid_ids FROM queue_claim('fq_tid', 4) \gset
+SELECT current_setting('settle_sql.c' || md5('fq_tid')) LIKE '{1,2,3,4} {%' AS ctids_kept;
+UPDATE fq_tid SET payload = '{"n": 20}' WHERE id = 2;
+DELETE FROM fq_tid WHERE id = 3;
+SELECT * FROM queue_complete_many('fq_tid', :'tid_ids', 'ack');
+SELECT current_setting('settle_sql.h' || md5('fq_tid')) AS held_after;
+COMMIT;
+SELECT count(*) AS rows_left FROM fq_tid;

@@ -2,11 +2,12 @@
 -- settle-update--0.16.0.sql for an install made with psql): the row_lock rows a transaction
 -- holds are kept per queue, as a text[] setting of the queue's ids in claim order, instead of in
 -- one jsonb setting of every queue that each claim and settle parsed, changed and wrote whole.
--- A settle of many that names exactly the rows held, as claimed, needs no join to find them and
--- leaves none held. A claim of many returns its rows without sorting them again, and the
--- generated code writes settings by assignment rather than PERFORM. Rows held by a transaction
--- that began before the update stay settleable (_settle_row_locks reads the old setting too).
--- The functions generated per queue are dropped and the dispatchers and entry points reset, so
+-- A settle of many that names exactly the rows held, as claimed, needs no join to find them,
+-- takes them at the ctids its claim locked (a TID scan, no index descent per id) and leaves
+-- none held. A claim of many returns its rows without sorting them again, and the generated
+-- code writes settings by assignment rather than PERFORM. Rows held by a transaction that
+-- began before the update stay settleable (_settle_row_locks reads the old setting too). The
+-- functions generated per queue are dropped and the dispatchers and entry points reset, so
 -- that each queue's first call after the update (or its next registration) writes its code anew.
 
 DROP FUNCTION @extschema@._settle_row_locks();
@@ -39,6 +40,86 @@ $$;
 CREATE FUNCTION @extschema@._settle_set_row_locks(queue text, ids text[]) RETURNS text
     LANGUAGE sql VOLATILE
     AS $$ SELECT pg_catalog.set_config(@extschema@._settle_held_key(queue), ids::pg_catalog.text, true) $$;
+
+DROP FUNCTION @extschema@._settle_ack(@extschema@.settle_queue_shape, text, boolean);
+DROP FUNCTION @extschema@._settle_claim_row_lock(@extschema@.settle_queue_shape, boolean, boolean, boolean);
+
+-- row_lock claim. $1 int8 batch; again: $2 text[] ids this transaction already
+-- holds (SKIP LOCKED does not skip a transaction's own row locks); from_mark:
+-- $3 text, the mark.
+-- Columns: id text, attempt int4, token timestamptz, payload jsonb.
+-- agg: id, attempt and payload as arrays in one row, in id order (how a
+-- prepared statement's rows come back to PL/pgSQL, see _settle_prepared);
+-- with tids, their ctids as a fourth (_settle_ack's hint).
+CREATE FUNCTION @extschema@._settle_claim_row_lock(s @extschema@.settle_queue_shape, again boolean, agg boolean DEFAULT false,
+                                                    from_mark boolean DEFAULT false, tids boolean DEFAULT false)
+    RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT pg_catalog.format(
+    CASE WHEN agg AND tids THEN
+      -- (the columns made from the table's row itself: a payload of the whole row is that row's)
+      'SELECT pg_catalog.array_agg(_s_l._s_id), pg_catalog.array_agg(_s_l._s_att), pg_catalog.array_agg(_s_l._s_pay), '
+      'pg_catalog.array_agg(_s_l._s_ctid) '
+      'FROM (SELECT (_s_t.%1$s)::pg_catalog.text AS _s_id, %2$s AS _s_att, %3$s AS _s_pay, _s_t.ctid AS _s_ctid '
+      'FROM %4$s _s_t WHERE %5$s%7$s ORDER BY %8$s LIMIT $1 FOR UPDATE OF _s_t SKIP LOCKED) _s_l'
+    WHEN agg THEN
+      'SELECT pg_catalog.array_agg((_s_t.%1$s)::pg_catalog.text), pg_catalog.array_agg(%2$s), pg_catalog.array_agg(%3$s) '
+      'FROM (SELECT * FROM %4$s _s_t WHERE %5$s%7$s ORDER BY %8$s LIMIT $1 FOR UPDATE OF _s_t SKIP LOCKED) _s_t'
+    ELSE
+      'SELECT (_s_t.%1$s)::pg_catalog.text, %2$s, NULL::pg_catalog.timestamptz, %3$s FROM %4$s _s_t '
+      'WHERE %5$s%7$s ORDER BY %8$s LIMIT $1 FOR UPDATE OF _s_t SKIP LOCKED' END,
+    s.id,
+    CASE WHEN s.attempt IS NOT NULL THEN '(COALESCE(_s_t.' || s.attempt || ', 0) OPERATOR(pg_catalog.+) 1)::pg_catalog.int4'
+         ELSE 'NULL::pg_catalog.int4' END,
+    @extschema@._settle_payload(s, '_s_t'), s.tbl, @extschema@._settle_ready(s, '_s_t'), s.id_type,
+    CASE WHEN again THEN pg_catalog.format(
+      ' AND _s_t.%s NOT IN (SELECT _s_h FROM pg_catalog.unnest(($2::pg_catalog.text[])::%s[]) _s_h)', s.id, s.id_type)
+    ELSE '' END
+    || CASE WHEN from_mark THEN @extschema@._settle_from_mark(s, '_s_t', 3) ELSE '' END,
+    @extschema@._settle_order(s, '_s_t'))
+$$;
+
+-- The ack (and drop) the calls run: one plain DELETE (or processed_at UPDATE)
+-- of the held rows, as the native extension's ack statements, where
+-- _settle_write's 'ack' (what queue_sql shows) locks them first. A row whose
+-- token changed under it no longer matches when the write re-reads it.
+-- rows: 'one' ($1 text id, $2 timestamptz token), 'many' ($1 text[] ids, $2
+-- timestamptz[] tokens: lease pairs joined, one index descent each),
+-- 'one_token' (lease: the ids' tokens all $2[1], one index scan over the ids).
+-- Rows: (id text, result text); agg: as two arrays in one row. tids (row_lock,
+-- 'many'), instead of the ids: an expression of the rows' ctids as this
+-- transaction's claim locked them (a TID scan, no index descent per id). While
+-- the transaction lasts, no other row can take such a ctid (the version there
+-- stays until it ends); a row it updated since is at another ctid, not seen.
+CREATE FUNCTION @extschema@._settle_ack(s @extschema@.settle_queue_shape, rows text, agg boolean, tids text DEFAULT NULL) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT CASE WHEN agg THEN 'WITH _s_o AS (' ELSE '' END
+    || CASE WHEN s.processed_at IS NOT NULL THEN pg_catalog.format('UPDATE %s _s_t SET %s = pg_catalog.now()', s.tbl, s.processed_at)
+            ELSE pg_catalog.format('DELETE FROM %s _s_t', s.tbl) END
+    || CASE WHEN s.form = 'lease' AND rows = 'many' THEN
+         CASE WHEN s.processed_at IS NOT NULL THEN ' FROM ' ELSE ' USING ' END
+         || 'ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.timestamptz[])) AS _s_in(_s_id, _s_tok)'
+       ELSE '' END
+    || ' WHERE ' || pg_catalog.concat_ws(' AND ', NULLIF(@extschema@._settle_mine(s, '_s_t'), ''),
+         '_s_t.ctid OPERATOR(pg_catalog.=) ANY (' || tids || ')',
+         CASE WHEN tids IS NOT NULL THEN NULL
+              WHEN rows = 'one' THEN pg_catalog.format('_s_t.%s OPERATOR(pg_catalog.=) ($1::pg_catalog.text)::%s', s.id, s.id_type)
+              WHEN s.form = 'lease' AND rows = 'many' THEN
+                pg_catalog.format('_s_t.%s OPERATOR(pg_catalog.=) (_s_in._s_id)::%s', s.id, s.id_type)
+              ELSE pg_catalog.format('_s_t.%s OPERATOR(pg_catalog.=) ANY (($1::pg_catalog.text[])::%s[])', s.id, s.id_type) END,
+         CASE WHEN s.form <> 'lease' THEN NULL
+              WHEN rows = 'one' THEN pg_catalog.format('_s_t.%s OPERATOR(pg_catalog.=) $2', s.locked_until)
+              WHEN rows = 'many' THEN pg_catalog.format('_s_t.%s OPERATOR(pg_catalog.=) _s_in._s_tok', s.locked_until)
+              ELSE pg_catalog.format('_s_t.%s OPERATOR(pg_catalog.=) ($2)[1]', s.locked_until) END)
+    || CASE WHEN agg THEN
+         pg_catalog.format(' RETURNING _s_t.%s AS _s_id) SELECT pg_catalog.array_agg((_s_o._s_id)::pg_catalog.text), '
+                           'pg_catalog.array_agg(%L::pg_catalog.text) FROM _s_o',
+                           s.id, CASE WHEN s.processed_at IS NOT NULL THEN 'marked' ELSE 'deleted' END)
+       ELSE pg_catalog.format(' RETURNING (_s_t.%s)::pg_catalog.text, %L::pg_catalog.text',
+                              s.id, CASE WHEN s.processed_at IS NOT NULL THEN 'marked' ELSE 'deleted' END) END
+$$;
 
 -- The row_lock claim: the first ready rows this transaction does not hold
 -- yet, locked FOR UPDATE SKIP LOCKED and recorded as held. (SQL cannot see
@@ -200,6 +281,15 @@ CREATE FUNCTION @extschema@._settle_fast_held(s @extschema@.settle_queue_shape) 
                            @extschema@._settle_held_key(s.queue))
 $$;
 
+-- The setting a row_lock claim of many from an empty held list writes after
+-- it: the held list's text, a space, the rows' ctids (tid[]), in the same
+-- order: a settle of many that names that list takes the rows by ctid
+-- (_settle_ack's hint). Read only after the same held text: any later claim
+-- or settle changes the list and so leaves it behind.
+CREATE FUNCTION @extschema@._settle_fast_tids_key(s @extschema@.settle_queue_shape) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT 'settle_sql.c' || pg_catalog.md5(s.queue) $$;
+
 CREATE FUNCTION @extschema@._settle_fast_set_held(s @extschema@.settle_queue_shape, ids text) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
@@ -273,7 +363,8 @@ DECLARE
     rows boolean := kind = 'inline' AND s.form = 'lease' AND @extschema@._settle_taken_dead(s, '_s_took') = 'false';
     b text := E'#variable_conflict use_column\nDECLARE\n    mark ALIAS FOR $3;\n    every interval;\n    r text[];\n'
               || E'    started timestamptz;\n    caller_mode text;\n    noted text;\n'
-              || CASE WHEN many THEN E'    id text;\n    dead boolean := false;\n' ELSE '' END;
+              || CASE WHEN many THEN E'    id text;\n    dead boolean := false;\n' ELSE '' END
+              || CASE WHEN many AND s.form = 'row_lock' THEN E'    tids tid[];\n' ELSE '' END;
     -- the take from the lowest id (st[1]) and from the mark (st[2]); row_lock:
     -- the same again where the transaction holds rows already (st[3], st[4]);
     -- rst: lease, the take as rows (rows)
@@ -295,11 +386,9 @@ BEGIN
             rst := ARRAY[@extschema@._settle_fast_rows(s, version, false), @extschema@._settle_fast_rows(s, version, true)];
         END IF;
     ELSE
-        st := ARRAY[@extschema@._settle_claim_row_lock(s, false, many, false), @extschema@._settle_claim_row_lock(s, false, many, true),
-                    @extschema@._settle_claim_row_lock(s, true, many, false), @extschema@._settle_claim_row_lock(s, true, many, true)];
-        IF NOT many THEN
-            into_row := 'INTO id, attempt, token, payload';
-        END IF;
+        st := ARRAY[@extschema@._settle_claim_row_lock(s, false, many, false, many), @extschema@._settle_claim_row_lock(s, false, many, true, many),
+                    @extschema@._settle_claim_row_lock(s, true, many, false, many), @extschema@._settle_claim_row_lock(s, true, many, true, many)];
+        into_row := CASE WHEN many THEN 'INTO ids, atts, pays, tids' ELSE 'INTO id, attempt, token, payload' END;
     END IF;
     IF NOT many THEN
         st := ARRAY(SELECT pg_catalog.replace(x, 'LIMIT $1', 'LIMIT 1') FROM pg_catalog.unnest(st) x);
@@ -343,6 +432,13 @@ BEGIN
             || E'IF id IS NOT NULL THEN\n    '
             || @extschema@._settle_fast_set_held(s, CASE WHEN many THEN 'held_ids OPERATOR(pg_catalog.||) ids'
                                                          ELSE 'pg_catalog.array_append(held_ids, id)' END)
+            -- the rows' ctids, after the held list they go with (_settle_fast_tids_key)
+            || CASE WHEN many THEN pg_catalog.format(
+                 E'    IF pg_catalog.cardinality(held_ids) OPERATOR(pg_catalog.=) 0 THEN\n'
+                 -- (noted: the held list's text, as set_config just returned it)
+                 || E'        noted := pg_catalog.set_config(%L, noted OPERATOR(pg_catalog.||) '' '' '
+                 || E'OPERATOR(pg_catalog.||) tids::pg_catalog.text, true);\n    END IF;\n', @extschema@._settle_fast_tids_key(s))
+               ELSE '' END
             || E'END IF;\n';
     END IF;
     -- (after a claim of rows, whose statement set the mark, id is NULL)
@@ -482,9 +578,11 @@ CREATE OR REPLACE FUNCTION @extschema@._settle_fast_complete_many_body(sch text,
     LANGUAGE plpgsql IMMUTABLE
     AS $$
 DECLARE
-    b text := E'#variable_conflict use_column\nDECLARE\n    given text[] := $1;\n    until ALIAS FOR $3;\n'
+    b text := E'#variable_conflict use_column\n<<_settle_fq>>\nDECLARE\n    given text[] := $1;\n    until ALIAS FOR $3;\n'
               || E'    n integer := pg_catalog.cardinality($1);\n    w text;\n    run text[];\n    rids text[];\n    rress text[];\n'
-              || E'    held text;\n    whole boolean;\n    mine text[];\n    caller_mode text;\n    noted text;\nBEGIN\n';
+              || E'    held text;\n    whole boolean;\n    mine text[];\n    caller_mode text;\n    noted text;\n'
+              || CASE WHEN s.form = 'row_lock' THEN E'    hint text;\n    tids tid[];\n    more_ids text[];\n    more_ress text[];\n' ELSE '' END
+              || E'BEGIN\n';
     -- (the statements' $1: the ids that reach them, run)
     write text;
     -- each given id that reached the statement, u.v: its row's id as the statement returns it (canonical:
@@ -518,7 +616,11 @@ BEGIN
         -- them, by a join (a hash instead of n x n comparisons)
         b := b || pg_catalog.format(E'held := pg_catalog.current_setting(%L, true);\n', @extschema@._settle_held_key(s.queue))
             || E'whole := held OPERATOR(pg_catalog.=) given::pg_catalog.text;\n'
-            || E'IF whole THEN\n    run := given;\nELSE\n    mine := ' || @extschema@._settle_fast_held(s) || E';\n'
+            || E'IF whole THEN\n    run := given;\n'
+            || pg_catalog.format(E'    hint := pg_catalog.current_setting(%L, true);\n', @extschema@._settle_fast_tids_key(s))
+            || E'    IF pg_catalog.left(hint, pg_catalog.length(held) OPERATOR(pg_catalog.+) 1) OPERATOR(pg_catalog.=) (held OPERATOR(pg_catalog.||) '' '') THEN\n'
+            || E'        tids := pg_catalog.substr(hint, pg_catalog.length(held) OPERATOR(pg_catalog.+) 2)::pg_catalog.tid[];\n    END IF;\n'
+            || E'ELSE\n    mine := ' || @extschema@._settle_fast_held(s) || E';\n'
             || E'    run := ARRAY(SELECT u.v FROM pg_catalog.unnest(given) u(v) JOIN pg_catalog.unnest(mine) m(v) ON m.v OPERATOR(pg_catalog.=) u.v);\n'
             || E'END IF;\n';
     ELSIF s.form = 'advisory' THEN
@@ -541,6 +643,17 @@ BEGIN
              -- delivered together: one token, one index scan over the ids
              E'    IF $2[1] OPERATOR(pg_catalog.=) ALL ($2) THEN\n' || @extschema@._settle_ack(s, 'one_token', true)
              || E'\n    INTO rids, rress;\n    ELSE\n' || @extschema@._settle_ack(s, 'many', true) || E'\n    INTO rids, rress;\n    END IF;\n'
+           WHEN s.form = 'row_lock' THEN
+             -- by the claim's ctids where known; any row not there (updated in
+             -- this transaction since) by id
+             E'    IF tids IS NOT NULL THEN\n' || @extschema@._settle_ack(s, 'many', true, '_settle_fq.tids') || E'\n    INTO rids, rress;\n'
+             || E'        IF COALESCE(pg_catalog.cardinality(rids), 0) OPERATOR(pg_catalog.<) n THEN\n'
+             || E'            $1 := ARRAY(SELECT u.v FROM pg_catalog.unnest(run) u(v) LEFT JOIN pg_catalog.unnest(rids) d(i) '
+             || E'ON d.i OPERATOR(pg_catalog.=) u.v WHERE d.i IS NULL);\n'
+             || @extschema@._settle_ack(s, 'many', true) || E'\n    INTO more_ids, more_ress;\n'
+             || E'            rids := COALESCE(rids, ''{}'') OPERATOR(pg_catalog.||) COALESCE(more_ids, ''{}'');\n'
+             || E'            rress := COALESCE(rress, ''{}'') OPERATOR(pg_catalog.||) COALESCE(more_ress, ''{}'');\n'
+             || E'        END IF;\n    ELSE\n' || @extschema@._settle_ack(s, 'many', true) || E'\n    INTO rids, rress;\n    END IF;\n'
            ELSE @extschema@._settle_ack(s, 'many', true) || E'\n    INTO rids, rress;\n' END
         || E'ELSIF w OPERATOR(pg_catalog.=) ''retry'' THEN\n' || @extschema@._settle_write(s, 'retry', true) || E'\n    INTO rids, rress;\n'
         || CASE WHEN s.retry_after IS NOT NULL THEN
