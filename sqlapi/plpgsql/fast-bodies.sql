@@ -167,11 +167,12 @@ DECLARE
     b text := E'#variable_conflict use_column\nDECLARE\n    mark ALIAS FOR $3;\n    every interval;\n    r text[];\n'
               || E'    started timestamptz;\n    caller_mode text;\n    noted text;\n'
               || CASE WHEN many THEN E'    id text;\n    dead boolean := false;\n' ELSE '' END
-              || CASE WHEN many AND s.form = 'row_lock' THEN E'    tids tid[];\n' ELSE '' END;
+              || CASE WHEN many AND s.form = 'row_lock' AND s.plain_heap THEN E'    tids tid[];\n' ELSE '' END;
     -- the take from the lowest id (st[1]) and from the mark (st[2]); row_lock:
     -- the same again where the transaction holds rows already (st[3], st[4]);
     -- rst: lease, the take as rows (rows)
     st text[];
+    by_ctid boolean := false;
     rst text[];
     take text;
     into_row text := CASE WHEN NOT many THEN 'INTO dead, id, attempt, token, payload'
@@ -189,9 +190,12 @@ BEGIN
             rst := ARRAY[@extschema@._settle_fast_rows(s, version, false), @extschema@._settle_fast_rows(s, version, true)];
         END IF;
     ELSE
-        st := ARRAY[@extschema@._settle_claim_row_lock(s, false, many, false, many), @extschema@._settle_claim_row_lock(s, false, many, true, many),
-                    @extschema@._settle_claim_row_lock(s, true, many, false, many), @extschema@._settle_claim_row_lock(s, true, many, true, many)];
-        into_row := CASE WHEN many THEN 'INTO ids, atts, pays, tids' ELSE 'INTO id, attempt, token, payload' END;
+        -- (many, of a plain table: with the rows' ctids, _settle_fast_tids_key)
+        by_ctid := many AND s.plain_heap;
+        st := ARRAY[@extschema@._settle_claim_row_lock(s, false, many, false, by_ctid), @extschema@._settle_claim_row_lock(s, false, many, true, by_ctid),
+                    @extschema@._settle_claim_row_lock(s, true, many, false, by_ctid), @extschema@._settle_claim_row_lock(s, true, many, true, by_ctid)];
+        into_row := CASE WHEN by_ctid THEN 'INTO ids, atts, pays, tids' WHEN many THEN 'INTO ids, atts, pays'
+                         ELSE 'INTO id, attempt, token, payload' END;
     END IF;
     IF NOT many THEN
         st := ARRAY(SELECT pg_catalog.replace(x, 'LIMIT $1', 'LIMIT 1') FROM pg_catalog.unnest(st) x);
@@ -236,7 +240,7 @@ BEGIN
             || @extschema@._settle_fast_set_held(s, CASE WHEN many THEN 'held_ids OPERATOR(pg_catalog.||) ids'
                                                          ELSE 'pg_catalog.array_append(held_ids, id)' END)
             -- the rows' ctids, after the held list they go with (_settle_fast_tids_key)
-            || CASE WHEN many THEN pg_catalog.format(
+            || CASE WHEN by_ctid THEN pg_catalog.format(
                  E'    IF pg_catalog.cardinality(held_ids) OPERATOR(pg_catalog.=) 0 THEN\n'
                  -- (noted: the held list's text, as set_config just returned it)
                  || E'        noted := pg_catalog.set_config(%L, noted OPERATOR(pg_catalog.||) '' '' '
@@ -384,7 +388,8 @@ DECLARE
     b text := E'#variable_conflict use_column\n<<_settle_fq>>\nDECLARE\n    given text[] := $1;\n    until ALIAS FOR $3;\n'
               || E'    n integer := pg_catalog.cardinality($1);\n    w text;\n    run text[];\n    rids text[];\n    rress text[];\n'
               || E'    held text;\n    whole boolean;\n    mine text[];\n    caller_mode text;\n    noted text;\n'
-              || CASE WHEN s.form = 'row_lock' THEN E'    hint text;\n    tids tid[];\n    more_ids text[];\n    more_ress text[];\n' ELSE '' END
+              || CASE WHEN s.form = 'row_lock' AND s.plain_heap THEN E'    hint text;\n    tids tid[];\n    more_ids text[];\n    more_ress text[];\n'
+                      ELSE '' END
               || E'BEGIN\n';
     -- (the statements' $1: the ids that reach them, run)
     write text;
@@ -420,9 +425,12 @@ BEGIN
         b := b || pg_catalog.format(E'held := pg_catalog.current_setting(%L, true);\n', @extschema@._settle_held_key(s.queue))
             || E'whole := held OPERATOR(pg_catalog.=) given::pg_catalog.text;\n'
             || E'IF whole THEN\n    run := given;\n'
-            || pg_catalog.format(E'    hint := pg_catalog.current_setting(%L, true);\n', @extschema@._settle_fast_tids_key(s))
-            || E'    IF pg_catalog.left(hint, pg_catalog.length(held) OPERATOR(pg_catalog.+) 1) OPERATOR(pg_catalog.=) (held OPERATOR(pg_catalog.||) '' '') THEN\n'
-            || E'        tids := pg_catalog.substr(hint, pg_catalog.length(held) OPERATOR(pg_catalog.+) 2)::pg_catalog.tid[];\n    END IF;\n'
+            -- (a plain table's: a ctid names one row version, not one per partition)
+            || CASE WHEN s.plain_heap THEN
+                 pg_catalog.format(E'    hint := pg_catalog.current_setting(%L, true);\n', @extschema@._settle_fast_tids_key(s))
+                 || E'    IF pg_catalog.left(hint, pg_catalog.length(held) OPERATOR(pg_catalog.+) 1) OPERATOR(pg_catalog.=) (held OPERATOR(pg_catalog.||) '' '') THEN\n'
+                 || E'        tids := pg_catalog.substr(hint, pg_catalog.length(held) OPERATOR(pg_catalog.+) 2)::pg_catalog.tid[];\n    END IF;\n'
+               ELSE '' END
             || E'ELSE\n    mine := ' || @extschema@._settle_fast_held(s) || E';\n'
             || E'    run := ARRAY(SELECT u.v FROM pg_catalog.unnest(given) u(v) JOIN pg_catalog.unnest(mine) m(v) ON m.v OPERATOR(pg_catalog.=) u.v);\n'
             || E'END IF;\n';
@@ -446,7 +454,7 @@ BEGIN
              -- delivered together: one token, one index scan over the ids
              E'    IF $2[1] OPERATOR(pg_catalog.=) ALL ($2) THEN\n' || @extschema@._settle_ack(s, 'one_token', true)
              || E'\n    INTO rids, rress;\n    ELSE\n' || @extschema@._settle_ack(s, 'many', true) || E'\n    INTO rids, rress;\n    END IF;\n'
-           WHEN s.form = 'row_lock' THEN
+           WHEN s.form = 'row_lock' AND s.plain_heap THEN
              -- by the claim's ctids where known; any row not there (updated in
              -- this transaction since) by id
              E'    IF tids IS NOT NULL THEN\n' || @extschema@._settle_ack(s, 'many', true, '_settle_fq.tids') || E'\n    INTO rids, rress;\n'

@@ -258,3 +258,14 @@ SELECT * FROM queue_complete_many('fq_tid', :'tid_ids', 'ack');
 SELECT current_setting('settle_sql.h' || md5('fq_tid')) AS held_after;
 COMMIT;
 SELECT count(*) AS rows_left FROM fq_tid;
+-- a partitioned queue's rows share ctids across partitions: its settle of many finds them by id
+CREATE TABLE fq_part (LIKE fq_tid INCLUDING DEFAULTS, PRIMARY KEY (id)) PARTITION BY RANGE (id);
+CREATE TABLE fq_part_a PARTITION OF fq_part FOR VALUES FROM (1) TO (100);
+CREATE TABLE fq_part_b PARTITION OF fq_part FOR VALUES FROM (100) TO (200);
+SELECT queue_register('fq_part', 'fq_part', 'row_lock');
+INSERT INTO fq_part (id, payload) VALUES (1, '{}'), (2, '{}'), (100, '{}'), (101, '{}');
+BEGIN;
+SELECT array_agg(id ORDER BY id) AS part_ids FROM queue_claim('fq_part', 2) \gset
+SELECT * FROM queue_complete_many('fq_part', :'part_ids', 'ack');
+COMMIT;
+SELECT tableoid::regclass AS part, ctid, id FROM fq_part ORDER BY id;
