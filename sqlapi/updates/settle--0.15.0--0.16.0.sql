@@ -361,15 +361,16 @@ CREATE OR REPLACE FUNCTION @extschema@._settle_fast_claim_code(sch text, s @exts
 DECLARE
     many boolean := kind = 'arrays';
     rows boolean := kind = 'inline' AND s.form = 'lease' AND @extschema@._settle_taken_dead(s, '_s_took') = 'false';
+    -- a row_lock claim of many of a plain table: with the rows' ctids (_settle_fast_tids_key)
+    by_ctid boolean := many AND s.form = 'row_lock' AND s.plain_heap;
     b text := E'#variable_conflict use_column\nDECLARE\n    mark ALIAS FOR $3;\n    every interval;\n    r text[];\n'
               || E'    started timestamptz;\n    caller_mode text;\n    noted text;\n'
               || CASE WHEN many THEN E'    id text;\n    dead boolean := false;\n' ELSE '' END
-              || CASE WHEN many AND s.form = 'row_lock' AND s.plain_heap THEN E'    tids tid[];\n' ELSE '' END;
+              || CASE WHEN by_ctid THEN E'    tids tid[];\n' ELSE '' END;
     -- the take from the lowest id (st[1]) and from the mark (st[2]); row_lock:
     -- the same again where the transaction holds rows already (st[3], st[4]);
     -- rst: lease, the take as rows (rows)
     st text[];
-    by_ctid boolean := false;
     rst text[];
     take text;
     into_row text := CASE WHEN NOT many THEN 'INTO dead, id, attempt, token, payload'
@@ -387,8 +388,6 @@ BEGIN
             rst := ARRAY[@extschema@._settle_fast_rows(s, version, false), @extschema@._settle_fast_rows(s, version, true)];
         END IF;
     ELSE
-        -- (many, of a plain table: with the rows' ctids, _settle_fast_tids_key)
-        by_ctid := many AND s.plain_heap;
         st := ARRAY[@extschema@._settle_claim_row_lock(s, false, many, false, by_ctid), @extschema@._settle_claim_row_lock(s, false, many, true, by_ctid),
                     @extschema@._settle_claim_row_lock(s, true, many, false, by_ctid), @extschema@._settle_claim_row_lock(s, true, many, true, by_ctid)];
         into_row := CASE WHEN by_ctid THEN 'INTO ids, atts, pays, tids' WHEN many THEN 'INTO ids, atts, pays'
@@ -582,11 +581,13 @@ CREATE OR REPLACE FUNCTION @extschema@._settle_fast_complete_many_body(sch text,
     LANGUAGE plpgsql IMMUTABLE
     AS $$
 DECLARE
+    -- row_lock of a plain table: the rows of a whole claim by their ctids
+    -- (a ctid names one row version there, not one per partition)
+    by_ctid boolean := s.form = 'row_lock' AND s.plain_heap;
     b text := E'#variable_conflict use_column\n<<_settle_fq>>\nDECLARE\n    given text[] := $1;\n    until ALIAS FOR $3;\n'
               || E'    n integer := pg_catalog.cardinality($1);\n    w text;\n    run text[];\n    rids text[];\n    rress text[];\n'
               || E'    held text;\n    whole boolean;\n    mine text[];\n    caller_mode text;\n    noted text;\n'
-              || CASE WHEN s.form = 'row_lock' AND s.plain_heap THEN E'    hint text;\n    tids tid[];\n    more_ids text[];\n    more_ress text[];\n'
-                      ELSE '' END
+              || CASE WHEN by_ctid THEN E'    hint text;\n    tids tid[];\n    more_ids text[];\n    more_ress text[];\n' ELSE '' END
               || E'BEGIN\n';
     -- (the statements' $1: the ids that reach them, run)
     write text;
@@ -621,9 +622,8 @@ BEGIN
         -- them, by a join (a hash instead of n x n comparisons)
         b := b || pg_catalog.format(E'held := pg_catalog.current_setting(%L, true);\n', @extschema@._settle_held_key(s.queue))
             || E'whole := held OPERATOR(pg_catalog.=) given::pg_catalog.text;\n'
-            || E'IF whole THEN\n    run := given;\n'
-            -- (a plain table's: a ctid names one row version, not one per partition)
-            || CASE WHEN s.plain_heap THEN
+            || E'IF whole THEN\n    run := given;\n    mine := given;\n'
+            || CASE WHEN by_ctid THEN
                  pg_catalog.format(E'    hint := pg_catalog.current_setting(%L, true);\n', @extschema@._settle_fast_tids_key(s))
                  || E'    IF pg_catalog.left(hint, pg_catalog.length(held) OPERATOR(pg_catalog.+) 1) OPERATOR(pg_catalog.=) (held OPERATOR(pg_catalog.||) '' '') THEN\n'
                  || E'        tids := pg_catalog.substr(hint, pg_catalog.length(held) OPERATOR(pg_catalog.+) 2)::pg_catalog.tid[];\n    END IF;\n'
@@ -651,7 +651,7 @@ BEGIN
              -- delivered together: one token, one index scan over the ids
              E'    IF $2[1] OPERATOR(pg_catalog.=) ALL ($2) THEN\n' || @extschema@._settle_ack(s, 'one_token', true)
              || E'\n    INTO rids, rress;\n    ELSE\n' || @extschema@._settle_ack(s, 'many', true) || E'\n    INTO rids, rress;\n    END IF;\n'
-           WHEN s.form = 'row_lock' AND s.plain_heap THEN
+           WHEN by_ctid THEN
              -- by the claim's ctids where known; any row not there (updated in
              -- this transaction since) by id
              E'    IF tids IS NOT NULL THEN\n' || @extschema@._settle_ack(s, 'many', true, '_settle_fq.tids') || E'\n    INTO rids, rress;\n'
@@ -683,10 +683,9 @@ BEGIN
         || E'             LEFT JOIN ROWS FROM (pg_catalog.unnest(rids), pg_catalog.unnest(rress)) x(i, r)\n'
         || pg_catalog.format(E'             ON x.i OPERATOR(pg_catalog.=) %s ORDER BY g.o);\nEND IF;\n', canon);
     IF s.form = 'row_lock' THEN
-        -- a whole settled: none held
+        -- a whole settled: none held; else the rest of those held (mine)
         b := b || E'IF whole AND pg_catalog.cardinality(rids) OPERATOR(pg_catalog.=) n THEN\n    '
-            || @extschema@._settle_fast_set_held(s, '''{}''::pg_catalog.text[]') || E'ELSE\n'
-            || E'    mine := ' || @extschema@._settle_fast_held(s) || E';\n    '
+            || @extschema@._settle_fast_set_held(s, '''{}''::pg_catalog.text[]') || E'ELSE\n    '
             || @extschema@._settle_fast_set_held(s, 'ARRAY(SELECT m.v FROM pg_catalog.unnest(mine) m(v) '
                                                     || 'LEFT JOIN pg_catalog.unnest(rids) d(i) ON d.i OPERATOR(pg_catalog.=) m.v WHERE d.i IS NULL)')
             || E'END IF;\n';
