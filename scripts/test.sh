@@ -569,6 +569,14 @@ for MAJOR in "${MAJORS[@]}"; do
         || { cat "$WORK/pgbench.log"; return 1; }
     }
     check "bench/pgbench/run.sh --quick, and --chain (settle, the floor and pgmq under pgbench)" bench_pgbench
+    # the keyed-claim script of docs/benchmarks.md: every head taken, a claim finds nothing
+    bench_few_keys() {
+      "$PG_BIN/psql" -X -q -At -v keys=10 -v rows=2000 -d "$SETTLE_TEST_PG" -f bench/keyed-few-keys.sql \
+          >"$WORK/few-keys.log" 2>&1 \
+        && [ "$(grep -cx '0' "$WORK/few-keys.log")" = 2 ] && grep -qx '10' "$WORK/few-keys.log" \
+        || { cat "$WORK/few-keys.log"; return 1; }
+    }
+    check "bench/keyed-few-keys.sql runs (a keyed claim with every head taken)" bench_few_keys
 
     step "the benchmark's portable grid runs: the client on every backend beside hand-written SQL, ack and the outcome mix"
     bench_portable() {

@@ -1,0 +1,19 @@
+-- A keyed lease queue whose every key's head is in flight: how long a claim
+-- that finds nothing reads (docs/semantics.md, "How far a keyed claim reads").
+-- psql -X -v keys=100 -v rows=1000000 -d DB -f bench/keyed-few-keys.sql
+-- (a database with settle, either edition; makes and drops table few_keys)
+\set ON_ERROR_STOP on
+SET client_min_messages = warning;
+DROP TABLE IF EXISTS few_keys;
+SELECT queue_create('few_keys', 'lease', ordering_key => 'integer') IS NOT NULL AS created;
+INSERT INTO few_keys (payload, ordering_key)
+  SELECT jsonb_build_object('n', g), g % :keys FROM generate_series(1, :rows) g;
+VACUUM ANALYZE few_keys;
+-- every key's head, leased
+SELECT count(*) AS heads_taken FROM queue_claim('few_keys', :keys);
+\timing on
+SELECT count(*) AS claimed FROM queue_claim('few_keys', 1);
+SELECT count(*) AS claimed FROM queue_claim('few_keys', 1);
+\timing off
+SELECT queue_unregister('few_keys');
+DROP TABLE few_keys;
