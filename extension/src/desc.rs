@@ -40,6 +40,18 @@ pub enum PlanKey {
         from: bool,
         limit: Option<u32>,
     },
+    /// a lease take over a keyed queue's heads (`Shape::take_heads`)
+    TakeHeads {
+        limit: Option<u32>,
+    },
+    /// a row_lock claim over a keyed queue's heads, with `except` the rows
+    /// this transaction holds (`Shape::claim_row_lock_heads`)
+    ClaimRowLockHeads {
+        except: bool,
+        limit: Option<u32>,
+    },
+    /// how many keys a keyed queue has, up to a bound (`Shape::key_count`)
+    KeyCount,
     /// rows a lease or advisory take flagged dead, into the dead letter
     MoveTakenDead,
     /// a distributed table's dead move, copy then delete (`Shape::moves_dead_apart`)
@@ -74,6 +86,8 @@ impl PlanKey {
             PlanKey::ClaimRowLock { limit, .. }
             | PlanKey::ClaimRowLockExcept { limit, .. }
             | PlanKey::Take { limit, .. }
+            | PlanKey::TakeHeads { limit }
+            | PlanKey::ClaimRowLockHeads { limit, .. }
             | PlanKey::Candidates { limit, .. } => *limit,
             _ => None,
         }
@@ -174,6 +188,8 @@ pub struct Queue {
     settle_plans: RefCell<HashMap<PlanKey, Rc<GenericPlan>>>,
     /// writes a claimed row's jsonb (`shape.native_row`)
     pub encoder: Option<RefCell<RowEncoder>>,
+    /// what this session last counted of the queue's keys (`keys`)
+    pub keys_counted: std::cell::Cell<Option<crate::keys::Counted>>,
 }
 
 /// Most claim plans with a batch size written in, per queue and backend; a
@@ -373,6 +389,7 @@ fn load(client: &SpiClient<'_>, name: &str) -> Result<(Queue, Vec<pg_sys::Oid>)>
             plans: RefCell::new(HashMap::new()),
             settle_plans: RefCell::new(HashMap::new()),
             encoder,
+            keys_counted: std::cell::Cell::new(None),
         },
         watch,
     ))
@@ -536,6 +553,16 @@ impl Queue {
                 ),
                 _ => unreachable!("the advisory take: see settle_plan"),
             },
+            PlanKey::TakeHeads { limit } => (s.take_heads(*limit), vec![INT8OID, TIMESTAMPTZOID]),
+            PlanKey::ClaimRowLockHeads { except, limit } => (
+                s.claim_row_lock_heads(*except, *limit),
+                if *except {
+                    vec![INT8OID, TEXTARRAYOID]
+                } else {
+                    vec![INT8OID]
+                },
+            ),
+            PlanKey::KeyCount => (s.key_count(), vec![INT8OID]),
             PlanKey::Candidates { start, limit } => (
                 s.advisory_candidates(*start, *limit),
                 with_from(vec![INT8OID], *start != Start::Bottom),

@@ -19,6 +19,7 @@ mod create;
 mod desc;
 mod error;
 mod held;
+mod keys;
 mod mark;
 mod ops;
 mod rawjsonb;
@@ -33,6 +34,7 @@ mod srf;
 pub extern "C-unwind" fn _PG_init() {
     held::init();
     mark::init();
+    keys::init();
     desc::init();
 }
 

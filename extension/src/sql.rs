@@ -9,13 +9,15 @@
 //!
 //! Aliases and CTE names start with `_s_` to stay clear of user column names.
 //! Here: the resolved descriptor ([`Shape`]) and the expressions every
-//! statement shares. The statements, by family: [`claim`], [`settle`],
-//! [`dead`] (moves into the dead letter) and [`admin`] (the operator's
-//! functions: counts, dead letters).
+//! statement shares. The statements, by family: [`claim`] (and [`heads`]:
+//! claims that walk a keyed queue's keys), [`settle`], [`dead`] (moves into
+//! the dead letter) and [`admin`] (the operator's functions: counts, dead
+//! letters).
 
 mod admin;
 mod claim;
 mod dead;
+mod heads;
 mod settle;
 
 /// Claim form (docs/semantics.md, "Claim forms").
@@ -230,6 +232,13 @@ impl Shape {
 
     /// Conditions every candidate row satisfies (docs/semantics.md, "A queue and its rows").
     pub fn ready(&self, a: &str) -> String {
+        let mut p = self.ready_own(a);
+        p.extend(self.key_free(a));
+        join_and(p)
+    }
+
+    /// [`ready`](Self::ready) but for the key rule: what a row needs by itself.
+    fn ready_own(&self, a: &str) -> Vec<String> {
         let mut p = self.mine(a);
         if let Some(c) = &self.retry_after {
             let c = self.col(a, c);
@@ -244,8 +253,7 @@ impl Shape {
             );
             p.push(format!("({c} IS NULL OR {c} {LT} {NOW})"));
         }
-        p.extend(self.key_free(a));
-        join_and(p)
+        p
     }
 
     /// With an ordering key: the row's key (if any) has no row with a lower id

@@ -3,6 +3,7 @@
 use crate::desc::{self, spi, PlanKey, Queue};
 use crate::error::{bail, Result};
 use crate::held;
+use crate::keys;
 use crate::mark;
 use crate::rawjsonb::RawJsonb;
 use crate::sql::{Form, Start};
@@ -115,8 +116,10 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
         }
         let mut out = Vec::with_capacity(batch as usize);
         let mut dead = Vec::new();
+        // a keyed queue with few keys: each key's head, found key by key
+        let walk = keys::walk(client, &q);
         // a queue claimed in priority order is scanned from the start every time
-        let keeps_mark = q.shape.keeps_mark();
+        let keeps_mark = q.shape.keeps_mark() && !walk;
         let from = keeps_mark.then(|| mark::start(queue)).flatten();
         let from_bottom = (keeps_mark && from.is_none()).then(std::time::Instant::now);
         match q.shape.form {
@@ -131,7 +134,17 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
                 // SKIP LOCKED does not skip: leave them out, or they come again
                 let held = held::rows_claimed(queue);
                 let mut args = vec![(batch as i64).into()];
-                let plan = if held.is_empty() {
+                let plan = if walk {
+                    let except = !held.is_empty();
+                    if except {
+                        args.push(held.into());
+                    }
+                    q.claim_plan(
+                        client,
+                        |limit| PlanKey::ClaimRowLockHeads { except, limit },
+                        batch as i64,
+                    )
+                } else if held.is_empty() {
                     q.claim_plan(
                         client,
                         |limit| PlanKey::ClaimRowLock {
@@ -170,14 +183,18 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
             }
             Form::Lease => {
                 let lease = lease_interval(lease)?;
-                let plan = q.claim_plan(
-                    client,
-                    |limit| PlanKey::Take {
-                        from: from.is_some(),
-                        limit,
-                    },
-                    batch as i64,
-                );
+                let plan = if walk {
+                    q.claim_plan(client, |limit| PlanKey::TakeHeads { limit }, batch as i64)
+                } else {
+                    q.claim_plan(
+                        client,
+                        |limit| PlanKey::Take {
+                            from: from.is_some(),
+                            limit,
+                        },
+                        batch as i64,
+                    )
+                };
                 let token = lease_token(lease);
                 let mut args = vec![(batch as i64).into(), token.into()];
                 args.extend(from.map(Into::into));

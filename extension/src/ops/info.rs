@@ -224,6 +224,19 @@ pub fn statements(s: &crate::sql::Shape) -> Vec<(String, String)> {
             v.push(("claim_take".into(), s.take(false, None)));
         }
     }
+    if s.walks_keys() {
+        match s.form {
+            Form::RowLock => {
+                v.push(("claim_keys".into(), s.claim_row_lock_heads(false, None)));
+                v.push((
+                    "claim_keys_again".into(),
+                    s.claim_row_lock_heads(true, None),
+                ));
+            }
+            _ => v.push(("claim_keys".into(), s.take_heads(None))),
+        }
+        v.push(("key_count".into(), s.key_count()));
+    }
     if let Some(m) = s.move_taken_dead() {
         v.push(("claim_move_dead".into(), m));
     }

@@ -14,6 +14,13 @@ impl Shape {
     /// payload: the row's columns or its jsonb (see [`row_out`](Self::row_out)),
     /// then with `by_ctid` the locked row version's ctid.
     pub fn claim_row_lock(&self, except: bool, from: bool, n: Option<u32>) -> String {
+        let ready = self.ready_from("_s_t", from.then_some(if except { 3 } else { 2 }));
+        self.row_lock_select(&ready, except, n)
+    }
+
+    /// The row_lock claim's locking select of the rows of `_s_t` that satisfy
+    /// `ready`, as [`claim_row_lock`](Self::claim_row_lock) describes it.
+    pub(super) fn row_lock_select(&self, ready: &str, except: bool, n: Option<u32>) -> String {
         let att = match &self.attempt {
             Some(c) => format!(
                 "(COALESCE({}, 0) {PLUS} 1)::pg_catalog.int4",
@@ -43,7 +50,6 @@ impl Shape {
                 String::new()
             },
             t = self.table,
-            ready = self.ready_from("_s_t", from.then_some(if except { 3 } else { 2 })),
         )
     }
 
@@ -158,7 +164,7 @@ impl Shape {
     /// physical order): an integer id is sorted by `ops` after the statement
     /// (cheaper than a CTE), any other by the statement. `token`: the column
     /// holding the lease token, if the form has one.
-    fn taken_oldest_first(&self, update: &str, token: Option<&str>) -> String {
+    pub(super) fn taken_oldest_first(&self, update: &str, token: Option<&str>) -> String {
         let tok = |a: &str| match token {
             Some(c) => format!("{a}.{c}"),
             None => "NULL::pg_catalog.timestamptz".into(),

@@ -81,6 +81,36 @@ SELECT queue_complete('flow_ka', '3', 'drop');
 SELECT flow_ids('flow_ka', 10) AS next_of_b;
 SELECT pg_advisory_unlock_all();
 
+-- a queue with few keys: the native extension's claims visit each key once
+-- (settle.key_walk_max keys at most; 0: id order, always); the same rows
+-- either way, the unkeyed ones among them (every claim from the lowest id)
+SET settle.rescan_interval = 0;
+CREATE TABLE flow_kw (id bigint PRIMARY KEY, payload jsonb NOT NULL DEFAULT '{}', locked_until timestamptz,
+                      ordering_key integer);
+CREATE INDEX ON flow_kw (ordering_key, id);
+INSERT INTO flow_kw (id, ordering_key) SELECT g, CASE WHEN g % 7 <> 0 THEN g % 3 END FROM generate_series(1, 30) g;
+CREATE TABLE flow_kwr (LIKE flow_kw INCLUDING ALL);
+INSERT INTO flow_kwr SELECT * FROM flow_kw;
+SELECT queue_register('flow_kw', 'flow_kw', 'lease'), queue_register('flow_kwr', 'flow_kwr', 'row_lock');
+SET settle.key_walk_max = 0;
+SELECT flow_ids('flow_kw', 5) AS by_id, flow_ids('flow_kw', 5) AS heads_taken;
+UPDATE flow_kw SET locked_until = NULL;
+RESET settle.key_walk_max;
+SELECT flow_ids('flow_kw', 5) AS by_key, flow_ids('flow_kw', 5) AS heads_taken, flow_ids('flow_kw', 5) AS nothing;
+SELECT queue_complete('flow_kw', '2', 'ack', token => locked_until) FROM flow_kw WHERE id = 2;
+SELECT flow_ids('flow_kw', 5) AS next_of_2;
+BEGIN;
+SELECT flow_ids('flow_kwr', 2) AS by_key, flow_ids('flow_kwr', 3) AS then, flow_ids('flow_kwr', 5) AS heads_held;
+SELECT queue_complete('flow_kwr', '1', 'ack');
+SELECT flow_ids('flow_kwr', 5) AS next_of_1;
+ROLLBACK;
+SET settle.key_walk_max = 0;
+BEGIN;
+SELECT flow_ids('flow_kwr', 2) AS by_id, flow_ids('flow_kwr', 3) AS then, flow_ids('flow_kwr', 5) AS heads_held;
+ROLLBACK;
+RESET settle.key_walk_max;
+RESET settle.rescan_interval;
+
 -- processed_at tables: a marked row no longer holds its key
 CREATE TABLE flow_kp (id bigint PRIMARY KEY, payload jsonb NOT NULL DEFAULT '{}', locked_until timestamptz,
                       processed_at timestamptz, ordering_key text);
@@ -103,11 +133,11 @@ SELECT flow_ids('flow_both', 10);
 
 -- the claim reads an index range, never the table: the lease claim's generic
 -- plan on 5,000 rows, with 100 keys, and with ten priorities
-CREATE FUNCTION flow_reads_index(q text) RETURNS boolean LANGUAGE plpgsql AS $$
+CREATE FUNCTION flow_reads_index(q text, st text DEFAULT 'claim') RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE
   plan text;
 BEGIN
-  EXECUTE format('PREPARE flow_claim(bigint, timestamptz) AS %s', (SELECT sql FROM queue_sql(q) WHERE statement = 'claim'));
+  EXECUTE format('PREPARE flow_claim(bigint, timestamptz) AS %s', (SELECT sql FROM queue_sql(q) WHERE statement = st));
   SET LOCAL plan_cache_mode = force_generic_plan;
   EXECUTE 'EXPLAIN (FORMAT JSON) EXECUTE flow_claim(10, now() + interval ''30 seconds'')' INTO plan;
   DEALLOCATE flow_claim;
@@ -123,6 +153,11 @@ ANALYZE flow_plan_k, flow_plan_p;
 SELECT queue_register('flow_plan_k', 'flow_plan_k', 'lease'), queue_register('flow_plan_p', 'flow_plan_p', 'lease');
 BEGIN;
 SELECT flow_reads_index('flow_plan_k') AS keyed, flow_reads_index('flow_plan_p') AS prioritized;
+COMMIT;
+-- and the native extension's claim that walks the keys (the SQL edition has none)
+BEGIN;
+SELECT coalesce(bool_and(flow_reads_index('flow_plan_k', statement)), true) AS walking_keys
+FROM queue_sql('flow_plan_k') WHERE statement = 'claim_keys';
 COMMIT;
 
 -- registration checks (SQ003)
@@ -152,4 +187,4 @@ SELECT queue_unregister(q) FROM unnest(ARRAY['flow_made', 'flow_made_k', 'flow_p
                                               'flow_both', 'flow_bad', 'flow_plan_k', 'flow_plan_p']) q;
 DROP TABLE flow_made, flow_made_dead, flow_made_k, flow_pl, flow_pr, flow_pa, flow_kl, flow_kl_dead, flow_kr, flow_ka, flow_kp, flow_both, flow_bad,
            flow_plan_k, flow_plan_p;
-DROP FUNCTION flow_table(text, boolean), flow_ids(text, integer), flow_reads_index(text);
+DROP FUNCTION flow_table(text, boolean), flow_ids(text, integer), flow_reads_index(text, text);
