@@ -50,6 +50,12 @@ pub enum PlanKey {
         except: bool,
         limit: Option<u32>,
     },
+    /// advisory candidates over a keyed queue's heads
+    /// (`Shape::advisory_candidates_heads`)
+    CandidatesHeads {
+        start: Start,
+        limit: Option<u32>,
+    },
     /// how many keys a keyed queue has, up to a bound (`Shape::key_count`)
     KeyCount,
     /// rows a lease or advisory take flagged dead, into the dead letter
@@ -88,7 +94,8 @@ impl PlanKey {
             | PlanKey::Take { limit, .. }
             | PlanKey::TakeHeads { limit }
             | PlanKey::ClaimRowLockHeads { limit, .. }
-            | PlanKey::Candidates { limit, .. } => *limit,
+            | PlanKey::Candidates { limit, .. }
+            | PlanKey::CandidatesHeads { limit, .. } => *limit,
             _ => None,
         }
     }
@@ -563,6 +570,10 @@ impl Queue {
                 },
             ),
             PlanKey::KeyCount => (s.key_count(), vec![INT8OID]),
+            PlanKey::CandidatesHeads { start, limit } => (
+                s.advisory_candidates_heads(*start, *limit),
+                with_from(vec![INT8OID], *start == Start::After),
+            ),
             PlanKey::Candidates { start, limit } => (
                 s.advisory_candidates(*start, *limit),
                 with_from(vec![INT8OID], *start != Start::Bottom),

@@ -203,7 +203,14 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
                 oldest_first(&q, &mut out);
                 move_taken_dead(client, &q, &dead);
             }
-            Form::Advisory => advisory_claim(client, &q, batch as usize, from, &mut out, &mut dead),
+            Form::Advisory => {
+                let candidates = if walk {
+                    Candidates::Heads
+                } else {
+                    Candidates::InOrder(from)
+                };
+                advisory_claim(client, &q, batch as usize, candidates, &mut out, &mut dead)
+            }
         }
         if let Some(t0) = from_bottom {
             mark::rescan_took(queue, t0.elapsed());
@@ -225,6 +232,14 @@ fn oldest_first(q: &Queue, taken: &mut [Delivery]) {
     }
 }
 
+/// Where an advisory claim's candidates come from.
+enum Candidates {
+    /// ready rows in claim order, from the session's mark if any
+    InOrder(Option<String>),
+    /// a keyed queue's ready heads and rows without a key (`keys`)
+    Heads,
+}
+
 /// Walk ready rows in id order, lock keys with pg_try_advisory_lock, re-check
 /// the locked rows with a fresh snapshot (the previous holder may have settled
 /// them between our read and our lock) and count the attempt. Every key locked
@@ -234,13 +249,17 @@ fn advisory_claim(
     client: &SpiClient<'_>,
     q: &Queue,
     batch: usize,
-    from: Option<String>,
+    candidates: Candidates,
     out: &mut Vec<Delivery>,
     dead: &mut Vec<String>,
 ) {
     let page = (batch as i64) * 2 + 16;
     let mark = held::claim_mark();
     // the first page starts at the session's mark, each next one past the last
+    let (heads, from) = match candidates {
+        Candidates::Heads => (true, None),
+        Candidates::InOrder(from) => (false, from),
+    };
     let (mut start, mut at) = match from {
         Some(from) => (Start::From, Some(from)),
         None => (Start::Bottom, None),
@@ -252,7 +271,15 @@ fn advisory_claim(
         if want == 0 {
             break;
         }
-        let plan = q.claim_plan(client, |limit| PlanKey::Candidates { start, limit }, page);
+        let plan = if heads {
+            q.claim_plan(
+                client,
+                |limit| PlanKey::CandidatesHeads { start, limit },
+                page,
+            )
+        } else {
+            q.claim_plan(client, |limit| PlanKey::Candidates { start, limit }, page)
+        };
         let mut args = vec![page.into()];
         args.extend(at.as_deref().map(Into::into));
         let t = spi(client.select(&*plan, None, &args));

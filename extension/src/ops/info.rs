@@ -233,7 +233,17 @@ pub fn statements(s: &crate::sql::Shape) -> Vec<(String, String)> {
                     s.claim_row_lock_heads(true, None),
                 ));
             }
-            _ => v.push(("claim_keys".into(), s.take_heads(None))),
+            Form::Lease => v.push(("claim_keys".into(), s.take_heads(None))),
+            Form::Advisory => {
+                v.push((
+                    "claim_keys_candidates".into(),
+                    s.advisory_candidates_heads(Start::Bottom, None),
+                ));
+                v.push((
+                    "claim_keys_candidates_after".into(),
+                    s.advisory_candidates_heads(Start::After, None),
+                ));
+            }
         }
         v.push(("key_count".into(), s.key_count()));
     }

@@ -18,14 +18,13 @@ impl Shape {
     /// This queue's claims can walk its keys: an ordering key compared with
     /// pg_catalog's operators, claims in id order (no priority), no group
     /// (its key index spans every queue of the table), a plain heap table
-    /// (candidates by ctid) on one node, and the lease or row_lock form.
+    /// (candidates by ctid) on one node.
     pub fn walks_keys(&self) -> bool {
         matches!(&self.ordering_key, Some((_, eq)) if eq == KEY_EQ)
             && self.priority.is_none()
             && self.group.is_none()
             && self.plain_heap
             && !self.distributed
-            && self.form != Form::Advisory
     }
 
     /// The walk over this queue's distinct keys, as a subquery `_s_ks(v)`,
@@ -74,11 +73,14 @@ impl Shape {
     }
 
     /// Ready rows without a key, from `a`, in id order (their range of the
-    /// key index, NULLs last).
-    fn unkeyed(&self, a: &str, cols: &str) -> String {
+    /// key index, NULLs last); with `after`, past the id in that parameter.
+    fn unkeyed(&self, a: &str, cols: &str, after: Option<&str>) -> String {
         let (k, _) = self.ordering_key.as_ref().expect("a keyed queue");
         let mut ready = self.ready_own(a);
         ready.push(format!("{a}.{k} IS NULL"));
+        if let Some(p) = after {
+            ready.push(format!("{} {GT} {}", self.id_of(a), self.cast_id(p)));
+        }
         format!(
             "SELECT {cols} FROM {t} {a} WHERE {ready} ORDER BY {a}.{k}, {}",
             self.id_of(a),
@@ -107,7 +109,11 @@ impl Shape {
             cid = self.id_of("_s_c"),
             heads = self.heads(),
             ready = join_and(self.ready_own("_s_c")),
-            unkeyed = self.unkeyed("_s_u", &format!("_s_u.ctid AS c, {} AS i", self.id_of("_s_u"))),
+            unkeyed = self.unkeyed(
+                "_s_u",
+                &format!("_s_u.ctid AS c, {} AS i", self.id_of("_s_u")),
+                None
+            ),
             limit = limit(n),
         );
         self.taken_oldest_first(&update, self.locked_until.as_deref())
@@ -125,9 +131,37 @@ impl Shape {
             format!(
                 "_s_t.ctid {EQ} ANY ({heads} {CAT} ARRAY({unkeyed} LIMIT $1 OPERATOR(pg_catalog.*) 8 {PLUS} 64))",
                 heads = self.heads(),
-                unkeyed = self.unkeyed("_s_u", "_s_u.ctid"),
+                unkeyed = self.unkeyed("_s_u", "_s_u.ctid", None),
             ),
         );
         self.row_lock_select(&join_and(ready), except, n)
+    }
+
+    /// advisory candidates over the heads: [`advisory_candidates`](Self::advisory_candidates)'s
+    /// parameters and columns, the ready heads and rows without a key in id
+    /// order; after the first page (`Start::After`) past the id in $2.
+    pub fn advisory_candidates_heads(&self, start: Start, n: Option<u32>) -> String {
+        let id = self.id_of("_s_t");
+        let after = (start == Start::After).then_some("$2");
+        let mut ready = self.ready_own("_s_t");
+        ready.insert(
+            0,
+            format!(
+                "_s_t.ctid {EQ} ANY ({heads} {CAT} ARRAY({unkeyed} {limit}))",
+                heads = self.heads(),
+                unkeyed = self.unkeyed("_s_u", "_s_u.ctid", after),
+                limit = limit(n),
+            ),
+        );
+        if let Some(p) = after {
+            ready.push(format!("{id} {GT} {}", self.cast_id(p)));
+        }
+        format!(
+            "SELECT ({id})::pg_catalog.text, {key} FROM {t} _s_t WHERE {ready} ORDER BY {id} {limit}",
+            key = self.advisory_key(&format!("({id})::pg_catalog.text")),
+            t = self.table,
+            ready = join_and(ready),
+            limit = limit(n),
+        )
     }
 }

@@ -108,7 +108,17 @@ SET settle.key_walk_max = 0;
 BEGIN;
 SELECT flow_ids('flow_kwr', 2) AS by_id, flow_ids('flow_kwr', 3) AS then, flow_ids('flow_kwr', 5) AS heads_held;
 ROLLBACK;
+-- advisory: a held key's followers wait, the head's ack frees the next
+CREATE TABLE flow_kwa (LIKE flow_kw INCLUDING ALL);
+INSERT INTO flow_kwa SELECT id, payload, NULL, ordering_key FROM flow_kwr;
+SELECT queue_register('flow_kwa', 'flow_kwa', 'advisory');
+SELECT flow_ids('flow_kwa', 5) AS by_id, flow_ids('flow_kwa', 5) AS heads_held;
+SELECT pg_advisory_unlock_all();
 RESET settle.key_walk_max;
+SELECT flow_ids('flow_kwa', 5) AS by_key, flow_ids('flow_kwa', 5) AS heads_held, flow_ids('flow_kwa', 5) AS nothing;
+SELECT queue_complete('flow_kwa', '2', 'ack');
+SELECT flow_ids('flow_kwa', 5) AS next_of_2;
+SELECT pg_advisory_unlock_all();
 RESET settle.rescan_interval;
 
 -- processed_at tables: a marked row no longer holds its key
