@@ -264,11 +264,15 @@ impl Shape {
         let mut p = self.mine("_s_k");
         p.push(format!("_s_k.{k} {eq} {}", self.col(a, k)));
         p.push(format!("{} {LT} {}", self.id_of("_s_k"), self.id_of(a)));
+        // the first such row in index order, not NOT EXISTS: with few keys the
+        // planner costs a seq scan for NOT EXISTS, which reads the whole table
+        // for every head it tests
         Some(format!(
-            "({} IS NULL OR NOT EXISTS (SELECT 1 FROM {} _s_k WHERE {}))",
+            "({} IS NULL OR (SELECT {id} FROM {} _s_k WHERE {} ORDER BY _s_k.{k}, {id} LIMIT 1) IS NULL)",
             self.col(a, k),
             self.table,
-            join_and(p)
+            join_and(p),
+            id = self.id_of("_s_k"),
         ))
     }
 

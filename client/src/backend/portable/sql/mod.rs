@@ -133,7 +133,9 @@ impl Shape {
         }
         if let Some(k) = &self.ordering_key {
             // no row of its key with a lower id still in the queue (ready,
-            // delayed or in flight): a probe of the (ordering_key, id) index
+            // delayed or in flight): a probe of the (ordering_key, id) index,
+            // its first such row in index order — for NOT EXISTS PostgreSQL
+            // costs a table scan when the keys are few
             let mut p = self.mine("_s_k");
             p.push(format!("{} = {}", self.c("_s_k", k), self.c(a, k)));
             p.push(format!(
@@ -142,10 +144,12 @@ impl Shape {
                 self.c(a, &self.id)
             ));
             v.push(format!(
-                "({} IS NULL OR NOT EXISTS (SELECT 1 FROM {} _s_k WHERE {}))",
+                "({} IS NULL OR (SELECT {id} FROM {} _s_k WHERE {} ORDER BY {}, {id} LIMIT 1) IS NULL)",
                 self.c(a, k),
                 self.table,
-                p.join(" AND ")
+                p.join(" AND "),
+                self.c("_s_k", k),
+                id = self.c("_s_k", &self.id),
             ));
         }
         if v.is_empty() {
