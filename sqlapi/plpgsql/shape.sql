@@ -215,7 +215,9 @@ $$;
 
 -- Conditions every candidate row (alias a) satisfies. With an ordering key:
 -- no row of the row's key with a lower id is still in the queue (ready,
--- delayed or in flight), probed in the (ordering_key, id) index.
+-- delayed or in flight), probed in the (ordering_key, id) index: its first
+-- such row in index order, since for NOT EXISTS the planner costs a table
+-- scan when the keys are few.
 CREATE FUNCTION @extschema@._settle_ready(s @extschema@.settle_queue_shape, a text) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
@@ -226,10 +228,11 @@ CREATE FUNCTION @extschema@._settle_ready(s @extschema@.settle_queue_shape, a te
            CASE WHEN s.form = 'lease' THEN
              '(' || a || '.' || s.locked_until || ' IS NULL OR ' || a || '.' || s.locked_until || ' OPERATOR(pg_catalog.<) pg_catalog.now())' END,
            CASE WHEN s.ordering_key IS NOT NULL THEN
-             '(' || a || '.' || s.ordering_key || ' IS NULL OR NOT EXISTS (SELECT 1 FROM ' || s.tbl || ' _s_k WHERE '
+             '(' || a || '.' || s.ordering_key || ' IS NULL OR (SELECT _s_k.' || s.id || ' FROM ' || s.tbl || ' _s_k WHERE '
              || pg_catalog.concat_ws(' AND ', NULLIF(@extschema@._settle_mine(s, '_s_k'), ''),
                   '_s_k.' || s.ordering_key || ' ' || s.key_eq || ' ' || a || '.' || s.ordering_key,
-                  '_s_k.' || s.id || ' OPERATOR(pg_catalog.<) ' || a || '.' || s.id) || '))' END), ''), 'true')
+                  '_s_k.' || s.id || ' OPERATOR(pg_catalog.<) ' || a || '.' || s.id)
+             || ' ORDER BY _s_k.' || s.ordering_key || ', _s_k.' || s.id || ' LIMIT 1) IS NULL)' END), ''), 'true')
 $$;
 
 -- The order a claim takes ready rows (alias a) in: by id, or (priority, id)
