@@ -90,10 +90,10 @@ impl Shape {
     }
 
     /// A lease take over the heads: [`take`](Self::take)'s parameters ($1
-    /// batch, $2 token) and columns. It locks the ready heads (few, as the
-    /// keys are) and, past the rows other claims hold, the first `$1` ready
-    /// rows without a key, and takes the first `$1` of both in id order; the
-    /// rest it locked are free again when the claim commits.
+    /// batch, $2 token) and columns. Past the rows other claims hold, it locks
+    /// the first `$1` ready heads and the first `$1` ready rows without a key,
+    /// and takes the first `$1` of both in id order; the others it locked are
+    /// free again when its transaction ends.
     pub fn take_heads(&self, n: Option<u32>) -> String {
         let t = &self.table;
         let mut sets = vec![format!("{} = $2", self.locked_until.as_ref().unwrap())];
@@ -101,7 +101,7 @@ impl Shape {
         let update = format!(
             "UPDATE {t} _s_t SET {sets} WHERE _s_t.ctid {EQ} ANY (ARRAY(SELECT _s_p.c FROM (\
                SELECT _s_h.c, _s_h.i FROM (SELECT _s_c.ctid AS c, {cid} AS i FROM {t} _s_c \
-                 WHERE _s_c.ctid {EQ} ANY ({heads}) AND {ready} FOR UPDATE OF _s_c SKIP LOCKED) _s_h \
+                 WHERE _s_c.ctid {EQ} ANY ({heads}) AND {ready} ORDER BY {cid} {limit} FOR UPDATE OF _s_c SKIP LOCKED) _s_h \
                UNION ALL \
                SELECT _s_v.c, _s_v.i FROM ({unkeyed} {limit} FOR UPDATE OF _s_u SKIP LOCKED) _s_v\
              ) _s_p ORDER BY _s_p.i {limit}))",
