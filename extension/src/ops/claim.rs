@@ -133,37 +133,27 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
                 // rows this transaction already claimed are locked by it, which
                 // SKIP LOCKED does not skip: leave them out, or they come again
                 let held = held::rows_claimed(queue);
+                let except = !held.is_empty();
                 let mut args = vec![(batch as i64).into()];
-                let plan = if walk {
-                    let except = !held.is_empty();
-                    if except {
-                        args.push(held.into());
-                    }
-                    q.claim_plan(
-                        client,
-                        |limit| PlanKey::ClaimRowLockHeads { except, limit },
-                        batch as i64,
-                    )
-                } else if held.is_empty() {
-                    q.claim_plan(
-                        client,
-                        |limit| PlanKey::ClaimRowLock {
-                            from: from.is_some(),
-                            limit,
-                        },
-                        batch as i64,
-                    )
-                } else {
+                if except {
                     args.push(held.into());
-                    q.claim_plan(
-                        client,
-                        |limit| PlanKey::ClaimRowLockExcept {
-                            from: from.is_some(),
+                }
+                let from_mark = from.is_some();
+                let plan = q.claim_plan(
+                    client,
+                    |limit| match (walk, except) {
+                        (true, _) => PlanKey::ClaimRowLockHeads { except, limit },
+                        (false, false) => PlanKey::ClaimRowLock {
+                            from: from_mark,
                             limit,
                         },
-                        batch as i64,
-                    )
-                };
+                        (false, true) => PlanKey::ClaimRowLockExcept {
+                            from: from_mark,
+                            limit,
+                        },
+                    },
+                    batch as i64,
+                );
                 args.extend(from.map(Into::into));
                 let t = spi(client.select(&*plan, None, &args));
                 let mut tids = Vec::with_capacity(batch as usize);
@@ -183,18 +173,18 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
             }
             Form::Lease => {
                 let lease = lease_interval(lease)?;
-                let plan = if walk {
-                    q.claim_plan(client, |limit| PlanKey::TakeHeads { limit }, batch as i64)
-                } else {
-                    q.claim_plan(
-                        client,
-                        |limit| PlanKey::Take {
-                            from: from.is_some(),
+                let from_mark = from.is_some();
+                let plan = q.claim_plan(
+                    client,
+                    |limit| match walk {
+                        true => PlanKey::TakeHeads { limit },
+                        false => PlanKey::Take {
+                            from: from_mark,
                             limit,
                         },
-                        batch as i64,
-                    )
-                };
+                    },
+                    batch as i64,
+                );
                 let token = lease_token(lease);
                 let mut args = vec![(batch as i64).into(), token.into()];
                 args.extend(from.map(Into::into));
@@ -204,12 +194,7 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
                 move_taken_dead(client, &q, &dead);
             }
             Form::Advisory => {
-                let candidates = if walk {
-                    Candidates::Heads
-                } else {
-                    Candidates::InOrder(from)
-                };
-                advisory_claim(client, &q, batch as usize, candidates, &mut out, &mut dead)
+                advisory_claim(client, &q, batch as usize, walk, from, &mut out, &mut dead)
             }
         }
         if let Some(t0) = from_bottom {
@@ -232,14 +217,6 @@ fn oldest_first(q: &Queue, taken: &mut [Delivery]) {
     }
 }
 
-/// Where an advisory claim's candidates come from.
-enum Candidates {
-    /// ready rows in claim order, from the session's mark if any
-    InOrder(Option<String>),
-    /// a keyed queue's ready heads and rows without a key (`keys`)
-    Heads,
-}
-
 /// Walk ready rows in id order, lock keys with pg_try_advisory_lock, re-check
 /// the locked rows with a fresh snapshot (the previous holder may have settled
 /// them between our read and our lock) and count the attempt. Every key locked
@@ -249,17 +226,15 @@ fn advisory_claim(
     client: &SpiClient<'_>,
     q: &Queue,
     batch: usize,
-    candidates: Candidates,
+    // candidates from a keyed queue's heads (`keys`; no mark then), else in claim order
+    heads: bool,
+    from: Option<String>,
     out: &mut Vec<Delivery>,
     dead: &mut Vec<String>,
 ) {
     let page = (batch as i64) * 2 + 16;
     let mark = held::claim_mark();
     // the first page starts at the session's mark, each next one past the last
-    let (heads, from) = match candidates {
-        Candidates::Heads => (true, None),
-        Candidates::InOrder(from) => (false, from),
-    };
     let (mut start, mut at) = match from {
         Some(from) => (Start::From, Some(from)),
         None => (Start::Bottom, None),
@@ -271,15 +246,14 @@ fn advisory_claim(
         if want == 0 {
             break;
         }
-        let plan = if heads {
-            q.claim_plan(
-                client,
-                |limit| PlanKey::CandidatesHeads { start, limit },
-                page,
-            )
-        } else {
-            q.claim_plan(client, |limit| PlanKey::Candidates { start, limit }, page)
-        };
+        let plan = q.claim_plan(
+            client,
+            |limit| match heads {
+                true => PlanKey::CandidatesHeads { start, limit },
+                false => PlanKey::Candidates { start, limit },
+            },
+            page,
+        );
         let mut args = vec![page.into()];
         args.extend(at.as_deref().map(Into::into));
         let t = spi(client.select(&*plan, None, &args));
