@@ -17,7 +17,8 @@ install)
   tarball=$src/pg_tle-$version.tar.gz
   if [ ! -f "$tarball" ]; then echo "pg_tle: not installed and no source at $tarball" >&2; exit 3; fi
   echo "$sha  $tarball" | sha256sum -c --quiet
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends flex bison >/dev/null
+  # (libkrb5-dev: the server headers include gssapi.h)
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends flex bison libkrb5-dev >/dev/null
   build=$(mktemp -d /tmp/settle-pgtle.XXXXXX)
   tar -xzf "$tarball" -C "$build"
   # the compiler pg_config names, unless it rejects the flags pg_config gives (a server built
