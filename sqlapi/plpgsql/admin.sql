@@ -263,6 +263,18 @@ BEGIN
         statement := 'claim_candidates_after'; sql := @extschema@._settle_candidates(s, true); RETURN NEXT;
         statement := 'claim_take'; sql := @extschema@._settle_take_advisory(s); RETURN NEXT;
     END IF;
+    IF @extschema@._settle_walks_keys(s) THEN
+        IF s.form = 'row_lock' THEN
+            statement := 'claim_keys'; sql := @extschema@._settle_claim_row_lock(s, false, walk => true); RETURN NEXT;
+            statement := 'claim_keys_again'; sql := @extschema@._settle_claim_row_lock(s, true, walk => true); RETURN NEXT;
+        ELSIF s.form = 'lease' THEN
+            statement := 'claim_keys'; sql := @extschema@._settle_take_lease(s, walk => true); RETURN NEXT;
+        ELSE
+            statement := 'claim_keys_candidates'; sql := @extschema@._settle_candidates(s, false, walk => true); RETURN NEXT;
+            statement := 'claim_keys_candidates_after'; sql := @extschema@._settle_candidates(s, true, walk => true); RETURN NEXT;
+        END IF;
+        statement := 'key_count'; sql := @extschema@._settle_key_count(s); RETURN NEXT;
+    END IF;
     IF s.form <> 'row_lock' AND (s.dead_group IS NOT NULL OR s.dead_table IS NOT NULL) THEN
         statement := 'claim_move_dead'; sql := @extschema@._settle_move_taken_dead(s); RETURN NEXT;
     END IF;

@@ -70,6 +70,26 @@ $f$, 'settle_sql.m' || k, 'settle_sql.r' || k, sch)
   FROM (SELECT @extschema@._settle_mark_key(s.queue, version) AS k) x
 $$;
 
+-- The generated code that sets walk (the block's boolean) for queue s at
+-- version: the session's note while it is a second old and counted against
+-- the same bound, else a count (_settle_key_walks). Nothing for a queue that
+-- cannot walk.
+CREATE FUNCTION @extschema@._settle_fast_walk(sch text, s @extschema@.settle_queue_shape, version text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT CASE WHEN NOT @extschema@._settle_walks_keys(s) THEN '' ELSE pg_catalog.format($f$
+kr := pg_catalog.string_to_array(pg_catalog.current_setting(%1$L, true), ' ');
+walk := CASE WHEN kr[2] OPERATOR(pg_catalog.=) COALESCE(NULLIF(pg_catalog.current_setting('settle.key_walk_max', true), ''), '16')
+                  AND pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.<)
+                      (kr[1]::pg_catalog.float8 OPERATOR(pg_catalog.+) 1)
+             THEN kr[3] OPERATOR(pg_catalog.=) 't' ELSE %2$s._settle_key_walks(%1$L, %3$L) END;
+IF walk THEN
+    started := NULL;
+    every := '0'::pg_catalog.interval;
+END IF;
+$f$, 'settle_sql.k' || @extschema@._settle_mark_key(s.queue, version), sch, @extschema@._settle_key_count(s)) END
+$$;
+
 -- The generated code around statements whose generic plan is wanted (an
 -- array parameter, or LIMIT $1), which PostgreSQL would otherwise make anew on
 -- every call (see _settle_settle): turn_on, before them (caller_mode keeps the
@@ -125,23 +145,26 @@ $$;
 -- token, $3 the mark (from_mark). The statement keeps the session's mark
 -- itself (the highest id taken, when the block's every is positive; none in
 -- priority order), in a CTE a one-time filter runs before the first row; the
--- taken rows keep only the columns returned and their sort keys.
-CREATE FUNCTION @extschema@._settle_fast_rows(s @extschema@.settle_queue_shape, version text, from_mark boolean)
+-- taken rows keep only the columns returned and their sort keys. walk: from
+-- the queue's heads (heads.sql), keeping no mark.
+CREATE FUNCTION @extschema@._settle_fast_rows(s @extschema@.settle_queue_shape, version text, from_mark boolean,
+                                              walk boolean DEFAULT false)
     RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT @extschema@._settle_lease_took(s, from_mark, pg_catalog.format(
            '(_s_t.%s)::pg_catalog.text AS _s_id, %s AS _s_att, _s_t.%s AS _s_tok, %s AS _s_pay, _s_t.%1$s AS _s_key%5$s',
            s.id, @extschema@._settle_attempt_out(s, '_s_t'), s.locked_until, @extschema@._settle_payload(s, '_s_t'),
-           CASE WHEN s.priority IS NOT NULL THEN ', _s_t.' || s.priority || ' AS _s_pri' ELSE '' END))
-    || CASE WHEN s.priority IS NULL THEN pg_catalog.format(
+           CASE WHEN s.priority IS NOT NULL THEN ', _s_t.' || s.priority || ' AS _s_pri' ELSE '' END), walk)
+    || CASE WHEN s.priority IS NULL AND NOT walk THEN pg_catalog.format(
          ', _s_note AS (SELECT pg_catalog.set_config(%L, (_s_last._s_key)::pg_catalog.text, false) '
          'FROM (SELECT _s_took._s_key FROM _s_took ORDER BY _s_took._s_key DESC LIMIT 1) _s_last '
          'WHERE _settle_fast.every OPERATOR(pg_catalog.>) ''0''::pg_catalog.interval)',
          'settle_sql.m' || @extschema@._settle_mark_key(s.queue, version))
        ELSE '' END
     || ' SELECT _s_took._s_id, _s_took._s_att, _s_took._s_tok, _s_took._s_pay FROM _s_took'
-    || CASE WHEN s.priority IS NULL
+    || CASE WHEN walk THEN ' ORDER BY _s_took._s_key'
+            WHEN s.priority IS NULL
             THEN ' WHERE (SELECT pg_catalog.count(*) FROM _s_note) OPERATOR(pg_catalog.>=) 0 ORDER BY _s_took._s_key'
             ELSE ' ORDER BY _s_took._s_pri, _s_took._s_key' END
 $$;
@@ -166,15 +189,21 @@ DECLARE
     rows boolean := kind = 'inline' AND s.form = 'lease' AND @extschema@._settle_taken_dead(s, '_s_took') = 'false';
     -- a row_lock claim of many of a plain table: with the rows' ctids (_settle_fast_tids_key)
     by_ctid boolean := many AND s.form = 'row_lock' AND s.plain_heap;
+    -- claims that walk the keys while the queue has few (heads.sql)
+    w boolean := @extschema@._settle_walks_keys(s);
     b text := E'#variable_conflict use_column\nDECLARE\n    mark ALIAS FOR $3;\n    every interval;\n    r text[];\n'
               || E'    started timestamptz;\n    caller_mode text;\n    noted text;\n'
+              || CASE WHEN w THEN E'    kr text[];\n    walk boolean := false;\n' ELSE '' END
               || CASE WHEN many THEN E'    id text;\n    dead boolean := false;\n' ELSE '' END
               || CASE WHEN by_ctid THEN E'    tids tid[];\n' ELSE '' END;
     -- the take from the lowest id (st[1]) and from the mark (st[2]); row_lock:
     -- the same again where the transaction holds rows already (st[3], st[4]);
-    -- rst: lease, the take as rows (rows)
+    -- rst: lease, the take as rows (rows), from the lowest id, from the mark,
+    -- walking the keys; wst: the take walking the keys (w), lease: st[1]'s;
+    -- row_lock: st[1]'s, st[3]'s
     st text[];
     rst text[];
+    wst text[];
     take text;
     into_row text := CASE WHEN NOT many THEN 'INTO dead, id, attempt, token, payload'
                           WHEN s.form = 'lease' THEN 'INTO deads, ids, atts, toks, pays' ELSE 'INTO ids, atts, pays' END;
@@ -187,22 +216,31 @@ DECLARE
 BEGIN
     IF s.form = 'lease' THEN
         st := ARRAY[@extschema@._settle_take_lease(s, many, false), @extschema@._settle_take_lease(s, many, true)];
+        wst := ARRAY[@extschema@._settle_take_lease(s, many, false, true)];
         IF rows THEN
-            rst := ARRAY[@extschema@._settle_fast_rows(s, version, false), @extschema@._settle_fast_rows(s, version, true)];
+            rst := ARRAY[@extschema@._settle_fast_rows(s, version, false), @extschema@._settle_fast_rows(s, version, true),
+                         @extschema@._settle_fast_rows(s, version, false, true)];
         END IF;
     ELSE
         st := ARRAY[@extschema@._settle_claim_row_lock(s, false, many, false, by_ctid), @extschema@._settle_claim_row_lock(s, false, many, true, by_ctid),
                     @extschema@._settle_claim_row_lock(s, true, many, false, by_ctid), @extschema@._settle_claim_row_lock(s, true, many, true, by_ctid)];
+        wst := ARRAY[@extschema@._settle_claim_row_lock(s, false, many, false, by_ctid, true),
+                     @extschema@._settle_claim_row_lock(s, true, many, false, by_ctid, true)];
         into_row := CASE WHEN by_ctid THEN 'INTO ids, atts, pays, tids' WHEN many THEN 'INTO ids, atts, pays'
                          ELSE 'INTO id, attempt, token, payload' END;
     END IF;
     IF NOT many THEN
         st := ARRAY(SELECT pg_catalog.replace(x, 'LIMIT $1', 'LIMIT 1') FROM pg_catalog.unnest(st) x);
+        wst := ARRAY(SELECT pg_catalog.replace(x, 'LIMIT $1', 'LIMIT 1') FROM pg_catalog.unnest(wst) x);
     END IF;
     IF s.form = 'lease' THEN
         take := E'IF mark IS NULL THEN\n' || st[1] || E'\n    ' || into_row || E';\nELSE\n' || st[2] || E'\n    ' || into_row || E';\nEND IF;\n';
+        IF w THEN
+            take := E'IF walk THEN\n' || wst[1] || E'\n    ' || into_row || E';\nELS' || take;
+        END IF;
         IF rows THEN
             take := E'IF $1 OPERATOR(pg_catalog.=) 1 THEN\n' || take || E'ELSE\n' || generic
+                || CASE WHEN w THEN E'IF walk THEN\nRETURN QUERY ' || rst[3] || E';\nELS' ELSE '' END
                 || E'IF mark IS NULL THEN\nRETURN QUERY ' || rst[1] || E';\nELSE\nRETURN QUERY ' || rst[2] || E';\nEND IF;\n'
                 || caller_plans || E'END IF;\n';
         END IF;
@@ -210,7 +248,7 @@ BEGIN
             || E'IF lease OPERATOR(pg_catalog.<) ''1 millisecond''::pg_catalog.interval '
             || E'OR lease OPERATOR(pg_catalog.>) ''36600 days''::pg_catalog.interval THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
             || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
-            || @extschema@._settle_fast_mark(sch, s, version, false)
+            || @extschema@._settle_fast_mark(sch, s, version, false) || @extschema@._settle_fast_walk(sch, s, version)
             || E'tok := pg_catalog.date_trunc(''milliseconds'', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) '
             || E'COALESCE(lease, ''30 seconds''::pg_catalog.interval));\n' || CASE WHEN many THEN generic ELSE '' END || take;
         IF many THEN
@@ -222,17 +260,20 @@ BEGIN
         END IF;
     ELSE
         -- row_lock: the rows this transaction holds (claims.sql, _settle_row_locks)
-        take := E'IF pg_catalog.cardinality(held_ids) OPERATOR(pg_catalog.=) 0 THEN\n    IF mark IS NULL THEN\n'
+        take := E'IF pg_catalog.cardinality(held_ids) OPERATOR(pg_catalog.=) 0 THEN\n'
+            || CASE WHEN w THEN E'    IF walk THEN\n' || wst[1] || E'\n    ' || into_row || E';\n    ELS' ELSE '    ' END
+            || E'IF mark IS NULL THEN\n'
             || st[1] || E'\n    ' || into_row || E';\n    ELSE\n' || st[2] || E'\n    ' || into_row || E';\n    END IF;\nELSE\n'
             || CASE WHEN many THEN '' ELSE generic END
-            || E'    IF mark IS NULL THEN\n'
+            || CASE WHEN w THEN E'    IF walk THEN\n' || wst[2] || E'\n    ' || into_row || E';\n    ELS' ELSE '    ' END
+            || E'IF mark IS NULL THEN\n'
             || st[3] || E'\n    ' || into_row || E';\n    ELSE\n' || st[4] || E'\n    ' || into_row || E';\n    END IF;\n'
             || CASE WHEN many THEN E'END IF;\n' || caller_plans || E'id := ids[pg_catalog.cardinality(ids)];\n'
                     ELSE caller_plans || E'END IF;\ndead := false;\n' END;
         b := b || E'    held_ids ALIAS FOR $2;\nBEGIN\n' || one_only
             || E'IF lease IS NOT NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
             || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
-            || @extschema@._settle_fast_mark(sch, s, version, false)
+            || @extschema@._settle_fast_mark(sch, s, version, false) || @extschema@._settle_fast_walk(sch, s, version)
             || 'held_ids := ' || @extschema@._settle_fast_held(s) || E';\n'
             || CASE WHEN many THEN generic ELSE '' END || take
             || E'IF id IS NOT NULL THEN\n    '
@@ -265,11 +306,12 @@ CREATE FUNCTION @extschema@._settle_fast_claim_advisory_body(sch text, s @extsch
   SELECT E'#variable_conflict use_column\nDECLARE\n    mark ALIAS FOR $3;\n    every interval;\n    r text[];\n'
     || E'    started timestamptz;\n    id text;\n    dead boolean := false;\n    caller_mode text;\n    noted text;\n    held_keys bigint[];\n'
     || E'    cands text[];\n    cand_keys bigint[];\n    keys bigint[];\n    got integer := 0;\n    passed bigint := 0;\n'
+    || CASE WHEN @extschema@._settle_walks_keys(s) THEN E'    kr text[];\n    walk boolean := false;\n' ELSE '' END
     || E'    last_id text;\n    full_page boolean;\n    t_deads boolean[];\n    t_ids text[];\n    t_atts integer[];\n'
     || E'    t_toks timestamptz[];\n    t_pays jsonb[];\n    t_keys bigint[];\nBEGIN\n'
     || E'IF lease IS NOT NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
     || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
-    || @extschema@._settle_fast_mark(sch, s, version, false)
+    || @extschema@._settle_fast_mark(sch, s, version, false) || @extschema@._settle_fast_walk(sch, s, version)
     || E'$1 := batch OPERATOR(pg_catalog.*) 2 OPERATOR(pg_catalog.+) 16;\n'
     -- the keys this session holds (a session lock is re-entrant: never hand
     -- this session a row it holds already)
@@ -277,7 +319,13 @@ CREATE FUNCTION @extschema@._settle_fast_claim_advisory_body(sch text, s @extsch
     || E'deads := ''{}'';\nids := ''{}'';\natts := ''{}'';\npays := ''{}'';\n'
     || @extschema@._settle_fast_generic(true)
     || E'FOR pass IN 1 .. 16 LOOP\n    EXIT WHEN got OPERATOR(pg_catalog.=) batch;\n    $6 := ''{}'';\n    keys := ''{}'';\n'
-    || E'    IF last_id IS NULL AND mark IS NULL THEN\n' || @extschema@._settle_candidates(s, false, true, false)
+    -- walking the keys: the heads, then those past the last id seen
+    || CASE WHEN @extschema@._settle_walks_keys(s) THEN
+         E'    IF walk AND last_id IS NULL THEN\n' || @extschema@._settle_candidates(s, false, true, false, true)
+         || E'\n    INTO cands, cand_keys;\n    ELSIF walk THEN\n    $2 := last_id;\n'
+         || @extschema@._settle_candidates(s, true, true, false, true) || E'\n    INTO cands, cand_keys;\n    ELS'
+       ELSE '    ' END
+    || E'IF last_id IS NULL AND mark IS NULL THEN\n' || @extschema@._settle_candidates(s, false, true, false)
     || E'\n    INTO cands, cand_keys;\n    ELSIF last_id IS NULL THEN\n    $2 := mark;\n' || @extschema@._settle_candidates(s, false, true, true)
     || E'\n    INTO cands, cand_keys;\n    ELSE\n'
     || CASE WHEN s.priority IS NOT NULL THEN E'    $2 := passed::pg_catalog.text;\n' ELSE E'    $2 := last_id;\n' END

@@ -213,6 +213,20 @@ CREATE FUNCTION @extschema@._settle_key_eq(t oid) RETURNS text
   ORDER BY c.opcintype OPERATOR(pg_catalog.=) t.oid DESC LIMIT 1
 $$;
 
+-- Conditions every candidate row (alias a) satisfies but its key's: it
+-- belongs to the queue, is not settled, not delayed and (lease) not held.
+CREATE FUNCTION @extschema@._settle_ready_own(s @extschema@.settle_queue_shape, a text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT COALESCE(NULLIF(pg_catalog.concat_ws(' AND ',
+           NULLIF(@extschema@._settle_mine(s, a), ''),
+           CASE WHEN s.retry_after IS NOT NULL THEN
+             '(' || a || '.' || s.retry_after || ' IS NULL OR ' || a || '.' || s.retry_after || ' OPERATOR(pg_catalog.<=) pg_catalog.now())' END,
+           CASE WHEN s.form = 'lease' THEN
+             '(' || a || '.' || s.locked_until || ' IS NULL OR ' || a || '.' || s.locked_until || ' OPERATOR(pg_catalog.<) pg_catalog.now())' END),
+           ''), 'true')
+$$;
+
 -- Conditions every candidate row (alias a) satisfies. With an ordering key:
 -- no row of the row's key with a lower id is still in the queue (ready,
 -- delayed or in flight), probed in the (ordering_key, id) index: its first
@@ -221,18 +235,13 @@ $$;
 CREATE FUNCTION @extschema@._settle_ready(s @extschema@.settle_queue_shape, a text) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
-  SELECT COALESCE(NULLIF(pg_catalog.concat_ws(' AND ',
-           NULLIF(@extschema@._settle_mine(s, a), ''),
-           CASE WHEN s.retry_after IS NOT NULL THEN
-             '(' || a || '.' || s.retry_after || ' IS NULL OR ' || a || '.' || s.retry_after || ' OPERATOR(pg_catalog.<=) pg_catalog.now())' END,
-           CASE WHEN s.form = 'lease' THEN
-             '(' || a || '.' || s.locked_until || ' IS NULL OR ' || a || '.' || s.locked_until || ' OPERATOR(pg_catalog.<) pg_catalog.now())' END,
-           CASE WHEN s.ordering_key IS NOT NULL THEN
+  SELECT CASE WHEN x.k IS NULL THEN x.o WHEN x.o = 'true' THEN x.k ELSE x.o || ' AND ' || x.k END
+  FROM (SELECT @extschema@._settle_ready_own(s, a) AS o, CASE WHEN s.ordering_key IS NOT NULL THEN
              '(' || a || '.' || s.ordering_key || ' IS NULL OR (SELECT _s_k.' || s.id || ' FROM ' || s.tbl || ' _s_k WHERE '
              || pg_catalog.concat_ws(' AND ', NULLIF(@extschema@._settle_mine(s, '_s_k'), ''),
                   '_s_k.' || s.ordering_key || ' ' || s.key_eq || ' ' || a || '.' || s.ordering_key,
                   '_s_k.' || s.id || ' OPERATOR(pg_catalog.<) ' || a || '.' || s.id)
-             || ' ORDER BY _s_k.' || s.ordering_key || ', _s_k.' || s.id || ' LIMIT 1) IS NULL)' END), ''), 'true')
+             || ' ORDER BY _s_k.' || s.ordering_key || ', _s_k.' || s.id || ' LIMIT 1) IS NULL)' END AS k) x
 $$;
 
 -- The order a claim takes ready rows (alias a) in: by id, or (priority, id)

@@ -15,8 +15,10 @@ CREATE FUNCTION @extschema@._settle_from_mark(s @extschema@.settle_queue_shape, 
 -- agg: id, attempt and payload as arrays in one row, in id order (how a
 -- prepared statement's rows come back to PL/pgSQL, see _settle_prepared);
 -- with tids, their ctids as a fourth (_settle_ack's hint).
+-- walk: from the queue's heads (heads.sql), the mark aside.
 CREATE FUNCTION @extschema@._settle_claim_row_lock(s @extschema@.settle_queue_shape, again boolean, agg boolean DEFAULT false,
-                                                    from_mark boolean DEFAULT false, tids boolean DEFAULT false)
+                                                    from_mark boolean DEFAULT false, tids boolean DEFAULT false,
+                                                    walk boolean DEFAULT false)
     RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
@@ -36,11 +38,13 @@ CREATE FUNCTION @extschema@._settle_claim_row_lock(s @extschema@.settle_queue_sh
     s.id,
     CASE WHEN s.attempt IS NOT NULL THEN '(COALESCE(_s_t.' || s.attempt || ', 0) OPERATOR(pg_catalog.+) 1)::pg_catalog.int4'
          ELSE 'NULL::pg_catalog.int4' END,
-    @extschema@._settle_payload(s, '_s_t'), s.tbl, @extschema@._settle_ready(s, '_s_t'), s.id_type,
+    @extschema@._settle_payload(s, '_s_t'), s.tbl,
+    CASE WHEN walk THEN @extschema@._settle_walk_ready(s, '_s_t', @extschema@._settle_walk_lim())
+         ELSE @extschema@._settle_ready(s, '_s_t') END, s.id_type,
     CASE WHEN again THEN pg_catalog.format(
       ' AND _s_t.%s NOT IN (SELECT _s_h FROM pg_catalog.unnest(($2::pg_catalog.text[])::%s[]) _s_h)', s.id, s.id_type)
     ELSE '' END
-    || CASE WHEN from_mark THEN @extschema@._settle_from_mark(s, '_s_t', 3) ELSE '' END,
+    || CASE WHEN from_mark AND NOT walk THEN @extschema@._settle_from_mark(s, '_s_t', 3) ELSE '' END,
     @extschema@._settle_order(s, '_s_t'))
 $$;
 
@@ -56,8 +60,10 @@ $$;
 
 -- The lease take's CTE _s_took: counts the attempt and writes the token in
 -- one UPDATE of the first ready rows, returning cols (of alias _s_t).
--- $1 int8 batch, $2 timestamptz token; from_mark: $3 text, the mark.
-CREATE FUNCTION @extschema@._settle_lease_took(s @extschema@.settle_queue_shape, from_mark boolean, cols text) RETURNS text
+-- $1 int8 batch, $2 timestamptz token; from_mark: $3 text, the mark; walk:
+-- from the queue's heads (heads.sql), the mark aside.
+CREATE FUNCTION @extschema@._settle_lease_took(s @extschema@.settle_queue_shape, from_mark boolean, cols text,
+                                               walk boolean DEFAULT false) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT pg_catalog.format(
@@ -68,7 +74,8 @@ CREATE FUNCTION @extschema@._settle_lease_took(s @extschema@.settle_queue_shape,
     @extschema@._settle_in_group(s, '_s_t'),
     CASE WHEN s.plain_heap THEN '_s_t.ctid' ELSE '_s_t.' || s.id END,
     CASE WHEN s.plain_heap THEN '_s_c.ctid' ELSE '_s_c.' || s.id END,
-    @extschema@._settle_ready(s, '_s_c') || CASE WHEN from_mark THEN @extschema@._settle_from_mark(s, '_s_c', 3) ELSE '' END,
+    CASE WHEN walk THEN @extschema@._settle_walk_ready(s, '_s_c', @extschema@._settle_walk_lim())
+         ELSE @extschema@._settle_ready(s, '_s_c') || CASE WHEN from_mark THEN @extschema@._settle_from_mark(s, '_s_c', 3) ELSE '' END END,
     @extschema@._settle_order(s, '_s_c'), cols)
 $$;
 
@@ -79,10 +86,10 @@ $$;
 -- statement's rows come back to PL/pgSQL, see _settle_prepared), each array
 -- filled from one ordered subquery (one sort, not one per ORDER BY aggregate).
 CREATE FUNCTION @extschema@._settle_take_lease(s @extschema@.settle_queue_shape, agg boolean DEFAULT false,
-                                               from_mark boolean DEFAULT false) RETURNS text
+                                               from_mark boolean DEFAULT false, walk boolean DEFAULT false) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
-  SELECT @extschema@._settle_lease_took(s, from_mark, '_s_t.*') || pg_catalog.format(
+  SELECT @extschema@._settle_lease_took(s, from_mark, '_s_t.*', walk) || pg_catalog.format(
     CASE WHEN agg THEN
       ' SELECT pg_catalog.array_agg(%1$s), pg_catalog.array_agg((_s_took.%2$s)::pg_catalog.text), '
       'pg_catalog.array_agg(%3$s), pg_catalog.array_agg(_s_took.%4$s), '
@@ -94,9 +101,10 @@ $$;
 
 -- advisory candidates: ready rows in id order with their keys. $1 int8 limit;
 -- after: $2 text, the last id of the previous page; from_mark: $2 text, the mark.
--- agg: ids and keys as two arrays in one row, in id order.
+-- agg: ids and keys as two arrays in one row, in id order. walk: from the
+-- queue's heads (heads.sql), the mark aside.
 CREATE FUNCTION @extschema@._settle_candidates(s @extschema@.settle_queue_shape, after boolean, agg boolean DEFAULT false,
-                                               from_mark boolean DEFAULT false)
+                                               from_mark boolean DEFAULT false, walk boolean DEFAULT false)
     RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
@@ -108,8 +116,11 @@ CREATE FUNCTION @extschema@._settle_candidates(s @extschema@.settle_queue_shape,
     ELSE
       'SELECT (_s_t.%1$s)::pg_catalog.text, pg_catalog.hashtextextended(%2$L OPERATOR(pg_catalog.||) (_s_t.%1$s)::pg_catalog.text, 0) '
       'FROM %3$s _s_t WHERE %4$s%5$s ORDER BY %6$s LIMIT $1%7$s' END,
-    s.id, pg_catalog.length(s.queue) || ':' || s.queue || ':', s.tbl, @extschema@._settle_ready(s, '_s_t'),
-    CASE WHEN after AND s.priority IS NULL THEN pg_catalog.format(' AND _s_t.%s OPERATOR(pg_catalog.>) ($2::pg_catalog.text)::%s', s.id, s.id_type)
+    s.id, pg_catalog.length(s.queue) || ':' || s.queue || ':', s.tbl,
+    CASE WHEN walk THEN @extschema@._settle_walk_ready(s, '_s_t', '$1', CASE WHEN after THEN '$2' END)
+         ELSE @extschema@._settle_ready(s, '_s_t') END,
+    CASE WHEN walk THEN ''
+         WHEN after AND s.priority IS NULL THEN pg_catalog.format(' AND _s_t.%s OPERATOR(pg_catalog.>) ($2::pg_catalog.text)::%s', s.id, s.id_type)
          WHEN from_mark THEN @extschema@._settle_from_mark(s, '_s_t', 2) ELSE '' END,
     @extschema@._settle_order(s, '_s_t'),
     -- in (priority, id) order a page starts after as many rows as the claim

@@ -269,3 +269,57 @@ SELECT array_agg(id ORDER BY id) AS part_ids FROM queue_claim('fq_part', 2) \gse
 SELECT * FROM queue_complete_many('fq_part', :'part_ids', 'ack');
 COMMIT;
 SELECT tableoid::regclass AS part, ctid, id FROM fq_part ORDER BY id;
+\echo '== a queue with few keys: its claims walk the keys, inline (fa_*, first by name) and in its functions (fz_*), every form, and take what id order takes'
+-- the heads, then the rows without a key; a row_lock claim again past the rows its
+-- transaction holds, an advisory one past the keys its session holds; every claim from the
+-- lowest id (no mark)
+SET settle.rescan_interval = 0;
+CREATE TABLE fk_rows (id bigint PRIMARY KEY, payload jsonb NOT NULL DEFAULT '{}', attempt int, locked_until timestamptz,
+                      ordering_key int);
+CREATE INDEX ON fk_rows (ordering_key, id);
+INSERT INTO fk_rows (id, ordering_key) SELECT g, CASE WHEN g % 7 <> 0 THEN g % 3 END FROM generate_series(1, 30) g;
+DO $$
+DECLARE
+  p text;
+  f text;
+BEGIN
+  FOREACH p IN ARRAY '{fa,fz}'::text[] LOOP
+    FOREACH f IN ARRAY '{lease,row_lock,advisory}'::text[] LOOP
+      EXECUTE format('CREATE TABLE %I (LIKE fk_rows INCLUDING ALL)', p || '_' || f);
+      PERFORM queue_register(p || '_' || f, p || '_' || f, f);
+    END LOOP;
+  END LOOP;
+END $$;
+CREATE FUNCTION pg_temp.fw_ids(q text, n integer) RETURNS text LANGUAGE sql
+  AS $$ SELECT COALESCE(string_agg(id, ' ' ORDER BY id::bigint), '-') FROM queue_claim(q, n) $$;
+-- claims of 5, 1 and 5 rows in each form (lease: 5 more once row 2 is gone, which frees its key)
+CREATE FUNCTION pg_temp.fw_claims(p text) RETURNS TABLE(form text, claimed text) LANGUAGE plpgsql AS $$
+BEGIN
+  FOREACH form IN ARRAY '{lease,row_lock,advisory}'::text[] LOOP
+    EXECUTE format('DELETE FROM %1$I; INSERT INTO %1$I SELECT * FROM fk_rows', p || '_' || form);
+    claimed := pg_temp.fw_ids(p || '_' || form, 5) || ' | ' || pg_temp.fw_ids(p || '_' || form, 1) || ' | '
+               || pg_temp.fw_ids(p || '_' || form, 5);
+    IF form = 'lease' THEN
+      EXECUTE format('DELETE FROM %I WHERE id = 2', p || '_' || form);
+      claimed := claimed || ' | ' || pg_temp.fw_ids(p || '_' || form, 5);
+    END IF;
+    RETURN NEXT;
+  END LOOP;
+  PERFORM pg_advisory_unlock_all();
+END $$;
+-- whether this session's last claims of p's queues walked their keys
+CREATE FUNCTION pg_temp.fw_walked(p text) RETURNS boolean LANGUAGE sql AS $$
+  SELECT bool_and(current_setting('settle_sql.k' || md5(q || '/' || (_settle_entry(q)).version), true) LIKE '% t')
+  FROM unnest(ARRAY[p || '_lease', p || '_row_lock', p || '_advisory']) q $$;
+SELECT * FROM pg_temp.fw_claims('fa');
+SELECT pg_temp.fw_walked('fa') AS fa_walked;
+SELECT * FROM pg_temp.fw_claims('fz');
+SELECT pg_temp.fw_walked('fz') AS fz_walked;
+SELECT count(*) AS inline_keyed FROM pg_proc, regexp_matches(prosrc, '-- settle:queue ' || md5('fa_lease') || '\n[^\n]*\n<<_settle_fast>>', 'g') m
+ WHERE proname = 'queue_claim';
+SET settle.key_walk_max = 0;
+SELECT * FROM pg_temp.fw_claims('fa');
+SELECT * FROM pg_temp.fw_claims('fz');
+SELECT pg_temp.fw_walked('fa') AS fa_walked, pg_temp.fw_walked('fz') AS fz_walked;
+RESET settle.key_walk_max;
+RESET settle.rescan_interval;

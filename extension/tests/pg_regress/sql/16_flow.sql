@@ -81,7 +81,7 @@ SELECT queue_complete('flow_ka', '3', 'drop');
 SELECT flow_ids('flow_ka', 10) AS next_of_b;
 SELECT pg_advisory_unlock_all();
 
--- a queue with few keys: the native extension's claims visit each key once
+-- a queue with few keys: its claims visit each key once
 -- (settle.key_walk_max keys at most; 0: id order, always); the same rows
 -- either way, the unkeyed ones among them (every claim from the lowest id)
 SET settle.rescan_interval = 0;
@@ -164,9 +164,9 @@ SELECT queue_register('flow_plan_k', 'flow_plan_k', 'lease'), queue_register('fl
 BEGIN;
 SELECT flow_reads_index('flow_plan_k') AS keyed, flow_reads_index('flow_plan_p') AS prioritized;
 COMMIT;
--- and the native extension's claim that walks the keys (the SQL edition has none)
+-- and the claim that walks the keys
 BEGIN;
-SELECT coalesce(bool_and(flow_reads_index('flow_plan_k', statement)), true) AS walking_keys
+SELECT bool_and(flow_reads_index('flow_plan_k', statement)) AS walking_keys
 FROM queue_sql('flow_plan_k') WHERE statement = 'claim_keys';
 COMMIT;
 
