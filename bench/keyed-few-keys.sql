@@ -1,6 +1,6 @@
 -- A keyed lease queue whose every key's head is in flight: how long a claim
--- that finds nothing takes in id order, and (native extension) walking the
--- keys (docs/semantics.md, "How far a keyed claim reads").
+-- that finds nothing takes in id order, and walking the keys
+-- (docs/semantics.md, "How far a keyed claim reads").
 -- psql -X -v keys=100 -v rows=1000000 [-v walk_max=N] -d DB -f bench/keyed-few-keys.sql
 -- (a database with settle, either edition; makes and drops table few_keys;
 -- walk_max: settle.key_walk_max for the second pair of claims, default 16)

@@ -570,8 +570,9 @@ for MAJOR in "${MAJORS[@]}"; do
     }
     check "bench/pgbench/run.sh --quick, and --chain (settle, the floor and pgmq under pgbench)" bench_pgbench
     # the keyed-claim script of docs/benchmarks.md: every head taken, a claim finds nothing
+    # (in database $1, default the native extension's)
     bench_few_keys() {
-      "$PG_BIN/psql" -X -q -At -v keys=10 -v rows=2000 -d "$SETTLE_TEST_PG" -f bench/keyed-few-keys.sql \
+      "$PG_BIN/psql" -X -q -At -v keys=10 -v rows=2000 -d "${1:-$SETTLE_TEST_PG}" -f bench/keyed-few-keys.sql \
           >"$WORK/few-keys.log" 2>&1 \
         && [ "$(grep -cx '0' "$WORK/few-keys.log")" = 4 ] && grep -qx '10' "$WORK/few-keys.log" \
         || { cat "$WORK/few-keys.log"; return 1; }
@@ -612,6 +613,8 @@ for MAJOR in "${MAJORS[@]}"; do
   if [ "$MAJOR" = "$ONCE" ]; then
     step "PostgreSQL $MAJOR: the Python, Node.js and Java workers (examples/) on the SQL edition"
     language_examples settle_sqled sql
+    check "bench/keyed-few-keys.sql runs on the SQL edition" \
+      bench_few_keys "host=$PGHOST port=$PGPORT user=postgres dbname=settle_sqled"
   fi
   step "PostgreSQL $MAJOR: a database moves from the SQL edition to the native extension and back, in place"
   check "moving between the editions on $MAJOR" move_between_editions

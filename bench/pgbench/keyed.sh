@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # A keyed lease queue with few keys under pgbench: C clients, each transaction claiming B rows
 # through settle and acking them in the same statement, with the claims in id order
-# (settle.key_walk_max = 0) and with the native extension's walk over the keys (the default,
-# 16), alternating, on a fresh backlog each time (docs/benchmarks.md, "Priority and order per key").
+# (settle.key_walk_max = 0) and with the walk over the keys (the default, 16), alternating,
+# on a fresh backlog each time (docs/benchmarks.md, "Priority and order per key").
 #
 #   bench/pgbench/keyed.sh --conn "host=/run/postgresql user=postgres dbname=bench" \
 #       [--keys 10,1000] [--batches 1,10] [--clients 4] [--rows 1000000] [--seconds 5] \
 #       [--rounds 2] [--quick]
 #
-# --conn names a database with settle (the SQL edition runs both halves in id order); the
-# table keyed_pgbench is made and dropped there. Rows are id mod --keys. jobs/s = rows settled
-# / the run's wall time. PGBENCH and PSQL name the binaries (default: on PATH).
+# --conn names a database with settle, either edition; the table keyed_pgbench is made and
+# dropped there. Rows are id mod --keys. jobs/s = rows settled / the run's wall time.
+# PGBENCH and PSQL name the binaries (default: on PATH).
 set -euo pipefail
 PGBENCH=${PGBENCH:-pgbench}
 PSQL=${PSQL:-psql}
