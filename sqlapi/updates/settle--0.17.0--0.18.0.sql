@@ -80,13 +80,17 @@ CREATE FUNCTION @extschema@._settle_key_count(s @extschema@.settle_queue_shape) 
 -- The ctids of the rows a claim walking the keys may take (alias a's ctid in
 -- them): each key's first row if it is ready, and the first lim ready rows
 -- without a key (their range of the key index, in id order); with after,
--- those past the id in that parameter.
+-- those past the id in that parameter. A key's first row is asked for as the
+-- range key >= v AND key <= v: with key = v the planner may read the id
+-- index from its start, filtering on the key (a key whose rows are all far
+-- along costs a scan of the table).
 CREATE FUNCTION @extschema@._settle_heads(s @extschema@.settle_queue_shape, a text, lim text, after text) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT pg_catalog.format(
     '%1$s.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT _s_h.c FROM %2$s CROSS JOIN LATERAL '
-      '(SELECT _s_b.ctid AS c, %3$s AS r FROM %4$s _s_b WHERE %5$s_s_b.%6$s OPERATOR(pg_catalog.=) _s_ks.v '
+      '(SELECT _s_b.ctid AS c, %3$s AS r FROM %4$s _s_b WHERE %5$s_s_b.%6$s OPERATOR(pg_catalog.>=) _s_ks.v '
+      'AND _s_b.%6$s OPERATOR(pg_catalog.<=) _s_ks.v '
       'ORDER BY _s_b.%6$s, _s_b.%7$s LIMIT 1) _s_h WHERE _s_h.r) OPERATOR(pg_catalog.||) '
     'ARRAY(SELECT _s_u.ctid FROM %4$s _s_u WHERE %8$s AND _s_u.%6$s IS NULL%9$s ORDER BY _s_u.%6$s, _s_u.%7$s LIMIT %10$s))',
     a, @extschema@._settle_key_walk(s, ''), @extschema@._settle_ready_own(s, '_s_b'), s.tbl,

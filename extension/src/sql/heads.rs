@@ -55,11 +55,15 @@ impl Shape {
         format!("SELECT pg_catalog.count(*) FROM {}", self.key_walk(true))
     }
 
-    /// The ctids of each key's first row if it is ready, as an array.
+    /// The ctids of each key's first row if it is ready, as an array. The
+    /// key is asked for as the range `k >= v AND k <= v`: with `k = v` the
+    /// planner may read the id index from its start, testing each row's key
+    /// (a key whose rows all lie far along then costs a scan of the table).
     fn heads(&self) -> String {
         let (k, _) = self.ordering_key.as_ref().expect("a keyed queue");
         let mut own = self.mine("_s_b");
-        own.push(format!("_s_b.{k} {EQ} _s_ks.v"));
+        own.push(format!("_s_b.{k} {GE} _s_ks.v"));
+        own.push(format!("_s_b.{k} {LE} _s_ks.v"));
         format!(
             "ARRAY(SELECT _s_h.c FROM {walk} CROSS JOIN LATERAL \
                (SELECT _s_b.ctid AS c, {ready} AS r FROM {t} _s_b WHERE {own} ORDER BY _s_b.{k}, _s_b.{id} LIMIT 1) _s_h \

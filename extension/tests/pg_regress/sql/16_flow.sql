@@ -169,6 +169,29 @@ BEGIN;
 SELECT bool_and(flow_reads_index('flow_plan_k', statement)) AS walking_keys
 FROM queue_sql('flow_plan_k') WHERE statement = 'claim_keys';
 COMMIT;
+-- a key whose rows all lie at the end: the walk reaches a key's first row in the key index,
+-- never by reading the id index from its start and testing each row's key
+CREATE TABLE flow_plan_s (id bigint PRIMARY KEY, payload jsonb, locked_until timestamptz, ordering_key integer);
+CREATE INDEX ON flow_plan_s (ordering_key, id);
+INSERT INTO flow_plan_s SELECT g, '{}', NULL, CASE WHEN g > 4990 THEN 1 ELSE 0 END FROM generate_series(1, 5000) g;
+-- (statistics that see one key, as a sample that missed the rare one would)
+ALTER TABLE flow_plan_s ALTER COLUMN ordering_key SET (n_distinct = 1);
+ANALYZE flow_plan_s;
+SELECT queue_register('flow_plan_s', 'flow_plan_s', 'lease');
+CREATE FUNCTION flow_walk_filters_ids(q text) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+  plan jsonb;
+BEGIN
+  EXECUTE format('PREPARE flow_walk(bigint, timestamptz) AS %s', (SELECT sql FROM queue_sql(q) WHERE statement = 'claim_keys'));
+  SET LOCAL plan_cache_mode = force_generic_plan;
+  EXECUTE 'EXPLAIN (FORMAT JSON) EXECUTE flow_walk(10, now() + interval ''30 seconds'')' INTO plan;
+  DEALLOCATE flow_walk;
+  RETURN jsonb_path_exists(plan, 'strict $.** ? (@."Index Name" == $i && @."Filter" like_regex "ordering_key")',
+                           jsonb_build_object('i', q || '_pkey'));
+END $$;
+BEGIN;
+SELECT flow_walk_filters_ids('flow_plan_s') AS walk_filters_ids;
+COMMIT;
 
 -- registration checks (SQ003)
 CREATE TABLE flow_bad (id bigint PRIMARY KEY, payload jsonb, priority text, ordering_key point, okey text);
@@ -194,7 +217,7 @@ SELECT try($$SELECT queue_create('flow_made_x', ordering_key => 'point')$$);
 SELECT to_regclass('flow_made_x') AS nothing_made;
 
 SELECT queue_unregister(q) FROM unnest(ARRAY['flow_made', 'flow_made_k', 'flow_pl', 'flow_pr', 'flow_pa', 'flow_kl', 'flow_kr', 'flow_ka', 'flow_kp',
-                                              'flow_both', 'flow_bad', 'flow_plan_k', 'flow_plan_p']) q;
+                                              'flow_both', 'flow_bad', 'flow_plan_k', 'flow_plan_p', 'flow_plan_s']) q;
 DROP TABLE flow_made, flow_made_dead, flow_made_k, flow_pl, flow_pr, flow_pa, flow_kl, flow_kl_dead, flow_kr, flow_ka, flow_kp, flow_both, flow_bad,
-           flow_plan_k, flow_plan_p;
-DROP FUNCTION flow_table(text, boolean), flow_ids(text, integer), flow_reads_index(text, text);
+           flow_plan_k, flow_plan_p, flow_plan_s;
+DROP FUNCTION flow_table(text, boolean), flow_ids(text, integer), flow_reads_index(text, text), flow_walk_filters_ids(text);
