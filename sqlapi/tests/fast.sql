@@ -309,7 +309,7 @@ BEGIN
 END $$;
 -- whether this session's last claims of p's queues walked their keys
 CREATE FUNCTION pg_temp.fw_walked(p text) RETURNS boolean LANGUAGE sql AS $$
-  SELECT bool_and(current_setting('settle_sql.k' || md5(q || '/' || (_settle_entry(q)).version), true) LIKE '% t')
+  SELECT bool_and(current_setting('settle_sql.k' || _settle_mark_key(q, (_settle_entry(q)).version), true) LIKE '% t')
   FROM unnest(ARRAY[p || '_lease', p || '_row_lock', p || '_advisory']) q $$;
 SELECT * FROM pg_temp.fw_claims('fa');
 SELECT pg_temp.fw_walked('fa') AS fa_walked;

@@ -143,16 +143,19 @@ SELECT flow_ids('flow_both', 10);
 
 -- the claim reads an index range, never the table: the lease claim's generic
 -- plan on 5,000 rows, with 100 keys, and with ten priorities
-CREATE FUNCTION flow_reads_index(q text, st text DEFAULT 'claim') RETURNS boolean LANGUAGE plpgsql AS $$
+-- (flow_plan: the generic plan of a lease claim statement queue_sql lists)
+CREATE FUNCTION flow_plan(q text, st text) RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
-  plan text;
+  plan jsonb;
 BEGIN
   EXECUTE format('PREPARE flow_claim(bigint, timestamptz) AS %s', (SELECT sql FROM queue_sql(q) WHERE statement = st));
   SET LOCAL plan_cache_mode = force_generic_plan;
   EXECUTE 'EXPLAIN (FORMAT JSON) EXECUTE flow_claim(10, now() + interval ''30 seconds'')' INTO plan;
   DEALLOCATE flow_claim;
-  RETURN plan NOT LIKE '%"Seq Scan"%' AND plan LIKE '%"Index%Scan"%';
+  RETURN plan;
 END $$;
+CREATE FUNCTION flow_reads_index(q text, st text DEFAULT 'claim') RETURNS boolean LANGUAGE sql
+  AS $$ SELECT p NOT LIKE '%"Seq Scan"%' AND p LIKE '%"Index%Scan"%' FROM (SELECT flow_plan(q, st)::text AS p) x $$;
 CREATE TABLE flow_plan_k (id bigint PRIMARY KEY, payload jsonb, locked_until timestamptz, ordering_key integer);
 CREATE INDEX ON flow_plan_k (ordering_key, id);
 INSERT INTO flow_plan_k SELECT g, '{}', NULL, g % 100 FROM generate_series(1, 5000) g;
@@ -178,17 +181,9 @@ INSERT INTO flow_plan_s SELECT g, '{}', NULL, CASE WHEN g > 4990 THEN 1 ELSE 0 E
 ALTER TABLE flow_plan_s ALTER COLUMN ordering_key SET (n_distinct = 1);
 ANALYZE flow_plan_s;
 SELECT queue_register('flow_plan_s', 'flow_plan_s', 'lease');
-CREATE FUNCTION flow_walk_filters_ids(q text) RETURNS boolean LANGUAGE plpgsql AS $$
-DECLARE
-  plan jsonb;
-BEGIN
-  EXECUTE format('PREPARE flow_walk(bigint, timestamptz) AS %s', (SELECT sql FROM queue_sql(q) WHERE statement = 'claim_keys'));
-  SET LOCAL plan_cache_mode = force_generic_plan;
-  EXECUTE 'EXPLAIN (FORMAT JSON) EXECUTE flow_walk(10, now() + interval ''30 seconds'')' INTO plan;
-  DEALLOCATE flow_walk;
-  RETURN jsonb_path_exists(plan, 'strict $.** ? (@."Index Name" == $i && @."Filter" like_regex "ordering_key")',
-                           jsonb_build_object('i', q || '_pkey'));
-END $$;
+CREATE FUNCTION flow_walk_filters_ids(q text) RETURNS boolean LANGUAGE sql AS $$
+  SELECT jsonb_path_exists(flow_plan(q, 'claim_keys'), 'strict $.** ? (@."Index Name" == $i && @."Filter" like_regex "ordering_key")',
+                           jsonb_build_object('i', q || '_pkey')) $$;
 BEGIN;
 SELECT flow_walk_filters_ids('flow_plan_s') AS walk_filters_ids;
 COMMIT;
@@ -220,4 +215,5 @@ SELECT queue_unregister(q) FROM unnest(ARRAY['flow_made', 'flow_made_k', 'flow_p
                                               'flow_both', 'flow_bad', 'flow_plan_k', 'flow_plan_p', 'flow_plan_s']) q;
 DROP TABLE flow_made, flow_made_dead, flow_made_k, flow_pl, flow_pr, flow_pa, flow_kl, flow_kl_dead, flow_kr, flow_ka, flow_kp, flow_both, flow_bad,
            flow_plan_k, flow_plan_p, flow_plan_s;
-DROP FUNCTION flow_table(text, boolean), flow_ids(text, integer), flow_reads_index(text, text), flow_walk_filters_ids(text);
+DROP FUNCTION flow_table(text, boolean), flow_ids(text, integer), flow_reads_index(text, text), flow_walk_filters_ids(text),
+              flow_plan(text, text);
