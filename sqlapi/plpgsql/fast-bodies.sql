@@ -70,25 +70,31 @@ $f$, 'settle_sql.m' || k, 'settle_sql.r' || k, sch)
   FROM (SELECT @extschema@._settle_mark_key(s.queue, version) AS k) x
 $$;
 
--- The generated code that sets walk (the block's boolean) for queue s at
--- version: the session's note while it is a second old and counted against
--- the same bound, else a count (_settle_key_walks). Nothing for a queue that
--- cannot walk.
-CREATE FUNCTION @extschema@._settle_fast_walk(sch text, s @extschema@.settle_queue_shape, version text) RETURNS text
+-- The generated code of where a claim of queue s at version starts: for a
+-- queue that can walk its keys, first walk (the block's boolean, declared by
+-- _settle_fast_walk_vars): the session's note while it is a second old and
+-- counted against the same bound, else a count (_settle_key_walks); then,
+-- unless walking (which keeps no mark), the mark (_settle_fast_mark).
+CREATE FUNCTION @extschema@._settle_fast_start(sch text, s @extschema@.settle_queue_shape, version text) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
-  SELECT CASE WHEN NOT @extschema@._settle_walks_keys(s) THEN '' ELSE pg_catalog.format($f$
+  SELECT CASE WHEN NOT @extschema@._settle_walks_keys(s) THEN @extschema@._settle_fast_mark(sch, s, version, false)
+    ELSE pg_catalog.format($f$
 kr := pg_catalog.string_to_array(pg_catalog.current_setting(%1$L, true), ' ');
 walk := CASE WHEN kr[2] OPERATOR(pg_catalog.=) COALESCE(NULLIF(pg_catalog.current_setting('settle.key_walk_max', true), ''), '16')
                   AND pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.<)
                       (kr[1]::pg_catalog.float8 OPERATOR(pg_catalog.+) 1)
              THEN kr[3] OPERATOR(pg_catalog.=) 't' ELSE %2$s._settle_key_walks(%1$L, %3$L) END;
-IF walk THEN
-    started := NULL;
-    every := '0'::pg_catalog.interval;
-END IF;
-$f$, 'settle_sql.k' || @extschema@._settle_mark_key(s.queue, version), sch, @extschema@._settle_key_count(s)) END
+IF NOT walk THEN
+%4$sEND IF;
+$f$, 'settle_sql.k' || @extschema@._settle_mark_key(s.queue, version), sch, @extschema@._settle_key_count(s),
+    @extschema@._settle_fast_mark(sch, s, version, false)) END
 $$;
+
+-- The declarations _settle_fast_start's code needs for queue s.
+CREATE FUNCTION @extschema@._settle_fast_walk_vars(s @extschema@.settle_queue_shape) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT CASE WHEN @extschema@._settle_walks_keys(s) THEN E'    kr text[];\n    walk boolean := false;\n' ELSE '' END $$;
 
 -- The generated code around statements whose generic plan is wanted (an
 -- array parameter, or LIMIT $1), which PostgreSQL would otherwise make anew on
@@ -193,7 +199,7 @@ DECLARE
     w boolean := @extschema@._settle_walks_keys(s);
     b text := E'#variable_conflict use_column\nDECLARE\n    mark ALIAS FOR $3;\n    every interval;\n    r text[];\n'
               || E'    started timestamptz;\n    caller_mode text;\n    noted text;\n'
-              || CASE WHEN w THEN E'    kr text[];\n    walk boolean := false;\n' ELSE '' END
+              || @extschema@._settle_fast_walk_vars(s)
               || CASE WHEN many THEN E'    id text;\n    dead boolean := false;\n' ELSE '' END
               || CASE WHEN by_ctid THEN E'    tids tid[];\n' ELSE '' END;
     -- the take from the lowest id (st[1]) and from the mark (st[2]); row_lock:
@@ -248,7 +254,7 @@ BEGIN
             || E'IF lease OPERATOR(pg_catalog.<) ''1 millisecond''::pg_catalog.interval '
             || E'OR lease OPERATOR(pg_catalog.>) ''36600 days''::pg_catalog.interval THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
             || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
-            || @extschema@._settle_fast_mark(sch, s, version, false) || @extschema@._settle_fast_walk(sch, s, version)
+            || @extschema@._settle_fast_start(sch, s, version)
             || E'tok := pg_catalog.date_trunc(''milliseconds'', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) '
             || E'COALESCE(lease, ''30 seconds''::pg_catalog.interval));\n' || CASE WHEN many THEN generic ELSE '' END || take;
         IF many THEN
@@ -273,7 +279,7 @@ BEGIN
         b := b || E'    held_ids ALIAS FOR $2;\nBEGIN\n' || one_only
             || E'IF lease IS NOT NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
             || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
-            || @extschema@._settle_fast_mark(sch, s, version, false) || @extschema@._settle_fast_walk(sch, s, version)
+            || @extschema@._settle_fast_start(sch, s, version)
             || 'held_ids := ' || @extschema@._settle_fast_held(s) || E';\n'
             || CASE WHEN many THEN generic ELSE '' END || take
             || E'IF id IS NOT NULL THEN\n    '
@@ -306,12 +312,12 @@ CREATE FUNCTION @extschema@._settle_fast_claim_advisory_body(sch text, s @extsch
   SELECT E'#variable_conflict use_column\nDECLARE\n    mark ALIAS FOR $3;\n    every interval;\n    r text[];\n'
     || E'    started timestamptz;\n    id text;\n    dead boolean := false;\n    caller_mode text;\n    noted text;\n    held_keys bigint[];\n'
     || E'    cands text[];\n    cand_keys bigint[];\n    keys bigint[];\n    got integer := 0;\n    passed bigint := 0;\n'
-    || CASE WHEN @extschema@._settle_walks_keys(s) THEN E'    kr text[];\n    walk boolean := false;\n' ELSE '' END
+    || @extschema@._settle_fast_walk_vars(s)
     || E'    last_id text;\n    full_page boolean;\n    t_deads boolean[];\n    t_ids text[];\n    t_atts integer[];\n'
     || E'    t_toks timestamptz[];\n    t_pays jsonb[];\n    t_keys bigint[];\nBEGIN\n'
     || E'IF lease IS NOT NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
     || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
-    || @extschema@._settle_fast_mark(sch, s, version, false) || @extschema@._settle_fast_walk(sch, s, version)
+    || @extschema@._settle_fast_start(sch, s, version)
     || E'$1 := batch OPERATOR(pg_catalog.*) 2 OPERATOR(pg_catalog.+) 16;\n'
     -- the keys this session holds (a session lock is re-entrant: never hand
     -- this session a row it holds already)

@@ -57,8 +57,7 @@ CREATE FUNCTION @extschema@._settle_heads(s @extschema@.settle_queue_shape, a te
     a, @extschema@._settle_key_walk(s, ''), @extschema@._settle_ready_own(s, '_s_b'), s.tbl,
     COALESCE(NULLIF(@extschema@._settle_mine(s, '_s_b'), '') || ' AND ', ''), s.ordering_key, s.id,
     @extschema@._settle_ready_own(s, '_s_u'),
-    CASE WHEN after IS NOT NULL THEN pg_catalog.format(' AND _s_u.%s OPERATOR(pg_catalog.>) (%s::pg_catalog.text)::%s', s.id, after, s.id_type)
-         ELSE '' END,
+    COALESCE(@extschema@._settle_past_id(s, '_s_u', after), ''),
     lim)
 $$;
 
@@ -72,8 +71,7 @@ CREATE FUNCTION @extschema@._settle_walk_ready(s @extschema@.settle_queue_shape,
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT @extschema@._settle_heads(s, a, lim, after) || ' AND ' || @extschema@._settle_ready_own(s, a)
-    || CASE WHEN after IS NOT NULL THEN pg_catalog.format(' AND %s.%s OPERATOR(pg_catalog.>) (%s::pg_catalog.text)::%s', a, s.id, after, s.id_type)
-            ELSE '' END
+    || COALESCE(@extschema@._settle_past_id(s, a, after), '')
 $$;
 
 -- The batch a claim walking the keys reads rows without a key for: 8 x $1 + 64.

@@ -213,6 +213,15 @@ CREATE FUNCTION @extschema@._settle_key_eq(t oid) RETURNS text
   ORDER BY c.opcintype OPERATOR(pg_catalog.=) t.oid DESC LIMIT 1
 $$;
 
+-- ` AND a.id > p` for the id in text parameter p (candidates past the last
+-- one seen); NULL when p is.
+CREATE FUNCTION @extschema@._settle_past_id(s @extschema@.settle_queue_shape, a text, p text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT CASE WHEN p IS NOT NULL THEN
+    pg_catalog.format(' AND %s.%s OPERATOR(pg_catalog.>) (%s::pg_catalog.text)::%s', a, s.id, p, s.id_type) END
+$$;
+
 -- Conditions every candidate row (alias a) satisfies but its key's: it
 -- belongs to the queue, is not settled, not delayed and (lease) not held.
 CREATE FUNCTION @extschema@._settle_ready_own(s @extschema@.settle_queue_shape, a text) RETURNS text

@@ -120,7 +120,7 @@ CREATE FUNCTION @extschema@._settle_candidates(s @extschema@.settle_queue_shape,
     CASE WHEN walk THEN @extschema@._settle_walk_ready(s, '_s_t', '$1', CASE WHEN after THEN '$2' END)
          ELSE @extschema@._settle_ready(s, '_s_t') END,
     CASE WHEN walk THEN ''
-         WHEN after AND s.priority IS NULL THEN pg_catalog.format(' AND _s_t.%s OPERATOR(pg_catalog.>) ($2::pg_catalog.text)::%s', s.id, s.id_type)
+         WHEN after AND s.priority IS NULL THEN @extschema@._settle_past_id(s, '_s_t', '$2')
          WHEN from_mark THEN @extschema@._settle_from_mark(s, '_s_t', 2) ELSE '' END,
     @extschema@._settle_order(s, '_s_t'),
     -- in (priority, id) order a page starts after as many rows as the claim

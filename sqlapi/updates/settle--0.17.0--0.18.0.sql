@@ -15,6 +15,15 @@ DROP FUNCTION @extschema@._settle_candidates(s @extschema@.settle_queue_shape, a
 -- _settle_fast_rows: changed arguments
 DROP FUNCTION @extschema@._settle_fast_rows(s @extschema@.settle_queue_shape, version text, from_mark boolean);
 
+-- ` AND a.id > p` for the id in text parameter p (candidates past the last
+-- one seen); NULL when p is.
+CREATE FUNCTION @extschema@._settle_past_id(s @extschema@.settle_queue_shape, a text, p text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT CASE WHEN p IS NOT NULL THEN
+    pg_catalog.format(' AND %s.%s OPERATOR(pg_catalog.>) (%s::pg_catalog.text)::%s', a, s.id, p, s.id_type) END
+$$;
+
 -- Conditions every candidate row (alias a) satisfies but its key's: it
 -- belongs to the queue, is not settled, not delayed and (lease) not held.
 CREATE FUNCTION @extschema@._settle_ready_own(s @extschema@.settle_queue_shape, a text) RETURNS text
@@ -96,8 +105,7 @@ CREATE FUNCTION @extschema@._settle_heads(s @extschema@.settle_queue_shape, a te
     a, @extschema@._settle_key_walk(s, ''), @extschema@._settle_ready_own(s, '_s_b'), s.tbl,
     COALESCE(NULLIF(@extschema@._settle_mine(s, '_s_b'), '') || ' AND ', ''), s.ordering_key, s.id,
     @extschema@._settle_ready_own(s, '_s_u'),
-    CASE WHEN after IS NOT NULL THEN pg_catalog.format(' AND _s_u.%s OPERATOR(pg_catalog.>) (%s::pg_catalog.text)::%s', s.id, after, s.id_type)
-         ELSE '' END,
+    COALESCE(@extschema@._settle_past_id(s, '_s_u', after), ''),
     lim)
 $$;
 
@@ -111,8 +119,7 @@ CREATE FUNCTION @extschema@._settle_walk_ready(s @extschema@.settle_queue_shape,
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT @extschema@._settle_heads(s, a, lim, after) || ' AND ' || @extschema@._settle_ready_own(s, a)
-    || CASE WHEN after IS NOT NULL THEN pg_catalog.format(' AND %s.%s OPERATOR(pg_catalog.>) (%s::pg_catalog.text)::%s', a, s.id, after, s.id_type)
-            ELSE '' END
+    || COALESCE(@extschema@._settle_past_id(s, a, after), '')
 $$;
 
 -- The batch a claim walking the keys reads rows without a key for: 8 x $1 + 64.
@@ -251,7 +258,7 @@ CREATE FUNCTION @extschema@._settle_candidates(s @extschema@.settle_queue_shape,
     CASE WHEN walk THEN @extschema@._settle_walk_ready(s, '_s_t', '$1', CASE WHEN after THEN '$2' END)
          ELSE @extschema@._settle_ready(s, '_s_t') END,
     CASE WHEN walk THEN ''
-         WHEN after AND s.priority IS NULL THEN pg_catalog.format(' AND _s_t.%s OPERATOR(pg_catalog.>) ($2::pg_catalog.text)::%s', s.id, s.id_type)
+         WHEN after AND s.priority IS NULL THEN @extschema@._settle_past_id(s, '_s_t', '$2')
          WHEN from_mark THEN @extschema@._settle_from_mark(s, '_s_t', 2) ELSE '' END,
     @extschema@._settle_order(s, '_s_t'),
     -- in (priority, id) order a page starts after as many rows as the claim
@@ -308,25 +315,31 @@ BEGIN
     statement := 'stats'; sql := @extschema@._settle_stats_sql(s); RETURN NEXT;
 END $$;
 
--- The generated code that sets walk (the block's boolean) for queue s at
--- version: the session's note while it is a second old and counted against
--- the same bound, else a count (_settle_key_walks). Nothing for a queue that
--- cannot walk.
-CREATE FUNCTION @extschema@._settle_fast_walk(sch text, s @extschema@.settle_queue_shape, version text) RETURNS text
+-- The generated code of where a claim of queue s at version starts: for a
+-- queue that can walk its keys, first walk (the block's boolean, declared by
+-- _settle_fast_walk_vars): the session's note while it is a second old and
+-- counted against the same bound, else a count (_settle_key_walks); then,
+-- unless walking (which keeps no mark), the mark (_settle_fast_mark).
+CREATE FUNCTION @extschema@._settle_fast_start(sch text, s @extschema@.settle_queue_shape, version text) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
-  SELECT CASE WHEN NOT @extschema@._settle_walks_keys(s) THEN '' ELSE pg_catalog.format($f$
+  SELECT CASE WHEN NOT @extschema@._settle_walks_keys(s) THEN @extschema@._settle_fast_mark(sch, s, version, false)
+    ELSE pg_catalog.format($f$
 kr := pg_catalog.string_to_array(pg_catalog.current_setting(%1$L, true), ' ');
 walk := CASE WHEN kr[2] OPERATOR(pg_catalog.=) COALESCE(NULLIF(pg_catalog.current_setting('settle.key_walk_max', true), ''), '16')
                   AND pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.<)
                       (kr[1]::pg_catalog.float8 OPERATOR(pg_catalog.+) 1)
              THEN kr[3] OPERATOR(pg_catalog.=) 't' ELSE %2$s._settle_key_walks(%1$L, %3$L) END;
-IF walk THEN
-    started := NULL;
-    every := '0'::pg_catalog.interval;
-END IF;
-$f$, 'settle_sql.k' || @extschema@._settle_mark_key(s.queue, version), sch, @extschema@._settle_key_count(s)) END
+IF NOT walk THEN
+%4$sEND IF;
+$f$, 'settle_sql.k' || @extschema@._settle_mark_key(s.queue, version), sch, @extschema@._settle_key_count(s),
+    @extschema@._settle_fast_mark(sch, s, version, false)) END
 $$;
+
+-- The declarations _settle_fast_start's code needs for queue s.
+CREATE FUNCTION @extschema@._settle_fast_walk_vars(s @extschema@.settle_queue_shape) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT CASE WHEN @extschema@._settle_walks_keys(s) THEN E'    kr text[];\n    walk boolean := false;\n' ELSE '' END $$;
 
 -- A claim of many rows of lease queue s at version as the rows themselves,
 -- for a RETURN QUERY in queue_claim's branch of the queue (kind 'inline' of
@@ -383,7 +396,7 @@ DECLARE
     w boolean := @extschema@._settle_walks_keys(s);
     b text := E'#variable_conflict use_column\nDECLARE\n    mark ALIAS FOR $3;\n    every interval;\n    r text[];\n'
               || E'    started timestamptz;\n    caller_mode text;\n    noted text;\n'
-              || CASE WHEN w THEN E'    kr text[];\n    walk boolean := false;\n' ELSE '' END
+              || @extschema@._settle_fast_walk_vars(s)
               || CASE WHEN many THEN E'    id text;\n    dead boolean := false;\n' ELSE '' END
               || CASE WHEN by_ctid THEN E'    tids tid[];\n' ELSE '' END;
     -- the take from the lowest id (st[1]) and from the mark (st[2]); row_lock:
@@ -438,7 +451,7 @@ BEGIN
             || E'IF lease OPERATOR(pg_catalog.<) ''1 millisecond''::pg_catalog.interval '
             || E'OR lease OPERATOR(pg_catalog.>) ''36600 days''::pg_catalog.interval THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
             || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
-            || @extschema@._settle_fast_mark(sch, s, version, false) || @extschema@._settle_fast_walk(sch, s, version)
+            || @extschema@._settle_fast_start(sch, s, version)
             || E'tok := pg_catalog.date_trunc(''milliseconds'', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) '
             || E'COALESCE(lease, ''30 seconds''::pg_catalog.interval));\n' || CASE WHEN many THEN generic ELSE '' END || take;
         IF many THEN
@@ -463,7 +476,7 @@ BEGIN
         b := b || E'    held_ids ALIAS FOR $2;\nBEGIN\n' || one_only
             || E'IF lease IS NOT NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
             || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
-            || @extschema@._settle_fast_mark(sch, s, version, false) || @extschema@._settle_fast_walk(sch, s, version)
+            || @extschema@._settle_fast_start(sch, s, version)
             || 'held_ids := ' || @extschema@._settle_fast_held(s) || E';\n'
             || CASE WHEN many THEN generic ELSE '' END || take
             || E'IF id IS NOT NULL THEN\n    '
@@ -496,12 +509,12 @@ CREATE OR REPLACE FUNCTION @extschema@._settle_fast_claim_advisory_body(sch text
   SELECT E'#variable_conflict use_column\nDECLARE\n    mark ALIAS FOR $3;\n    every interval;\n    r text[];\n'
     || E'    started timestamptz;\n    id text;\n    dead boolean := false;\n    caller_mode text;\n    noted text;\n    held_keys bigint[];\n'
     || E'    cands text[];\n    cand_keys bigint[];\n    keys bigint[];\n    got integer := 0;\n    passed bigint := 0;\n'
-    || CASE WHEN @extschema@._settle_walks_keys(s) THEN E'    kr text[];\n    walk boolean := false;\n' ELSE '' END
+    || @extschema@._settle_fast_walk_vars(s)
     || E'    last_id text;\n    full_page boolean;\n    t_deads boolean[];\n    t_ids text[];\n    t_atts integer[];\n'
     || E'    t_toks timestamptz[];\n    t_pays jsonb[];\n    t_keys bigint[];\nBEGIN\n'
     || E'IF lease IS NOT NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
     || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
-    || @extschema@._settle_fast_mark(sch, s, version, false) || @extschema@._settle_fast_walk(sch, s, version)
+    || @extschema@._settle_fast_start(sch, s, version)
     || E'$1 := batch OPERATOR(pg_catalog.*) 2 OPERATOR(pg_catalog.+) 16;\n'
     -- the keys this session holds (a session lock is re-entrant: never hand
     -- this session a row it holds already)
