@@ -18,6 +18,7 @@ mod admin;
 mod claim;
 mod dead;
 mod heads;
+mod late;
 mod settle;
 
 /// Claim form (docs/semantics.md, "Claim forms").
@@ -260,20 +261,26 @@ impl Shape {
     /// still in the queue — ready, delayed or in flight (a probe of the
     /// `(ordering_key, id)` index registration asks for).
     fn key_free(&self, a: &str) -> Option<String> {
-        let (k, eq) = self.ordering_key.as_ref()?;
+        let (k, _) = self.ordering_key.as_ref()?;
+        Some(self.key_free_of(&self.col(a, k), &self.id_of(a)))
+    }
+
+    /// [`key_free`](Self::key_free) of the row whose key and id are the
+    /// expressions `key` and `id`.
+    fn key_free_of(&self, key: &str, id: &str) -> String {
+        let (k, eq) = self.ordering_key.as_ref().expect("an ordering key");
         let mut p = self.mine("_s_k");
-        p.push(format!("_s_k.{k} {eq} {}", self.col(a, k)));
-        p.push(format!("{} {LT} {}", self.id_of("_s_k"), self.id_of(a)));
+        p.push(format!("_s_k.{k} {eq} {key}"));
+        p.push(format!("{} {LT} {id}", self.id_of("_s_k")));
         // the first such row in index order, not NOT EXISTS: with few keys the
         // planner costs a seq scan for NOT EXISTS, which reads the whole table
         // for every head it tests
-        Some(format!(
-            "({} IS NULL OR (SELECT {id} FROM {} _s_k WHERE {} ORDER BY _s_k.{k}, {id} LIMIT 1) IS NULL)",
-            self.col(a, k),
+        format!(
+            "({key} IS NULL OR (SELECT {kid} FROM {} _s_k WHERE {} ORDER BY _s_k.{k}, {kid} LIMIT 1) IS NULL)",
             self.table,
             join_and(p),
-            id = self.id_of("_s_k"),
-        ))
+            kid = self.id_of("_s_k"),
+        )
     }
 
     /// The order a claim takes ready rows in: by id, or (priority, id) with

@@ -14,7 +14,11 @@ impl Shape {
     /// payload: the row's columns or its jsonb (see [`row_out`](Self::row_out)),
     /// then with `by_ctid` the locked row version's ctid.
     pub fn claim_row_lock(&self, except: bool, from: bool, n: Option<u32>) -> String {
-        let ready = self.ready_from("_s_t", from.then_some(if except { 3 } else { 2 }));
+        let from = from.then_some(if except { 3 } else { 2 });
+        if self.probes_after_lock() && self.row_out_by_column() {
+            return self.row_lock_probing_late(from, except, n);
+        }
+        let ready = self.ready_from("_s_t", from);
         self.row_lock_select(&ready, except, n)
     }
 
@@ -28,14 +32,29 @@ impl Shape {
             ),
             None => "NULL::pg_catalog.int4".into(),
         };
-        format!(
-            "SELECT false, ({id})::pg_catalog.text, {att}, NULL::pg_catalog.timestamptz, {row}{ctid} \
-             FROM {t} _s_t WHERE {ready}{except} ORDER BY {order} {limit} FOR UPDATE OF _s_t SKIP LOCKED",
+        let cols = format!(
+            "false, ({id})::pg_catalog.text, {att}, NULL::pg_catalog.timestamptz, {row}{ctid}",
             id = self.id_of("_s_t"),
-            order = self.claim_order("_s_t"),
             ctid = if self.by_ctid() { ", _s_t.ctid" } else { "" },
-            limit = limit(n),
             row = self.row_out("_s_t"),
+        );
+        self.row_lock_select_from(&cols, ready, except, Some(limit(n)))
+    }
+
+    /// `SELECT cols` of the rows of `_s_t` that satisfy `ready` (and with
+    /// `except` not held), in claim order, locked, SKIP LOCKED; `limit` the
+    /// statement's LIMIT clause, if it has one.
+    pub(super) fn row_lock_select_from(
+        &self,
+        cols: &str,
+        ready: &str,
+        except: bool,
+        limit: Option<String>,
+    ) -> String {
+        format!(
+            "SELECT {cols} FROM {t} _s_t WHERE {ready}{except} ORDER BY {order} {limit} FOR UPDATE OF _s_t SKIP LOCKED",
+            order = self.claim_order("_s_t"),
+            limit = limit.unwrap_or_default(),
             // NOT IN over a subquery, which PostgreSQL hashes: `NOT (id = ANY($2))`
             // compared each candidate with every held id, and the candidates
             // include the held rows themselves (locked by this transaction), so
@@ -56,15 +75,35 @@ impl Shape {
     /// [`ready`](Self::ready), and with `from` at or past the id in that
     /// parameter (text): the claim's index scan starts there.
     fn ready_from(&self, a: &str, from: Option<usize>) -> String {
+        self.starting_at(self.ready(a), a, from)
+    }
+
+    /// `p`, and with `from` the id of `a` at or past that parameter (text).
+    pub(super) fn starting_at(&self, p: String, a: &str, from: Option<usize>) -> String {
         match from {
             Some(n) => format!(
-                "{} AND {} {GE} {}",
-                self.ready(a),
+                "{p} AND {} {GE} {}",
                 self.id_of(a),
                 self.cast_id(&format!("${n}::pg_catalog.text"))
             ),
-            None => self.ready(a),
+            None => p,
         }
+    }
+
+    /// The lease take's candidates: the locators of the first ready rows in
+    /// claim order, locked, SKIP LOCKED; `from` as in [`ready_from`](Self::ready_from).
+    fn lease_candidates(&self, from: Option<usize>, n: Option<u32>) -> String {
+        if self.probes_after_lock() {
+            return self.lease_candidates_probing_late(from, n);
+        }
+        format!(
+            "SELECT {cid} FROM {t} _s_c WHERE {ready} ORDER BY {oid} {limit} FOR UPDATE OF _s_c SKIP LOCKED",
+            t = self.table,
+            cid = self.locator("_s_c"),
+            ready = self.ready_from("_s_c", from),
+            oid = self.claim_order("_s_c"),
+            limit = limit(n),
+        )
     }
 
     /// The statement that takes rows for a lease or advisory delivery: counts the
@@ -92,14 +131,11 @@ impl Shape {
                 let mut sets = vec![format!("{} = $2", self.locked_until.as_ref().unwrap())];
                 sets.extend(self.attempt_plus_one("_s_t"));
                 let update = format!(
-                    "UPDATE {t} _s_t SET {sets} WHERE {grp}{key} {EQ} ANY (ARRAY(SELECT {cid} FROM {t} _s_c WHERE {ready} ORDER BY {oid} {limit} FOR UPDATE OF _s_c SKIP LOCKED))",
+                    "UPDATE {t} _s_t SET {sets} WHERE {grp}{key} {EQ} ANY (ARRAY({candidates}))",
                     sets = sets.join(", "),
                     grp = self.in_group("_s_t"),
-                    limit = limit(n),
                     key = self.locator("_s_t"),
-                    cid = self.locator("_s_c"),
-                    oid = self.claim_order("_s_c"),
-                    ready = self.ready_from("_s_c", from.then_some(3)),
+                    candidates = self.lease_candidates(from.then_some(3), n),
                 );
                 self.taken_oldest_first(&update, self.locked_until.as_deref())
             }

@@ -1,0 +1,116 @@
+//! The keyed claims that test the key rule after the row lock for a row
+//! another transaction has touched.
+//!
+//! A row whose `xmax` is set is being claimed or settled by another
+//! transaction, or was (a write rolled back, a lock). Its key is tested once
+//! SKIP LOCKED has kept it, so concurrent claims do not probe the key index
+//! for each other's rows; the rest are tested before the lock, so that a
+//! queue whose first rows wait behind their keys locks only rows it takes.
+//! A touched row that is not its key's first is locked and not taken.
+
+use super::*;
+
+/// The column that says a candidate was touched (see the module's comment).
+const TOUCHED: &str = "_s_kl";
+
+impl Shape {
+    /// Whether a keyed claim tests the key after the lock for touched rows:
+    /// a plain heap table, whose rows carry `xmax`.
+    pub(super) fn probes_after_lock(&self) -> bool {
+        self.ordering_key.is_some() && self.plain_heap
+    }
+
+    /// Whether [`row_out`](Self::row_out) names the row's columns one by one
+    /// (not the whole row, which the locking subquery's extra columns would join).
+    pub(super) fn row_out_by_column(&self) -> bool {
+        self.payload.is_some() || self.native_row
+    }
+
+    /// Whether the row of alias `a` has been touched.
+    fn touched(a: &str) -> String {
+        format!("NOT ({a}.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid)")
+    }
+
+    /// What a candidate of alias `a` satisfies before the lock: ready by
+    /// itself (and with `from` at or past that parameter's id), and its key
+    /// free unless touched.
+    fn ready_before_lock(&self, a: &str, from: Option<usize>) -> String {
+        let (k, _) = self.ordering_key.as_ref().expect("an ordering key");
+        let own = self.starting_at(join_and(self.ready_own(a)), a, from);
+        let free = self.key_free_of(&self.col(a, k), &self.id_of(a));
+        format!("{own} AND ({} OR {free})", Self::touched(a))
+    }
+
+    /// The columns the locking subquery adds for the test after the lock.
+    fn after_lock_columns(&self, a: &str) -> String {
+        let (k, _) = self.ordering_key.as_ref().expect("an ordering key");
+        format!(
+            "{} AS _s_kk, {} AS _s_ki, {} AS {TOUCHED}",
+            self.col(a, k),
+            self.id_of(a),
+            Self::touched(a)
+        )
+    }
+
+    /// The test after the lock, of the locking subquery `_s_l`.
+    fn ready_after_lock(&self) -> String {
+        format!(
+            "NOT _s_l.{TOUCHED} OR {}",
+            self.key_free_of("_s_l._s_kk", "_s_l._s_ki")
+        )
+    }
+
+    /// [`lease_candidates`](Self::lease_candidates) of a keyed queue.
+    pub(super) fn lease_candidates_probing_late(
+        &self,
+        from: Option<usize>,
+        n: Option<u32>,
+    ) -> String {
+        format!(
+            "SELECT _s_l._s_tid FROM (SELECT {cid} AS _s_tid, {cols} FROM {t} _s_c WHERE {ready} \
+             ORDER BY {oid} FOR UPDATE OF _s_c SKIP LOCKED) _s_l WHERE {after} {limit}",
+            cid = self.locator("_s_c"),
+            cols = self.after_lock_columns("_s_c"),
+            t = self.table,
+            ready = self.ready_before_lock("_s_c", from),
+            oid = self.claim_order("_s_c"),
+            after = self.ready_after_lock(),
+            limit = limit(n),
+        )
+    }
+
+    /// [`claim_row_lock`](Self::claim_row_lock) of a keyed queue whose payload
+    /// is named column by column (see [`row_out_by_column`](Self::row_out_by_column)).
+    pub(super) fn row_lock_probing_late(
+        &self,
+        from: Option<usize>,
+        except: bool,
+        n: Option<u32>,
+    ) -> String {
+        let locked = self.row_lock_select_from(
+            &format!(
+                "_s_t.*, _s_t.ctid AS _s_tid, {}",
+                self.after_lock_columns("_s_t")
+            ),
+            &self.ready_before_lock("_s_t", from),
+            except,
+            None,
+        );
+        let att = match &self.attempt {
+            Some(c) => format!(
+                "(COALESCE({}, 0) {PLUS} 1)::pg_catalog.int4",
+                self.col("_s_l", c)
+            ),
+            None => "NULL::pg_catalog.int4".into(),
+        };
+        format!(
+            "SELECT false, ({id})::pg_catalog.text, {att}, NULL::pg_catalog.timestamptz, {row}{ctid} \
+             FROM ({locked}) _s_l WHERE {after} {limit}",
+            id = self.id_of("_s_l"),
+            row = self.row_out("_s_l"),
+            ctid = if self.by_ctid() { ", _s_l._s_tid" } else { "" },
+            after = self.ready_after_lock(),
+            limit = limit(n),
+        )
+    }
+}
