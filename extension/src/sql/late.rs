@@ -96,17 +96,11 @@ impl Shape {
             except,
             None,
         );
-        let att = match &self.attempt {
-            Some(c) => format!(
-                "(COALESCE({}, 0) {PLUS} 1)::pg_catalog.int4",
-                self.col("_s_l", c)
-            ),
-            None => "NULL::pg_catalog.int4".into(),
-        };
         format!(
             "SELECT false, ({id})::pg_catalog.text, {att}, NULL::pg_catalog.timestamptz, {row}{ctid} \
              FROM ({locked}) _s_l WHERE {after} {limit}",
             id = self.id_of("_s_l"),
+            att = self.attempt_claimed("_s_l"),
             row = self.row_out("_s_l"),
             ctid = if self.by_ctid() { ", _s_l._s_tid" } else { "" },
             after = self.ready_after_lock(),
