@@ -580,6 +580,8 @@ for MAJOR in "${MAJORS[@]}"; do
     check "bench/keyed-few-keys.sql runs (a keyed claim with every head taken)" bench_few_keys
     check "bench/pgbench/keyed.sh --quick (claims of a queue with few keys, in id order and by key)" \
       env PGBENCH="$PG_BIN/pgbench" PSQL="$PG_BIN/psql" bench/pgbench/keyed.sh --quick --conn "$SETTLE_TEST_PG"
+    check "bench/pgbench/keyed-many.sh --quick (a queue with many keys beside one without, claim then ack)" \
+      env PGBENCH="$PG_BIN/pgbench" PSQL="$PG_BIN/psql" bench/pgbench/keyed-many.sh --quick --conn "$SETTLE_TEST_PG"
 
     step "the benchmark's portable grid runs: the client on every backend beside hand-written SQL, ack and the outcome mix"
     bench_portable() {
