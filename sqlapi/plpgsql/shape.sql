@@ -236,6 +236,18 @@ CREATE FUNCTION @extschema@._settle_ready_own(s @extschema@.settle_queue_shape, 
            ''), 'true')
 $$;
 
+-- _settle_ready's key test, of the row whose key and id are the expressions
+-- key and id.
+CREATE FUNCTION @extschema@._settle_key_free(s @extschema@.settle_queue_shape, key text, id text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT '(' || key || ' IS NULL OR (SELECT _s_k.' || s.id || ' FROM ' || s.tbl || ' _s_k WHERE '
+         || pg_catalog.concat_ws(' AND ', NULLIF(@extschema@._settle_mine(s, '_s_k'), ''),
+              '_s_k.' || s.ordering_key || ' ' || s.key_eq || ' ' || key,
+              '_s_k.' || s.id || ' OPERATOR(pg_catalog.<) ' || id)
+         || ' ORDER BY _s_k.' || s.ordering_key || ', _s_k.' || s.id || ' LIMIT 1) IS NULL)'
+$$;
+
 -- Conditions every candidate row (alias a) satisfies. With an ordering key:
 -- no row of the row's key with a lower id is still in the queue (ready,
 -- delayed or in flight), probed in the (ordering_key, id) index: its first
@@ -246,11 +258,7 @@ CREATE FUNCTION @extschema@._settle_ready(s @extschema@.settle_queue_shape, a te
     AS $$
   SELECT CASE WHEN x.k IS NULL THEN x.o WHEN x.o = 'true' THEN x.k ELSE x.o || ' AND ' || x.k END
   FROM (SELECT @extschema@._settle_ready_own(s, a) AS o, CASE WHEN s.ordering_key IS NOT NULL THEN
-             '(' || a || '.' || s.ordering_key || ' IS NULL OR (SELECT _s_k.' || s.id || ' FROM ' || s.tbl || ' _s_k WHERE '
-             || pg_catalog.concat_ws(' AND ', NULLIF(@extschema@._settle_mine(s, '_s_k'), ''),
-                  '_s_k.' || s.ordering_key || ' ' || s.key_eq || ' ' || a || '.' || s.ordering_key,
-                  '_s_k.' || s.id || ' OPERATOR(pg_catalog.<) ' || a || '.' || s.id)
-             || ' ORDER BY _s_k.' || s.ordering_key || ', _s_k.' || s.id || ' LIMIT 1) IS NULL)' END AS k) x
+             @extschema@._settle_key_free(s, a || '.' || s.ordering_key, a || '.' || s.id) END AS k) x
 $$;
 
 -- The order a claim takes ready rows (alias a) in: by id, or (priority, id)

@@ -8,6 +8,45 @@ CREATE FUNCTION @extschema@._settle_from_mark(s @extschema@.settle_queue_shape, 
     LANGUAGE sql IMMUTABLE
     AS $$ SELECT pg_catalog.format(' AND %s.%s OPERATOR(pg_catalog.>=) ($%s::pg_catalog.text)::%s', a, s.id, n, s.id_type) $$;
 
+-- A keyed claim in id order (on a plain heap table) tests the key of a row
+-- another transaction has touched — its xmax set: being claimed or settled,
+-- or a write rolled back, a lock — after the row lock, so that concurrent
+-- claims do not probe the key index for each other's rows; the rest before
+-- it, so that a queue whose first rows wait behind their keys locks only rows
+-- it takes (docs/semantics.md). A touched row behind its head is locked and
+-- not taken.
+CREATE FUNCTION @extschema@._settle_probes_late(s @extschema@.settle_queue_shape) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT s.ordering_key IS NOT NULL AND s.plain_heap $$;
+
+-- Whether the row of alias a has been touched.
+CREATE FUNCTION @extschema@._settle_touched(a text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT 'NOT (' || a || '.xmax OPERATOR(pg_catalog.=) ''0''::pg_catalog.xid)' $$;
+
+-- A late-probing claim's test before the lock, of alias a, and the columns
+-- its locking subquery adds for the test after it.
+CREATE FUNCTION @extschema@._settle_late_ready(s @extschema@.settle_queue_shape, a text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT @extschema@._settle_ready_own(s, a) || ' AND (' || @extschema@._settle_touched(a) || ' OR '
+         || @extschema@._settle_key_free(s, a || '.' || s.ordering_key, a || '.' || s.id) || ')'
+$$;
+
+CREATE FUNCTION @extschema@._settle_late_cols(s @extschema@.settle_queue_shape, a text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT a || '.' || s.ordering_key || ' AS _s_kk, ' || a || '.' || s.id || ' AS _s_ki, '
+         || @extschema@._settle_touched(a) || ' AS _s_kl'
+$$;
+
+-- The test after the lock, of the locking subquery aliased a.
+CREATE FUNCTION @extschema@._settle_late_after(s @extschema@.settle_queue_shape, a text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT 'NOT ' || a || '._s_kl OR ' || @extschema@._settle_key_free(s, a || '._s_kk', a || '._s_ki')
+$$;
+
 -- row_lock claim. $1 int8 batch; again: $2 text[] ids this transaction already
 -- holds (SKIP LOCKED does not skip a transaction's own row locks); from_mark:
 -- $3 text, the mark.
@@ -27,25 +66,35 @@ CREATE FUNCTION @extschema@._settle_claim_row_lock(s @extschema@.settle_queue_sh
       -- (the columns made from the table's row itself: a payload of the whole row is that row's)
       'SELECT pg_catalog.array_agg(_s_l._s_id), pg_catalog.array_agg(_s_l._s_att), pg_catalog.array_agg(_s_l._s_pay), '
       'pg_catalog.array_agg(_s_l._s_ctid) '
-      'FROM (SELECT (_s_t.%1$s)::pg_catalog.text AS _s_id, %2$s AS _s_att, %3$s AS _s_pay, _s_t.ctid AS _s_ctid '
-      'FROM %4$s _s_t WHERE %5$s%7$s ORDER BY %8$s LIMIT $1 FOR UPDATE OF _s_t SKIP LOCKED) _s_l'
+      'FROM (SELECT (_s_t.%1$s)::pg_catalog.text AS _s_id, %2$s AS _s_att, %3$s AS _s_pay, %5$s AS _s_ctid '
+      'FROM %4$s) _s_l'
     WHEN agg THEN
       'SELECT pg_catalog.array_agg((_s_t.%1$s)::pg_catalog.text), pg_catalog.array_agg(%2$s), pg_catalog.array_agg(%3$s) '
-      'FROM (SELECT * FROM %4$s _s_t WHERE %5$s%7$s ORDER BY %8$s LIMIT $1 FOR UPDATE OF _s_t SKIP LOCKED) _s_t'
+      'FROM (SELECT * FROM %4$s) _s_t'
     ELSE
-      'SELECT (_s_t.%1$s)::pg_catalog.text, %2$s, NULL::pg_catalog.timestamptz, %3$s FROM %4$s _s_t '
-      'WHERE %5$s%7$s ORDER BY %8$s LIMIT $1 FOR UPDATE OF _s_t SKIP LOCKED' END,
+      'SELECT (_s_t.%1$s)::pg_catalog.text, %2$s, NULL::pg_catalog.timestamptz, %3$s FROM %4$s' END,
     s.id,
     CASE WHEN s.attempt IS NOT NULL THEN '(COALESCE(_s_t.' || s.attempt || ', 0) OPERATOR(pg_catalog.+) 1)::pg_catalog.int4'
          ELSE 'NULL::pg_catalog.int4' END,
-    @extschema@._settle_payload(s, '_s_t'), s.tbl,
-    CASE WHEN walk THEN @extschema@._settle_walk_ready(s, '_s_t', @extschema@._settle_walk_lim())
-         ELSE @extschema@._settle_ready(s, '_s_t') END, s.id_type,
+    @extschema@._settle_payload(s, '_s_t'),
+    -- the rows locked, aliased _s_t: the key tested after the lock for a
+    -- touched row (_settle_probes_late) when the payload is a column
+    CASE WHEN NOT walk AND @extschema@._settle_probes_late(s) AND s.payload_kind IS NOT NULL THEN pg_catalog.format(
+      '(SELECT _s_t.*, _s_t.ctid AS _s_tid, %s FROM %s _s_t WHERE %s%s ORDER BY %s FOR UPDATE OF _s_t SKIP LOCKED) _s_t '
+      'WHERE %s LIMIT $1',
+      @extschema@._settle_late_cols(s, '_s_t'), s.tbl, @extschema@._settle_late_ready(s, '_s_t'), x.more, x.ord,
+      @extschema@._settle_late_after(s, '_s_t'))
+    ELSE pg_catalog.format('%s _s_t WHERE %s%s ORDER BY %s LIMIT $1 FOR UPDATE OF _s_t SKIP LOCKED', s.tbl,
+      CASE WHEN walk THEN @extschema@._settle_walk_ready(s, '_s_t', @extschema@._settle_walk_lim())
+           ELSE @extschema@._settle_ready(s, '_s_t') END, x.more, x.ord) END,
+    CASE WHEN NOT walk AND @extschema@._settle_probes_late(s) AND s.payload_kind IS NOT NULL THEN '_s_t._s_tid'
+         ELSE '_s_t.ctid' END)
+  FROM (SELECT
     CASE WHEN again THEN pg_catalog.format(
       ' AND _s_t.%s NOT IN (SELECT _s_h FROM pg_catalog.unnest(($2::pg_catalog.text[])::%s[]) _s_h)', s.id, s.id_type)
     ELSE '' END
-    || CASE WHEN from_mark AND NOT walk THEN @extschema@._settle_from_mark(s, '_s_t', 3) ELSE '' END,
-    @extschema@._settle_order(s, '_s_t'))
+    || CASE WHEN from_mark AND NOT walk THEN @extschema@._settle_from_mark(s, '_s_t', 3) ELSE '' END AS more,
+    @extschema@._settle_order(s, '_s_t') AS ord) x
 $$;
 
 -- Whether a row a take just counted (alias a) is past max_attempts.
@@ -67,16 +116,25 @@ CREATE FUNCTION @extschema@._settle_lease_took(s @extschema@.settle_queue_shape,
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT pg_catalog.format(
-    'WITH _s_took AS (UPDATE %1$s _s_t SET %2$s = $2%3$s WHERE %4$s%5$s OPERATOR(pg_catalog.=) ANY (ARRAY('
-      'SELECT %6$s FROM %1$s _s_c WHERE %7$s ORDER BY %8$s LIMIT $1 FOR UPDATE OF _s_c SKIP LOCKED)) RETURNING %9$s)',
+    'WITH _s_took AS (UPDATE %1$s _s_t SET %2$s = $2%3$s WHERE %4$s%5$s OPERATOR(pg_catalog.=) ANY (ARRAY(%6$s)) RETURNING %7$s)',
     s.tbl, s.locked_until,
     CASE WHEN s.attempt IS NOT NULL THEN ', ' || s.attempt || ' = COALESCE(_s_t.' || s.attempt || ', 0) OPERATOR(pg_catalog.+) 1' ELSE '' END,
     @extschema@._settle_in_group(s, '_s_t'),
     CASE WHEN s.plain_heap THEN '_s_t.ctid' ELSE '_s_t.' || s.id END,
-    CASE WHEN s.plain_heap THEN '_s_c.ctid' ELSE '_s_c.' || s.id END,
-    CASE WHEN walk THEN @extschema@._settle_walk_ready(s, '_s_c', @extschema@._settle_walk_lim())
-         ELSE @extschema@._settle_ready(s, '_s_c') || CASE WHEN from_mark THEN @extschema@._settle_from_mark(s, '_s_c', 3) ELSE '' END END,
-    @extschema@._settle_order(s, '_s_c'), cols)
+    -- the candidates: the key tested after the lock for a touched row
+    -- (_settle_probes_late), or before it
+    CASE WHEN NOT walk AND @extschema@._settle_probes_late(s) THEN pg_catalog.format(
+      'SELECT _s_l._s_tid FROM (SELECT _s_c.ctid AS _s_tid, %s FROM %s _s_c WHERE %s%s ORDER BY %s '
+      'FOR UPDATE OF _s_c SKIP LOCKED) _s_l WHERE %s LIMIT $1',
+      @extschema@._settle_late_cols(s, '_s_c'), s.tbl, @extschema@._settle_late_ready(s, '_s_c'),
+      CASE WHEN from_mark THEN @extschema@._settle_from_mark(s, '_s_c', 3) ELSE '' END,
+      @extschema@._settle_order(s, '_s_c'), @extschema@._settle_late_after(s, '_s_l'))
+    ELSE pg_catalog.format('SELECT %s FROM %s _s_c WHERE %s ORDER BY %s LIMIT $1 FOR UPDATE OF _s_c SKIP LOCKED',
+      CASE WHEN s.plain_heap THEN '_s_c.ctid' ELSE '_s_c.' || s.id END, s.tbl,
+      CASE WHEN walk THEN @extschema@._settle_walk_ready(s, '_s_c', @extschema@._settle_walk_lim())
+           ELSE @extschema@._settle_ready(s, '_s_c') || CASE WHEN from_mark THEN @extschema@._settle_from_mark(s, '_s_c', 3) ELSE '' END END,
+      @extschema@._settle_order(s, '_s_c')) END,
+    cols)
 $$;
 
 -- The lease take (_settle_lease_took). Columns: dead bool (past max_attempts:

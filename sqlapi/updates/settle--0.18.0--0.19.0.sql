@@ -1,8 +1,154 @@
 -- settle 0.18.0 -> 0.19.0, the SQL edition (ALTER EXTENSION settle UPDATE through pg_tle, or
--- settle-update--0.19.0.sql for an install made with psql): no change of its own (0.19.0 is
--- the native library's); the functions generated per queue are dropped and the dispatchers
--- and entry points reset, so that each queue's first call after the update (or its next
--- registration) writes its code anew for the new version.
+-- settle-update--0.19.0.sql for an install made with psql): a keyed claim in id order tests
+-- the key of a row another transaction has touched after the row lock, as the native
+-- extension's does. The functions generated per queue are dropped and the dispatchers and
+-- entry points reset, so that each queue's first call after the update (or its next
+-- registration) writes its code anew.
+
+
+-- _settle_ready's key test, of the row whose key and id are the expressions
+-- key and id.
+CREATE FUNCTION @extschema@._settle_key_free(s @extschema@.settle_queue_shape, key text, id text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT '(' || key || ' IS NULL OR (SELECT _s_k.' || s.id || ' FROM ' || s.tbl || ' _s_k WHERE '
+         || pg_catalog.concat_ws(' AND ', NULLIF(@extschema@._settle_mine(s, '_s_k'), ''),
+              '_s_k.' || s.ordering_key || ' ' || s.key_eq || ' ' || key,
+              '_s_k.' || s.id || ' OPERATOR(pg_catalog.<) ' || id)
+         || ' ORDER BY _s_k.' || s.ordering_key || ', _s_k.' || s.id || ' LIMIT 1) IS NULL)'
+$$;
+
+-- Conditions every candidate row (alias a) satisfies. With an ordering key:
+-- no row of the row's key with a lower id is still in the queue (ready,
+-- delayed or in flight), probed in the (ordering_key, id) index: its first
+-- such row in index order, since for NOT EXISTS the planner costs a table
+-- scan when the keys are few.
+CREATE OR REPLACE FUNCTION @extschema@._settle_ready(s @extschema@.settle_queue_shape, a text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT CASE WHEN x.k IS NULL THEN x.o WHEN x.o = 'true' THEN x.k ELSE x.o || ' AND ' || x.k END
+  FROM (SELECT @extschema@._settle_ready_own(s, a) AS o, CASE WHEN s.ordering_key IS NOT NULL THEN
+             @extschema@._settle_key_free(s, a || '.' || s.ordering_key, a || '.' || s.id) END AS k) x
+$$;
+
+-- A keyed claim in id order (on a plain heap table) tests the key of a row
+-- another transaction has touched — its xmax set: being claimed or settled,
+-- or a write rolled back, a lock — after the row lock, so that concurrent
+-- claims do not probe the key index for each other's rows; the rest before
+-- it, so that a queue whose first rows wait behind their keys locks only rows
+-- it takes (docs/semantics.md). A touched row behind its head is locked and
+-- not taken.
+CREATE FUNCTION @extschema@._settle_probes_late(s @extschema@.settle_queue_shape) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT s.ordering_key IS NOT NULL AND s.plain_heap $$;
+
+-- Whether the row of alias a has been touched.
+CREATE FUNCTION @extschema@._settle_touched(a text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT 'NOT (' || a || '.xmax OPERATOR(pg_catalog.=) ''0''::pg_catalog.xid)' $$;
+
+-- A late-probing claim's test before the lock, of alias a, and the columns
+-- its locking subquery adds for the test after it.
+CREATE FUNCTION @extschema@._settle_late_ready(s @extschema@.settle_queue_shape, a text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT @extschema@._settle_ready_own(s, a) || ' AND (' || @extschema@._settle_touched(a) || ' OR '
+         || @extschema@._settle_key_free(s, a || '.' || s.ordering_key, a || '.' || s.id) || ')'
+$$;
+
+CREATE FUNCTION @extschema@._settle_late_cols(s @extschema@.settle_queue_shape, a text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT a || '.' || s.ordering_key || ' AS _s_kk, ' || a || '.' || s.id || ' AS _s_ki, '
+         || @extschema@._settle_touched(a) || ' AS _s_kl'
+$$;
+
+-- The test after the lock, of the locking subquery aliased a.
+CREATE FUNCTION @extschema@._settle_late_after(s @extschema@.settle_queue_shape, a text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT 'NOT ' || a || '._s_kl OR ' || @extschema@._settle_key_free(s, a || '._s_kk', a || '._s_ki')
+$$;
+
+-- row_lock claim. $1 int8 batch; again: $2 text[] ids this transaction already
+-- holds (SKIP LOCKED does not skip a transaction's own row locks); from_mark:
+-- $3 text, the mark.
+-- Columns: id text, attempt int4, token timestamptz, payload jsonb.
+-- agg: id, attempt and payload as arrays in one row, in id order (how a
+-- prepared statement's rows come back to PL/pgSQL, see _settle_prepared);
+-- with tids, their ctids as a fourth (_settle_ack's hint).
+-- walk: from the queue's heads (heads.sql), the mark aside.
+CREATE OR REPLACE FUNCTION @extschema@._settle_claim_row_lock(s @extschema@.settle_queue_shape, again boolean, agg boolean DEFAULT false,
+                                                    from_mark boolean DEFAULT false, tids boolean DEFAULT false,
+                                                    walk boolean DEFAULT false)
+    RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT pg_catalog.format(
+    CASE WHEN agg AND tids THEN
+      -- (the columns made from the table's row itself: a payload of the whole row is that row's)
+      'SELECT pg_catalog.array_agg(_s_l._s_id), pg_catalog.array_agg(_s_l._s_att), pg_catalog.array_agg(_s_l._s_pay), '
+      'pg_catalog.array_agg(_s_l._s_ctid) '
+      'FROM (SELECT (_s_t.%1$s)::pg_catalog.text AS _s_id, %2$s AS _s_att, %3$s AS _s_pay, %5$s AS _s_ctid '
+      'FROM %4$s) _s_l'
+    WHEN agg THEN
+      'SELECT pg_catalog.array_agg((_s_t.%1$s)::pg_catalog.text), pg_catalog.array_agg(%2$s), pg_catalog.array_agg(%3$s) '
+      'FROM (SELECT * FROM %4$s) _s_t'
+    ELSE
+      'SELECT (_s_t.%1$s)::pg_catalog.text, %2$s, NULL::pg_catalog.timestamptz, %3$s FROM %4$s' END,
+    s.id,
+    CASE WHEN s.attempt IS NOT NULL THEN '(COALESCE(_s_t.' || s.attempt || ', 0) OPERATOR(pg_catalog.+) 1)::pg_catalog.int4'
+         ELSE 'NULL::pg_catalog.int4' END,
+    @extschema@._settle_payload(s, '_s_t'),
+    -- the rows locked, aliased _s_t: the key tested after the lock for a
+    -- touched row (_settle_probes_late) when the payload is a column
+    CASE WHEN NOT walk AND @extschema@._settle_probes_late(s) AND s.payload_kind IS NOT NULL THEN pg_catalog.format(
+      '(SELECT _s_t.*, _s_t.ctid AS _s_tid, %s FROM %s _s_t WHERE %s%s ORDER BY %s FOR UPDATE OF _s_t SKIP LOCKED) _s_t '
+      'WHERE %s LIMIT $1',
+      @extschema@._settle_late_cols(s, '_s_t'), s.tbl, @extschema@._settle_late_ready(s, '_s_t'), x.more, x.ord,
+      @extschema@._settle_late_after(s, '_s_t'))
+    ELSE pg_catalog.format('%s _s_t WHERE %s%s ORDER BY %s LIMIT $1 FOR UPDATE OF _s_t SKIP LOCKED', s.tbl,
+      CASE WHEN walk THEN @extschema@._settle_walk_ready(s, '_s_t', @extschema@._settle_walk_lim())
+           ELSE @extschema@._settle_ready(s, '_s_t') END, x.more, x.ord) END,
+    CASE WHEN NOT walk AND @extschema@._settle_probes_late(s) AND s.payload_kind IS NOT NULL THEN '_s_t._s_tid'
+         ELSE '_s_t.ctid' END)
+  FROM (SELECT
+    CASE WHEN again THEN pg_catalog.format(
+      ' AND _s_t.%s NOT IN (SELECT _s_h FROM pg_catalog.unnest(($2::pg_catalog.text[])::%s[]) _s_h)', s.id, s.id_type)
+    ELSE '' END
+    || CASE WHEN from_mark AND NOT walk THEN @extschema@._settle_from_mark(s, '_s_t', 3) ELSE '' END AS more,
+    @extschema@._settle_order(s, '_s_t') AS ord) x
+$$;
+
+-- The lease take's CTE _s_took: counts the attempt and writes the token in
+-- one UPDATE of the first ready rows, returning cols (of alias _s_t).
+-- $1 int8 batch, $2 timestamptz token; from_mark: $3 text, the mark; walk:
+-- from the queue's heads (heads.sql), the mark aside.
+CREATE OR REPLACE FUNCTION @extschema@._settle_lease_took(s @extschema@.settle_queue_shape, from_mark boolean, cols text,
+                                               walk boolean DEFAULT false) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT pg_catalog.format(
+    'WITH _s_took AS (UPDATE %1$s _s_t SET %2$s = $2%3$s WHERE %4$s%5$s OPERATOR(pg_catalog.=) ANY (ARRAY(%6$s)) RETURNING %7$s)',
+    s.tbl, s.locked_until,
+    CASE WHEN s.attempt IS NOT NULL THEN ', ' || s.attempt || ' = COALESCE(_s_t.' || s.attempt || ', 0) OPERATOR(pg_catalog.+) 1' ELSE '' END,
+    @extschema@._settle_in_group(s, '_s_t'),
+    CASE WHEN s.plain_heap THEN '_s_t.ctid' ELSE '_s_t.' || s.id END,
+    -- the candidates: the key tested after the lock for a touched row
+    -- (_settle_probes_late), or before it
+    CASE WHEN NOT walk AND @extschema@._settle_probes_late(s) THEN pg_catalog.format(
+      'SELECT _s_l._s_tid FROM (SELECT _s_c.ctid AS _s_tid, %s FROM %s _s_c WHERE %s%s ORDER BY %s '
+      'FOR UPDATE OF _s_c SKIP LOCKED) _s_l WHERE %s LIMIT $1',
+      @extschema@._settle_late_cols(s, '_s_c'), s.tbl, @extschema@._settle_late_ready(s, '_s_c'),
+      CASE WHEN from_mark THEN @extschema@._settle_from_mark(s, '_s_c', 3) ELSE '' END,
+      @extschema@._settle_order(s, '_s_c'), @extschema@._settle_late_after(s, '_s_l'))
+    ELSE pg_catalog.format('SELECT %s FROM %s _s_c WHERE %s ORDER BY %s LIMIT $1 FOR UPDATE OF _s_c SKIP LOCKED',
+      CASE WHEN s.plain_heap THEN '_s_c.ctid' ELSE '_s_c.' || s.id END, s.tbl,
+      CASE WHEN walk THEN @extschema@._settle_walk_ready(s, '_s_c', @extschema@._settle_walk_lim())
+           ELSE @extschema@._settle_ready(s, '_s_c') || CASE WHEN from_mark THEN @extschema@._settle_from_mark(s, '_s_c', 3) ELSE '' END END,
+      @extschema@._settle_order(s, '_s_c')) END,
+    cols)
+$$;
 
 -- (under the builders' lock, as _settle_fast_build; the dispatchers and
 -- entry points that call them are reset below, in the same transaction)
