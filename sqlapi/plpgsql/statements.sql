@@ -79,7 +79,7 @@ CREATE FUNCTION @extschema@._settle_claim_row_lock(s @extschema@.settle_queue_sh
     @extschema@._settle_payload(s, '_s_t'),
     -- the rows locked, aliased _s_t: the key tested after the lock for a
     -- touched row (_settle_probes_late) when the payload is a column
-    CASE WHEN NOT walk AND @extschema@._settle_probes_late(s) AND s.payload_kind IS NOT NULL THEN pg_catalog.format(
+    CASE WHEN x.late THEN pg_catalog.format(
       '(SELECT _s_t.*, _s_t.ctid AS _s_tid, %s FROM %s _s_t WHERE %s%s ORDER BY %s FOR UPDATE OF _s_t SKIP LOCKED) _s_t '
       'WHERE %s LIMIT $1',
       @extschema@._settle_late_cols(s, '_s_t'), s.tbl, @extschema@._settle_late_ready(s, '_s_t'), x.more, x.ord,
@@ -87,9 +87,8 @@ CREATE FUNCTION @extschema@._settle_claim_row_lock(s @extschema@.settle_queue_sh
     ELSE pg_catalog.format('%s _s_t WHERE %s%s ORDER BY %s LIMIT $1 FOR UPDATE OF _s_t SKIP LOCKED', s.tbl,
       CASE WHEN walk THEN @extschema@._settle_walk_ready(s, '_s_t', @extschema@._settle_walk_lim())
            ELSE @extschema@._settle_ready(s, '_s_t') END, x.more, x.ord) END,
-    CASE WHEN NOT walk AND @extschema@._settle_probes_late(s) AND s.payload_kind IS NOT NULL THEN '_s_t._s_tid'
-         ELSE '_s_t.ctid' END)
-  FROM (SELECT
+    CASE WHEN x.late THEN '_s_t._s_tid' ELSE '_s_t.ctid' END)
+  FROM (SELECT NOT walk AND @extschema@._settle_probes_late(s) AND s.payload_kind IS NOT NULL AS late,
     CASE WHEN again THEN pg_catalog.format(
       ' AND _s_t.%s NOT IN (SELECT _s_h FROM pg_catalog.unnest(($2::pg_catalog.text[])::%s[]) _s_h)', s.id, s.id_type)
     ELSE '' END

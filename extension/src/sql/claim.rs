@@ -25,19 +25,29 @@ impl Shape {
     /// The row_lock claim's locking select of the rows of `_s_t` that satisfy
     /// `ready`, as [`claim_row_lock`](Self::claim_row_lock) describes it.
     pub(super) fn row_lock_select(&self, ready: &str, except: bool, n: Option<u32>) -> String {
-        let cols = format!(
-            "false, ({id})::pg_catalog.text, {att}, NULL::pg_catalog.timestamptz, {row}{ctid}",
-            id = self.id_of("_s_t"),
-            att = self.attempt_claimed("_s_t"),
-            ctid = if self.by_ctid() { ", _s_t.ctid" } else { "" },
-            row = self.row_out("_s_t"),
-        );
+        let cols = self.row_lock_columns("_s_t", "_s_t.ctid");
         self.row_lock_select_from(&cols, ready, except, Some(limit(n)))
+    }
+
+    /// A row_lock claim's columns (see [`claim_row_lock`](Self::claim_row_lock))
+    /// of the locked rows aliased `a`, `ctid` their version's ctid.
+    pub(super) fn row_lock_columns(&self, a: &str, ctid: &str) -> String {
+        format!(
+            "false, ({id})::pg_catalog.text, {att}, NULL::pg_catalog.timestamptz, {row}{ctid}",
+            id = self.id_of(a),
+            att = self.attempt_claimed(a),
+            row = self.row_out(a),
+            ctid = if self.by_ctid() {
+                format!(", {ctid}")
+            } else {
+                String::new()
+            },
+        )
     }
 
     /// The attempt a row_lock claim delivers for the row of alias `a`: its
     /// stored counter plus one (written when the delivery settles).
-    pub(super) fn attempt_claimed(&self, a: &str) -> String {
+    fn attempt_claimed(&self, a: &str) -> String {
         match &self.attempt {
             Some(c) => format!(
                 "(COALESCE({}, 0) {PLUS} 1)::pg_catalog.int4",

@@ -35,9 +35,8 @@ impl Shape {
     /// itself (and with `from` at or past that parameter's id), and its key
     /// free unless touched.
     fn ready_before_lock(&self, a: &str, from: Option<usize>) -> String {
-        let (k, _) = self.ordering_key.as_ref().expect("an ordering key");
         let own = self.starting_at(join_and(self.ready_own(a)), a, from);
-        let free = self.key_free_of(&self.col(a, k), &self.id_of(a));
+        let free = self.key_free(a).expect("an ordering key");
         format!("{own} AND ({} OR {free})", Self::touched(a))
     }
 
@@ -97,12 +96,8 @@ impl Shape {
             None,
         );
         format!(
-            "SELECT false, ({id})::pg_catalog.text, {att}, NULL::pg_catalog.timestamptz, {row}{ctid} \
-             FROM ({locked}) _s_l WHERE {after} {limit}",
-            id = self.id_of("_s_l"),
-            att = self.attempt_claimed("_s_l"),
-            row = self.row_out("_s_l"),
-            ctid = if self.by_ctid() { ", _s_l._s_tid" } else { "" },
+            "SELECT {cols} FROM ({locked}) _s_l WHERE {after} {limit}",
+            cols = self.row_lock_columns("_s_l", "_s_l._s_tid"),
             after = self.ready_after_lock(),
             limit = limit(n),
         )
