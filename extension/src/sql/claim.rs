@@ -15,7 +15,7 @@ impl Shape {
     /// then with `by_ctid` the locked row version's ctid.
     pub fn claim_row_lock(&self, except: bool, from: bool, n: Option<u32>) -> String {
         let from = from.then_some(if except { 3 } else { 2 });
-        if self.probes_after_lock() && self.row_out_by_column() {
+        if self.probes_after_lock() {
             return self.row_lock_probing_late(from, except, n);
         }
         let ready = self.ready_from("_s_t", from);
@@ -32,11 +32,15 @@ impl Shape {
     /// A row_lock claim's columns (see [`claim_row_lock`](Self::claim_row_lock))
     /// of the locked rows aliased `a`, `ctid` their version's ctid.
     pub(super) fn row_lock_columns(&self, a: &str, ctid: &str) -> String {
+        self.row_lock_columns_with(a, ctid, &self.row_out(a))
+    }
+
+    /// [`row_lock_columns`](Self::row_lock_columns) with the payload `row`.
+    pub(super) fn row_lock_columns_with(&self, a: &str, ctid: &str, row: &str) -> String {
         format!(
             "false, ({id})::pg_catalog.text, {att}, NULL::pg_catalog.timestamptz, {row}{ctid}",
             id = self.id_of(a),
             att = self.attempt_claimed(a),
-            row = self.row_out(a),
             ctid = if self.by_ctid() {
                 format!(", {ctid}")
             } else {

@@ -13,17 +13,14 @@ use super::*;
 /// The column that says a candidate was touched (see the module's comment).
 const TOUCHED: &str = "_s_kl";
 
+/// The locking subquery's column of a whole-row payload.
+const WHOLE_ROW: &str = "_s_row";
+
 impl Shape {
     /// Whether a keyed claim tests the key after the lock for touched rows:
     /// a plain heap table, whose rows carry `xmax`.
     pub(super) fn probes_after_lock(&self) -> bool {
         self.ordering_key.is_some() && self.plain_heap
-    }
-
-    /// Whether [`row_out`](Self::row_out) names the row's columns one by one
-    /// (not the whole row, which the locking subquery's extra columns would join).
-    pub(super) fn row_out_by_column(&self) -> bool {
-        self.payload.is_some() || self.native_row
     }
 
     /// Whether the row of alias `a` has been touched.
@@ -78,8 +75,7 @@ impl Shape {
         )
     }
 
-    /// [`claim_row_lock`](Self::claim_row_lock) of a keyed queue whose payload
-    /// is named column by column (see [`row_out_by_column`](Self::row_out_by_column)).
+    /// [`claim_row_lock`](Self::claim_row_lock) of a keyed queue.
     pub(super) fn row_lock_probing_late(
         &self,
         from: Option<usize>,
@@ -88,7 +84,8 @@ impl Shape {
     ) -> String {
         let locked = self.row_lock_select_from(
             &format!(
-                "_s_t.*, _s_t.ctid AS _s_tid, {}",
+                "{}, _s_t.ctid AS _s_tid, {}",
+                self.row_lock_inputs("_s_t"),
                 self.after_lock_columns("_s_t")
             ),
             &self.ready_before_lock("_s_t", from),
@@ -97,9 +94,36 @@ impl Shape {
         );
         format!(
             "SELECT {cols} FROM ({locked}) _s_l WHERE {after} {limit}",
-            cols = self.row_lock_columns("_s_l", "_s_l._s_tid"),
+            cols = self.row_lock_columns_of_locked("_s_l"),
             after = self.ready_after_lock(),
             limit = limit(n),
         )
+    }
+
+    /// What the locking subquery passes up of the row of alias `a` for
+    /// [`row_lock_columns`](Self::row_lock_columns): the row's own columns
+    /// when they are the payload (none named like the statement's aliases,
+    /// see `desc`), else only the columns of the id and attempt roles and the
+    /// payload, whose whole-row jsonb is made here, before the added columns.
+    fn row_lock_inputs(&self, a: &str) -> String {
+        if self.native_row {
+            return format!("{a}.*");
+        }
+        let mut c = vec![self.id_of(a)];
+        c.extend(self.attempt.as_ref().map(|x| self.col(a, x)));
+        c.push(match &self.payload {
+            Some((p, _)) => self.col(a, p),
+            None => format!("{} AS {WHOLE_ROW}", self.row_out(a)),
+        });
+        c.join(", ")
+    }
+
+    /// [`row_lock_columns`](Self::row_lock_columns) of the locking subquery `l`.
+    fn row_lock_columns_of_locked(&self, l: &str) -> String {
+        let ctid = format!("{l}._s_tid");
+        if self.native_row || self.payload.is_some() {
+            return self.row_lock_columns(l, &ctid);
+        }
+        self.row_lock_columns_with(l, &ctid, &format!("{l}.{WHOLE_ROW}"))
     }
 }

@@ -118,6 +118,21 @@ ROLLBACK;
 BEGIN;
 SELECT flow_ids('flow_kwr', 2) AS by_id, flow_ids('flow_kwr', 3) AS then, flow_ids('flow_kwr', 5) AS heads_held;
 ROLLBACK;
+-- the same with the whole row as the payload (a numeric column: the native
+-- extension writes such a row with to_jsonb), which comes as the row is
+CREATE TABLE flow_kwj (id bigint PRIMARY KEY, amount numeric NOT NULL DEFAULT 1.5, ordering_key integer);
+CREATE INDEX ON flow_kwj (ordering_key, id);
+INSERT INTO flow_kwj (id, ordering_key) SELECT id, ordering_key FROM flow_kw;
+SELECT queue_register('flow_kwj', 'flow_kwj', 'row_lock');
+BEGIN;
+UPDATE flow_kwj SET ordering_key = ordering_key;
+ROLLBACK;
+BEGIN;
+SELECT flow_ids('flow_kwj', 2) AS by_id, flow_ids('flow_kwj', 3) AS then, flow_ids('flow_kwj', 5) AS heads_held;
+ROLLBACK;
+BEGIN;
+SELECT id, attempt, payload FROM queue_claim('flow_kwj', 2);
+ROLLBACK;
 -- advisory: a held key's followers wait, the head's ack frees the next
 CREATE TABLE flow_kwa (LIKE flow_kw INCLUDING ALL);
 INSERT INTO flow_kwa SELECT id, payload, NULL, ordering_key FROM flow_kwr;
