@@ -194,6 +194,7 @@ DECLARE
     keys bigint[];
     got integer := 0;
     full_page boolean;
+    given_back integer;
     dead text[] := '{}';
     t_deads boolean[];
     t_ids text[];
@@ -208,6 +209,7 @@ BEGIN
         EXIT WHEN got = batch;
         locked := '{}';
         keys := '{}';
+        given_back := 0;
         IF last_id IS NULL THEN
             stmt := pg_catalog.format('EXECUTE %I(%L, %L)',
                 @extschema@._settle_prepared(queue, version, CASE WHEN from_id IS NULL THEN 'cand:' ELSE 'cand_from:' END || page,
@@ -238,6 +240,7 @@ BEGIN
             ignored := @extschema@._settle_as(caller_path);
             ignored := pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
             EXECUTE stmt INTO t_deads, t_ids, t_atts, t_toks, t_pays;
+            given_back := pg_catalog.cardinality(locked) - COALESCE(pg_catalog.cardinality(t_ids), 0);
             ignored := pg_catalog.set_config('plan_cache_mode', caller_mode, true);
             ignored := @extschema@._settle_as('pg_catalog, pg_temp');
             -- the rows taken, in id order: their keys held for the session now; dead ones apart
@@ -268,7 +271,10 @@ BEGIN
             pays := pays || t_pays;
             dead := dead || t_dead;
         END IF;
-        EXIT WHEN NOT full_page;
+        -- the last page, unless the take gave rows back (the take tests a
+        -- touched row's key only once the session holds it) and the page has
+        -- candidates this pass did not examine
+        EXIT WHEN NOT full_page AND (given_back = 0 OR last_id = cands[pg_catalog.cardinality(cands)]);
     END LOOP;
     IF pg_catalog.cardinality(dead) > 0 THEN
         PERFORM @extschema@._settle_dead_at_claim(@extschema@._settle_shape(queue), dead, caller_path);

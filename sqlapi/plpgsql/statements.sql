@@ -14,7 +14,8 @@ CREATE FUNCTION @extschema@._settle_from_mark(s @extschema@.settle_queue_shape, 
 -- claims do not probe the key index for each other's rows; the rest before
 -- it, so that a queue whose first rows wait behind their keys locks only rows
 -- it takes (docs/semantics.md). A touched row behind its head is locked and
--- not taken.
+-- not taken. An advisory candidate likewise, its key tested by the take once
+-- the session holds the row's advisory key.
 CREATE FUNCTION @extschema@._settle_probes_late(s @extschema@.settle_queue_shape) RETURNS boolean
     LANGUAGE sql IMMUTABLE
     AS $$ SELECT s.ordering_key IS NOT NULL AND s.plain_heap $$;
@@ -178,6 +179,8 @@ CREATE FUNCTION @extschema@._settle_candidates(s @extschema@.settle_queue_shape,
       'FROM %3$s _s_t WHERE %4$s%5$s ORDER BY %6$s LIMIT $1%7$s' END,
     s.id, pg_catalog.length(s.queue) || ':' || s.queue || ':', s.tbl,
     CASE WHEN walk THEN @extschema@._settle_walk_ready(s, '_s_t', '$1', CASE WHEN after THEN '$2' END)
+         -- a touched row's key tested by the take, once the session holds it
+         WHEN @extschema@._settle_probes_late(s) THEN @extschema@._settle_late_ready(s, '_s_t')
          ELSE @extschema@._settle_ready(s, '_s_t') END,
     CASE WHEN walk THEN ''
          WHEN after AND s.priority IS NULL THEN @extschema@._settle_past_id(s, '_s_t', '$2')

@@ -1,9 +1,10 @@
 -- settle 0.19.0 -> 0.20.0, the SQL edition (ALTER EXTENSION settle UPDATE through pg_tle, or
--- settle-update--0.20.0.sql for an install made with psql): a keyed row_lock claim in id
--- order on a table whose payload is the whole row tests the key of a row another
--- transaction has touched after the row lock too. The functions generated per queue are
--- dropped and the dispatchers and entry points reset, so that each queue's first call after
--- the update (or its next registration) writes its code anew.
+-- settle-update--0.20.0.sql for an install made with psql): keyed claims in id order test the
+-- key of a row another transaction has touched after taking hold of it in every form: row_lock
+-- on a table whose payload is the whole row, and advisory candidates (the take tests the key
+-- once the session holds the row's key). The functions generated per queue are dropped and the
+-- dispatchers and entry points reset, so that each queue's first call after the update (or its
+-- next registration) writes its code anew.
 
 
 -- row_lock claim. $1 int8 batch; again: $2 text[] ids this transaction already
@@ -56,6 +57,220 @@ CREATE OR REPLACE FUNCTION @extschema@._settle_claim_row_lock(s @extschema@.sett
     ELSE '' END
     || CASE WHEN from_mark AND NOT walk THEN @extschema@._settle_from_mark(s, '_s_t', 3) ELSE '' END AS more,
     @extschema@._settle_order(s, '_s_t') AS ord) x
+$$;
+
+-- advisory candidates: ready rows in id order with their keys. $1 int8 limit;
+-- after: $2 text, the last id of the previous page; from_mark: $2 text, the mark.
+-- agg: ids and keys as two arrays in one row, in id order. walk: from the
+-- queue's heads (heads.sql), the mark aside.
+CREATE OR REPLACE FUNCTION @extschema@._settle_candidates(s @extschema@.settle_queue_shape, after boolean, agg boolean DEFAULT false,
+                                               from_mark boolean DEFAULT false, walk boolean DEFAULT false)
+    RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT pg_catalog.format(
+    CASE WHEN agg THEN
+      'SELECT pg_catalog.array_agg((_s_t.%1$s)::pg_catalog.text), '
+      'pg_catalog.array_agg(pg_catalog.hashtextextended(%2$L OPERATOR(pg_catalog.||) (_s_t.%1$s)::pg_catalog.text, 0)) '
+      'FROM (SELECT * FROM %3$s _s_t WHERE %4$s%5$s ORDER BY %6$s LIMIT $1%7$s) _s_t'
+    ELSE
+      'SELECT (_s_t.%1$s)::pg_catalog.text, pg_catalog.hashtextextended(%2$L OPERATOR(pg_catalog.||) (_s_t.%1$s)::pg_catalog.text, 0) '
+      'FROM %3$s _s_t WHERE %4$s%5$s ORDER BY %6$s LIMIT $1%7$s' END,
+    s.id, pg_catalog.length(s.queue) || ':' || s.queue || ':', s.tbl,
+    CASE WHEN walk THEN @extschema@._settle_walk_ready(s, '_s_t', '$1', CASE WHEN after THEN '$2' END)
+         -- a touched row's key tested by the take, once the session holds it
+         WHEN @extschema@._settle_probes_late(s) THEN @extschema@._settle_late_ready(s, '_s_t')
+         ELSE @extschema@._settle_ready(s, '_s_t') END,
+    CASE WHEN walk THEN ''
+         WHEN after AND s.priority IS NULL THEN @extschema@._settle_past_id(s, '_s_t', '$2')
+         WHEN from_mark THEN @extschema@._settle_from_mark(s, '_s_t', 2) ELSE '' END,
+    @extschema@._settle_order(s, '_s_t'),
+    -- in (priority, id) order a page starts after as many rows as the claim
+    -- examined ($2), since no id bounds the rest
+    CASE WHEN after AND s.priority IS NOT NULL THEN ' OFFSET ($2::pg_catalog.text)::pg_catalog.int8' ELSE '' END)
+$$;
+
+-- The advisory claim: walk ready rows in claim order (pages of 2 * batch + 16)
+-- and lock their keys; a key locked at transaction level first, so an error
+-- half-way leaks none, and held for the session only once its row is taken.
+-- Out: as _settle_take_leased's, toks NULL.
+CREATE OR REPLACE FUNCTION @extschema@._settle_take_keyed(queue text, version text, batch integer, from_id text, caller_path text,
+                                              by_priority boolean, OUT ids text[], OUT atts integer[], OUT toks timestamptz[], OUT pays jsonb[])
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    ignored text;
+    stmt text;
+    caller_mode text := pg_catalog.current_setting('plan_cache_mode');
+    page bigint := batch * 2 + 16;
+    held_keys bigint[] := @extschema@._settle_keys_held();
+    last_id text;
+    passed bigint := 0;
+    cands text[];
+    cand_keys bigint[];
+    locked text[];
+    keys bigint[];
+    got integer := 0;
+    full_page boolean;
+    given_back integer;
+    dead text[] := '{}';
+    t_deads boolean[];
+    t_ids text[];
+    t_atts integer[];
+    t_toks timestamptz[];
+    t_pays jsonb[];
+    t_keys bigint[];
+    t_dead text[];
+BEGIN
+    ids := '{}'; atts := '{}'; pays := '{}';
+    FOR pass IN 1 .. 16 LOOP
+        EXIT WHEN got = batch;
+        locked := '{}';
+        keys := '{}';
+        given_back := 0;
+        IF last_id IS NULL THEN
+            stmt := pg_catalog.format('EXECUTE %I(%L, %L)',
+                @extschema@._settle_prepared(queue, version, CASE WHEN from_id IS NULL THEN 'cand:' ELSE 'cand_from:' END || page,
+                                             caller_path), page, from_id);
+        ELSE
+            stmt := pg_catalog.format('EXECUTE %I(%L, %L)',
+                @extschema@._settle_prepared(queue, version, 'cand_after:' || page, caller_path), page,
+                CASE WHEN by_priority THEN passed::text ELSE last_id END);
+        END IF;
+        ignored := @extschema@._settle_as(caller_path);
+        EXECUTE stmt INTO cands, cand_keys;
+        ignored := @extschema@._settle_as('pg_catalog, pg_temp');
+        FOR j IN 1 .. COALESCE(pg_catalog.cardinality(cands), 0) LOOP
+            EXIT WHEN pg_catalog.cardinality(locked) >= batch - got;
+            last_id := cands[j];
+            passed := passed + 1;
+            -- a session lock is re-entrant: never hand this session a row it already holds
+            IF NOT (cand_keys[j] = ANY (held_keys)) AND pg_catalog.pg_try_advisory_xact_lock(cand_keys[j]) THEN
+                locked := locked || cands[j];
+                keys := keys || cand_keys[j];
+            END IF;
+        END LOOP;
+        full_page := COALESCE(pg_catalog.cardinality(cands), 0) = page;
+        IF pg_catalog.cardinality(locked) > 0 THEN
+            stmt := pg_catalog.format('EXECUTE %I(%L)',
+                @extschema@._settle_prepared(queue, version, 'take_advisory', caller_path), locked);
+            -- the generic plan (a text[] parameter: see _settle_settle)
+            ignored := @extschema@._settle_as(caller_path);
+            ignored := pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
+            EXECUTE stmt INTO t_deads, t_ids, t_atts, t_toks, t_pays;
+            given_back := pg_catalog.cardinality(locked) - COALESCE(pg_catalog.cardinality(t_ids), 0);
+            ignored := pg_catalog.set_config('plan_cache_mode', caller_mode, true);
+            ignored := @extschema@._settle_as('pg_catalog, pg_temp');
+            -- the rows taken, in id order: their keys held for the session now; dead ones apart
+            IF pg_catalog.cardinality(t_ids) = 1 THEN
+                t_keys := CASE WHEN t_deads[1] THEN '{}' ELSE ARRAY[keys[pg_catalog.array_position(locked, t_ids[1])]] END;
+                t_dead := CASE WHEN t_deads[1] THEN t_ids ELSE '{}' END;
+                IF t_deads[1] THEN
+                    t_ids := '{}'; t_atts := '{}'; t_pays := '{}';
+                END IF;
+            ELSE
+                SELECT COALESCE(pg_catalog.array_agg(x.i ORDER BY x.o) FILTER (WHERE NOT x.d), '{}'),
+                       COALESCE(pg_catalog.array_agg(x.a ORDER BY x.o) FILTER (WHERE NOT x.d), '{}'),
+                       COALESCE(pg_catalog.array_agg(x.p ORDER BY x.o) FILTER (WHERE NOT x.d), '{}'),
+                       COALESCE(pg_catalog.array_agg(keys[pg_catalog.array_position(locked, x.i)]) FILTER (WHERE NOT x.d), '{}'),
+                       COALESCE(pg_catalog.array_agg(x.i) FILTER (WHERE x.d), '{}')
+                  INTO t_ids, t_atts, t_pays, t_keys, t_dead
+                  FROM ROWS FROM (pg_catalog.unnest(t_ids), pg_catalog.unnest(t_atts), pg_catalog.unnest(t_pays),
+                                  pg_catalog.unnest(t_deads)) WITH ORDINALITY x(i, a, p, d, o);
+            END IF;
+            PERFORM pg_catalog.pg_advisory_lock(k) FROM pg_catalog.unnest(t_keys) k;
+            IF pg_catalog.cardinality(t_keys) < pg_catalog.cardinality(keys) THEN
+                ignored := @extschema@._settle_keys_give_up(ARRAY(SELECT k FROM pg_catalog.unnest(keys) k WHERE NOT k = ANY (t_keys)));
+            END IF;
+            held_keys := held_keys || t_keys;
+            got := got + pg_catalog.cardinality(t_ids);
+            ids := ids || t_ids;
+            atts := atts || t_atts;
+            pays := pays || t_pays;
+            dead := dead || t_dead;
+        END IF;
+        -- the last page, unless the take gave rows back (the take tests a
+        -- touched row's key only once the session holds it) and the page has
+        -- candidates this pass did not examine
+        EXIT WHEN NOT full_page AND (given_back = 0 OR last_id = cands[pg_catalog.cardinality(cands)]);
+    END LOOP;
+    IF pg_catalog.cardinality(dead) > 0 THEN
+        PERFORM @extschema@._settle_dead_at_claim(@extschema@._settle_shape(queue), dead, caller_path);
+    END IF;
+END $$;
+
+-- The generated advisory claim of batch rows (one or more) of queue s at
+-- version, as _settle_take_keyed: ready rows in claim order, a page
+-- ($1: 2 * batch + 16) at a time, their keys locked for the transaction
+-- first and for the session once their row is taken. Out as the claim of
+-- many's. Statement parameters: $1 the page, $2 the candidates' start (the
+-- mark, the last id seen, or in priority order the rows passed), $6 the ids
+-- whose keys this call locked.
+CREATE OR REPLACE FUNCTION @extschema@._settle_fast_claim_advisory_body(sch text, s @extschema@.settle_queue_shape, version text, dead oid,
+                                                             places integer[]) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT E'#variable_conflict use_column\nDECLARE\n    mark ALIAS FOR $3;\n    every interval;\n    r text[];\n'
+    || E'    started timestamptz;\n    id text;\n    dead boolean := false;\n    caller_mode text;\n    noted text;\n    held_keys bigint[];\n'
+    || E'    cands text[];\n    cand_keys bigint[];\n    keys bigint[];\n    got integer := 0;\n    passed bigint := 0;\n'
+    || @extschema@._settle_fast_walk_vars(s)
+    || E'    last_id text;\n    full_page boolean;\n    given_back integer;\n    t_deads boolean[];\n    t_ids text[];\n    t_atts integer[];\n'
+    || E'    t_toks timestamptz[];\n    t_pays jsonb[];\n    t_keys bigint[];\nBEGIN\n'
+    || E'IF lease IS NOT NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
+    || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
+    || @extschema@._settle_fast_start(sch, s, version)
+    || E'$1 := batch OPERATOR(pg_catalog.*) 2 OPERATOR(pg_catalog.+) 16;\n'
+    -- the keys this session holds (a session lock is re-entrant: never hand
+    -- this session a row it holds already)
+    || E'held_keys := ARRAY(' || @extschema@._settle_fast_keys_held() || E');\n'
+    || E'deads := ''{}'';\nids := ''{}'';\natts := ''{}'';\npays := ''{}'';\n'
+    || @extschema@._settle_fast_generic(true)
+    || E'FOR pass IN 1 .. 16 LOOP\n    EXIT WHEN got OPERATOR(pg_catalog.=) batch;\n    $6 := ''{}'';\n    keys := ''{}'';\n    given_back := 0;\n'
+    -- walking the keys: the heads, then those past the last id seen
+    || CASE WHEN @extschema@._settle_walks_keys(s) THEN
+         E'    IF walk AND last_id IS NULL THEN\n' || @extschema@._settle_candidates(s, false, true, false, true)
+         || E'\n    INTO cands, cand_keys;\n    ELSIF walk THEN\n    $2 := last_id;\n'
+         || @extschema@._settle_candidates(s, true, true, false, true) || E'\n    INTO cands, cand_keys;\n    ELS'
+       ELSE '    ' END
+    || E'IF last_id IS NULL AND mark IS NULL THEN\n' || @extschema@._settle_candidates(s, false, true, false)
+    || E'\n    INTO cands, cand_keys;\n    ELSIF last_id IS NULL THEN\n    $2 := mark;\n' || @extschema@._settle_candidates(s, false, true, true)
+    || E'\n    INTO cands, cand_keys;\n    ELSE\n'
+    || CASE WHEN s.priority IS NOT NULL THEN E'    $2 := passed::pg_catalog.text;\n' ELSE E'    $2 := last_id;\n' END
+    || @extschema@._settle_candidates(s, true, true, false) || E'\n    INTO cands, cand_keys;\n    END IF;\n'
+    || E'    FOR j IN 1 .. COALESCE(pg_catalog.cardinality(cands), 0) LOOP\n'
+    || E'        EXIT WHEN pg_catalog.cardinality($6) OPERATOR(pg_catalog.>=) (batch OPERATOR(pg_catalog.-) got);\n'
+    || E'        last_id := cands[j];\n        passed := passed OPERATOR(pg_catalog.+) 1;\n'
+    || E'        IF NOT (cand_keys[j] OPERATOR(pg_catalog.=) ANY (held_keys)) AND pg_catalog.pg_try_advisory_xact_lock(cand_keys[j]) THEN\n'
+    || E'            $6 := $6 OPERATOR(pg_catalog.||) cands[j];\n            keys := keys OPERATOR(pg_catalog.||) cand_keys[j];\n'
+    || E'        END IF;\n    END LOOP;\n'
+    || E'    full_page := COALESCE(pg_catalog.cardinality(cands), 0) OPERATOR(pg_catalog.=) $1;\n'
+    || E'    IF pg_catalog.cardinality($6) OPERATOR(pg_catalog.>) 0 THEN\n'
+    || pg_catalog.replace(@extschema@._settle_take_advisory(s, true), '$1::pg_catalog.text[]', '$6::pg_catalog.text[]')
+    || E'\n        INTO t_deads, t_ids, t_atts, t_toks, t_pays;\n'
+    || E'        given_back := pg_catalog.cardinality($6) OPERATOR(pg_catalog.-) COALESCE(pg_catalog.cardinality(t_ids), 0);\n'
+    -- the rows taken: their keys held for the session now; dead ones apart
+    || E'        t_keys := ARRAY(SELECT l.k FROM ROWS FROM (pg_catalog.unnest($6), pg_catalog.unnest(keys)) l(i, k)\n'
+    || E'                        JOIN ROWS FROM (pg_catalog.unnest(t_ids), pg_catalog.unnest(t_deads)) x(i, d)\n'
+    || E'                          ON x.i OPERATOR(pg_catalog.=) l.i WHERE NOT x.d);\n'
+    || E'        PERFORM pg_catalog.pg_advisory_lock(k) FROM pg_catalog.unnest(t_keys) k;\n'
+    || E'        IF pg_catalog.cardinality(t_keys) OPERATOR(pg_catalog.<) pg_catalog.cardinality(keys) THEN\n'
+    || pg_catalog.format(E'            PERFORM %s._settle_keys_give_up(ARRAY(SELECT l.k FROM pg_catalog.unnest(keys) l(k) '
+                         || E'LEFT JOIN pg_catalog.unnest(t_keys) t(k) ON t.k OPERATOR(pg_catalog.=) l.k WHERE t.k IS NULL));\n', sch)
+    || E'        END IF;\n'
+    || E'        held_keys := held_keys OPERATOR(pg_catalog.||) t_keys;\n'
+    || E'        got := got OPERATOR(pg_catalog.+) pg_catalog.cardinality(t_keys);\n'
+    || E'        deads := deads OPERATOR(pg_catalog.||) t_deads;\n        ids := ids OPERATOR(pg_catalog.||) t_ids;\n'
+    || E'        atts := atts OPERATOR(pg_catalog.||) t_atts;\n        pays := pays OPERATOR(pg_catalog.||) t_pays;\n'
+    -- the last page, unless the take gave rows back (it tests a touched
+    -- row's key only once the session holds it) and the page has candidates
+    -- this pass did not examine
+    || E'    END IF;\n    EXIT WHEN NOT full_page AND (given_back OPERATOR(pg_catalog.=) 0\n'
+    || E'        OR last_id OPERATOR(pg_catalog.=) cands[pg_catalog.cardinality(cands)]);\nEND LOOP;\n'
+    || @extschema@._settle_fast_generic(false)
+    -- the mark: the last row taken that is not dead
+    || E'id := (SELECT x.i FROM ROWS FROM (pg_catalog.unnest(ids), pg_catalog.unnest(deads)) WITH ORDINALITY x(i, d, o)\n'
+    || E'       WHERE NOT x.d ORDER BY x.o DESC LIMIT 1);\n'
+    || @extschema@._settle_fast_mark(sch, s, version, true) || 'END'
 $$;
 
 -- (under the builders' lock, as _settle_fast_build; the dispatchers and

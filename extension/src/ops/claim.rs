@@ -268,6 +268,7 @@ fn advisory_claim(
         let full_page = cands.len() as i64 == page;
         let mut locked: Vec<(String, i64)> = Vec::new();
         let mut examined = 0;
+        let mut given_back = 0;
         for (id, key) in &cands {
             if locked.len() == want {
                 break;
@@ -318,11 +319,15 @@ fn advisory_claim(
                     // no longer ready: give the key back now (we wrote nothing)
                     held::claim_keep(mark, *key);
                     held::unlock(*key);
+                    given_back += 1;
                 }
                 // moved rows keep their key until the move commits
             }
         }
-        if !full_page {
+        // the last page, unless the take gave rows back (the take tests a
+        // touched row's key only once the session holds it) and the page has
+        // candidates this round did not examine
+        if !full_page && (given_back == 0 || examined >= cands.len()) {
             break;
         }
     }

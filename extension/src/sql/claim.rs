@@ -253,7 +253,12 @@ impl Shape {
     /// `mark`) or the last id of the previous page (`After`).
     pub fn advisory_candidates(&self, start: Start, n: Option<u32>) -> String {
         let id = self.id_of("_s_t");
-        let mut ready = self.ready("_s_t");
+        // the take tests every row's key again once this session holds it
+        let mut ready = if self.probes_after_lock() {
+            self.ready_before_lock("_s_t", None)
+        } else {
+            self.ready("_s_t")
+        };
         let mut offset = "";
         match start {
             Start::Bottom => {}

@@ -7,6 +7,8 @@
 //! for each other's rows; the rest are tested before the lock, so that a
 //! queue whose first rows wait behind their keys locks only rows it takes.
 //! A touched row that is not its key's first is locked and not taken.
+//! advisory candidates do the same before the key lock (`claim`): the
+//! advisory take tests every row's key again once the session holds it.
 
 use super::*;
 
@@ -31,7 +33,7 @@ impl Shape {
     /// What a candidate of alias `a` satisfies before the lock: ready by
     /// itself (and with `from` at or past that parameter's id), and its key
     /// free unless touched.
-    fn ready_before_lock(&self, a: &str, from: Option<usize>) -> String {
+    pub(super) fn ready_before_lock(&self, a: &str, from: Option<usize>) -> String {
         let own = self.starting_at(join_and(self.ready_own(a)), a, from);
         let free = self.key_free(a).expect("an ordering key");
         format!("{own} AND ({} OR {free})", Self::touched(a))

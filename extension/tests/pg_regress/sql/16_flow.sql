@@ -139,6 +139,12 @@ INSERT INTO flow_kwa SELECT id, payload, NULL, ordering_key FROM flow_kwr;
 SELECT queue_register('flow_kwa', 'flow_kwa', 'advisory');
 SELECT flow_ids('flow_kwa', 5) AS by_id, flow_ids('flow_kwa', 5) AS heads_held;
 SELECT pg_advisory_unlock_all();
+-- the same after a write rolled back on every row
+BEGIN;
+UPDATE flow_kwa SET ordering_key = ordering_key;
+ROLLBACK;
+SELECT flow_ids('flow_kwa', 5) AS by_id, flow_ids('flow_kwa', 5) AS heads_held;
+SELECT pg_advisory_unlock_all();
 RESET settle.key_walk_max;
 SELECT flow_ids('flow_kwa', 5) AS by_key, flow_ids('flow_kwa', 5) AS heads_held, flow_ids('flow_kwa', 5) AS nothing;
 SELECT queue_complete('flow_kwa', '2', 'ack');
