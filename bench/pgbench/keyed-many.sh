@@ -5,7 +5,7 @@
 # Prints jobs/s and the key-index probes per claim.
 #
 #   bench/pgbench/keyed-many.sh --conn "host=/run/postgresql user=postgres dbname=bench" \
-#       [--forms lease,row_lock] [--keys 10000] [--batch 100] [--clients 4] [--rows 2000000] \
+#       [--forms lease,row_lock,advisory] [--keys 10000] [--batch 100] [--clients 4] [--rows 2000000] \
 #       [--seconds 5] [--rounds 2] [--quick]
 #
 # --conn names a database with settle, either edition; the table keyed_many is made and
@@ -14,7 +14,7 @@
 set -euo pipefail
 PGBENCH=${PGBENCH:-pgbench}
 PSQL=${PSQL:-psql}
-conn= forms=lease,row_lock keys=10000 batch=100 clients=4 rows=2000000 seconds=5 rounds=2
+conn= forms=lease,row_lock,advisory keys=10000 batch=100 clients=4 rows=2000000 seconds=5 rounds=2
 while [ $# -gt 0 ]; do
   case $1 in
     --conn) conn=$2; shift 2 ;;
@@ -51,6 +51,10 @@ for round in $(seq "$rounds"); do
       if [ "$form" = lease ]; then
         printf '%s\n' "SELECT COALESCE(pg_catalog.array_agg(id), '{}') AS ids, COALESCE(pg_catalog.array_agg(token), '{}') AS tokens FROM queue_claim('keyed_many', $batch) \\gset" \
           "SELECT queue_complete_many('keyed_many', :ids::text[], 'ack', tokens => :tokens::timestamptz[]);" >"$script"
+      elif [ "$form" = advisory ]; then
+        # the session holds the rows' keys from the claim to the ack
+        printf '%s\n' "SELECT COALESCE(pg_catalog.array_agg(id), '{}') AS ids FROM queue_claim('keyed_many', $batch) \\gset" \
+          "SELECT queue_complete_many('keyed_many', :ids::text[], 'ack');" >"$script"
       else
         printf '%s\n' "BEGIN;" "SELECT COALESCE(pg_catalog.array_agg(id), '{}') AS ids FROM queue_claim('keyed_many', $batch) \\gset" \
           "SELECT queue_complete_many('keyed_many', :ids::text[], 'ack');" "COMMIT;" >"$script"
