@@ -36,15 +36,16 @@ CREATE OR REPLACE FUNCTION @extschema@._settle_claim_row_lock(s @extschema@.sett
     s.id,
     CASE WHEN s.attempt IS NOT NULL THEN '(COALESCE(_s_t.' || s.attempt || ', 0) OPERATOR(pg_catalog.+) 1)::pg_catalog.int4'
          ELSE 'NULL::pg_catalog.int4' END,
-    CASE WHEN x.late AND s.payload_kind IS NULL THEN '_s_t._s_row' ELSE @extschema@._settle_payload(s, '_s_t') END,
+    CASE WHEN x.late THEN '_s_t._s_row' ELSE @extschema@._settle_payload(s, '_s_t') END,
     -- the rows locked, aliased _s_t: the key tested after the lock for a
     -- touched row (_settle_probes_late); the locking subquery passes up the
-    -- roles' columns, and a whole-row payload made before its added columns
+    -- roles' columns and the payload, made there (a whole row's jsonb before
+    -- its added columns join it)
     CASE WHEN x.late THEN pg_catalog.format(
       '(SELECT _s_t.%s, %s%s, _s_t.ctid AS _s_tid, %s FROM %s _s_t WHERE %s%s ORDER BY %s FOR UPDATE OF _s_t SKIP LOCKED) _s_t '
       'WHERE %s LIMIT $1',
       s.id, COALESCE('_s_t.' || s.attempt || ', ', ''),
-      CASE WHEN s.payload_kind IS NULL THEN @extschema@._settle_payload(s, '_s_t') || ' AS _s_row' ELSE '_s_t.' || s.payload END,
+      @extschema@._settle_payload(s, '_s_t') || ' AS _s_row',
       @extschema@._settle_late_cols(s, '_s_t'), s.tbl, @extschema@._settle_late_ready(s, '_s_t'), x.more, x.ord,
       @extschema@._settle_late_after(s, '_s_t'))
     ELSE pg_catalog.format('%s _s_t WHERE %s%s ORDER BY %s LIMIT $1 FOR UPDATE OF _s_t SKIP LOCKED', s.tbl,

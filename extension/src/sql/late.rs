@@ -15,8 +15,8 @@ use super::*;
 /// The column that says a candidate was touched (see the module's comment).
 const TOUCHED: &str = "_s_kl";
 
-/// The locking subquery's column of a whole-row payload.
-const WHOLE_ROW: &str = "_s_row";
+/// The locking subquery's column of the payload it made.
+const PAYLOAD: &str = "_s_row";
 
 impl Shape {
     /// Whether a keyed claim tests the key after the lock for touched rows:
@@ -105,27 +105,24 @@ impl Shape {
     /// What the locking subquery passes up of the row of alias `a` for
     /// [`row_lock_columns`](Self::row_lock_columns): the row's own columns
     /// when they are the payload (none named like the statement's aliases,
-    /// see `desc`), else only the columns of the id and attempt roles and the
-    /// payload, whose whole-row jsonb is made here, before the added columns.
+    /// see `desc`), else the id and attempt roles' columns and the payload,
+    /// made here (a whole row's jsonb before the added columns join it).
     fn row_lock_inputs(&self, a: &str) -> String {
         if self.native_row {
             return format!("{a}.*");
         }
         let mut c = vec![self.id_of(a)];
         c.extend(self.attempt.as_ref().map(|x| self.col(a, x)));
-        c.push(match &self.payload {
-            Some((p, _)) => self.col(a, p),
-            None => format!("{} AS {WHOLE_ROW}", self.row_out(a)),
-        });
+        c.push(format!("{} AS {PAYLOAD}", self.row_out(a)));
         c.join(", ")
     }
 
     /// [`row_lock_columns`](Self::row_lock_columns) of the locking subquery `l`.
     fn row_lock_columns_of_locked(&self, l: &str) -> String {
         let ctid = format!("{l}._s_tid");
-        if self.native_row || self.payload.is_some() {
+        if self.native_row {
             return self.row_lock_columns(l, &ctid);
         }
-        self.row_lock_columns_with(l, &ctid, &format!("{l}.{WHOLE_ROW}"))
+        self.row_lock_columns_with(l, &ctid, &format!("{l}.{PAYLOAD}"))
     }
 }
