@@ -578,6 +578,14 @@ for MAJOR in "${MAJORS[@]}"; do
         || { cat "$WORK/few-keys.log"; return 1; }
     }
     check "bench/keyed-few-keys.sql runs (a keyed claim with every head taken)" bench_few_keys
+    # and a key's backlog in front of the others: each claim takes the other keys' heads
+    bench_backlog() {
+      "$PG_BIN/psql" -X -q -At -v backlog=2000 -v keys=10 -v batch=3 -d "$SETTLE_TEST_PG" -f bench/keyed-backlog.sql \
+          >"$WORK/backlog.log" 2>&1 \
+        && [ "$(grep -cx '3' "$WORK/backlog.log")" = 7 ] \
+        || { cat "$WORK/backlog.log"; return 1; }
+    }
+    check "bench/keyed-backlog.sql runs (a key's backlog in front of the others)" bench_backlog
     check "bench/pgbench/keyed.sh --quick (claims of a queue with few keys, in id order and by key)" \
       env PGBENCH="$PG_BIN/pgbench" PSQL="$PG_BIN/psql" bench/pgbench/keyed.sh --quick --conn "$SETTLE_TEST_PG"
     check "bench/pgbench/keyed-many.sh --quick (a queue with many keys beside one without, claim then ack)" \

@@ -58,6 +58,14 @@ pub enum PlanKey {
     },
     /// how many keys a keyed queue has, up to a bound (`Shape::key_count`)
     KeyCount,
+    /// how far a bounded keyed read reaches (`Shape::keyed_read_extent`)
+    KeyedReadExtent {
+        from: bool,
+        except: bool,
+    },
+    /// a claim statement (`ClaimRowLock`, `ClaimRowLockExcept`, `Take`,
+    /// `Candidates`) whose keyed read in id order is bounded (`Shape::bounded_read`)
+    Bounded(Box<PlanKey>),
     /// rows a lease or advisory take flagged dead, into the dead letter
     MoveTakenDead,
     /// a distributed table's dead move, copy then delete (`Shape::moves_dead_apart`)
@@ -96,6 +104,7 @@ impl PlanKey {
             | PlanKey::ClaimRowLockHeads { limit, .. }
             | PlanKey::Candidates { limit, .. }
             | PlanKey::CandidatesHeads { limit, .. } => *limit,
+            PlanKey::Bounded(k) => k.limit(),
             _ => None,
         }
     }
@@ -195,8 +204,12 @@ pub struct Queue {
     settle_plans: RefCell<HashMap<PlanKey, Rc<GenericPlan>>>,
     /// writes a claimed row's jsonb (`shape.native_row`)
     pub encoder: Option<RefCell<RowEncoder>>,
-    /// what this session last counted of the queue's keys (`keys`)
+    /// what this session last counted of the queue's keys (`keys`): against
+    /// `settle.key_walk_max`, and against the bound of a claim that read on
     pub keys_counted: std::cell::Cell<Option<crate::keys::Counted>>,
+    pub keys_counted_on: std::cell::Cell<Option<crate::keys::Counted>>,
+    /// until when this session's keyed claims in id order read bounded (`ops::reach`)
+    pub bounded_until: std::cell::Cell<Option<std::time::Instant>>,
 }
 
 /// Most claim plans with a batch size written in, per queue and backend; a
@@ -378,6 +391,7 @@ fn load(client: &SpiClient<'_>, name: &str) -> Result<(Queue, Vec<pg_sys::Oid>)>
                 })?,
             )),
         },
+        bounded_read: false,
     };
     let encoder = shape
         .native_row
@@ -397,6 +411,8 @@ fn load(client: &SpiClient<'_>, name: &str) -> Result<(Queue, Vec<pg_sys::Oid>)>
             settle_plans: RefCell::new(HashMap::new()),
             encoder,
             keys_counted: std::cell::Cell::new(None),
+            keys_counted_on: std::cell::Cell::new(None),
+            bounded_until: std::cell::Cell::new(None),
         },
         watch,
     ))
@@ -542,9 +558,17 @@ impl Queue {
         if let Some(p) = self.plans.borrow().get(&key) {
             return p.clone();
         }
-        use pg_sys::{Oid, INT8OID, TEXTARRAYOID, TEXTOID, TIMESTAMPTZOID};
-        let s = &self.shape;
-        let (sql, args): (String, Vec<Oid>) = match &key {
+        let (sql, args) = self.statement(&self.shape, &key);
+        let args: Vec<PgOid> = args.into_iter().map(oid).collect();
+        let p = Rc::new(spi(client.prepare_mut(sql.as_str(), &args)).keep());
+        self.plans.borrow_mut().insert(key, p.clone());
+        p
+    }
+
+    /// The text and parameter types of the statement `key` names, of shape `s`.
+    fn statement(&self, s: &Shape, key: &PlanKey) -> (String, Vec<pg_sys::Oid>) {
+        use pg_sys::{INT8OID, TEXTARRAYOID, TEXTOID, TIMESTAMPTZOID};
+        match key {
             PlanKey::ClaimRowLock { from, limit } => (
                 s.claim_row_lock(false, *from, *limit),
                 with_from(vec![INT8OID], *from),
@@ -570,6 +594,20 @@ impl Queue {
                 },
             ),
             PlanKey::KeyCount => (s.key_count(), vec![INT8OID]),
+            PlanKey::KeyedReadExtent { from, except } => {
+                let mut args = with_from(vec![INT8OID], *from);
+                if *except {
+                    args.push(pg_sys::TEXTARRAYOID);
+                }
+                (s.keyed_read_extent(*from, *except), args)
+            }
+            PlanKey::Bounded(k) => self.statement(
+                &Shape {
+                    bounded_read: true,
+                    ..s.clone()
+                },
+                k,
+            ),
             PlanKey::CandidatesHeads { start, limit } => (
                 s.advisory_candidates_heads(*start, *limit),
                 with_from(vec![INT8OID], *start == Start::After),
@@ -605,10 +643,6 @@ impl Queue {
                 vec![pg_sys::INTERVALOID, TEXTARRAYOID],
             ),
             PlanKey::Custom(name) => (self.outcomes[name].clone(), vec![self.id_type_oid]),
-        };
-        let args: Vec<PgOid> = args.into_iter().map(oid).collect();
-        let p = Rc::new(spi(client.prepare_mut(sql.as_str(), &args)).keep());
-        self.plans.borrow_mut().insert(key, p.clone());
-        p
+        }
     }
 }

@@ -7,11 +7,14 @@
 //! that, where free heads are many and lie among the first rows, and in a
 //! queue whose rows have no key at all. It counts a queue's keys (up to that
 //! bound, a walk of its own) at its first claim and again when the count is
-//! more than a second old.
+//! more than a second old. A claim in id order that stopped short at its
+//! bounded read (`ops::reach`) walks the keys for the rest when the queue has
+//! at most [`WALK_ON_MAX`] of them, counted the same way.
 
 use crate::desc::{spi, PlanKey, Queue};
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use pgrx::spi::SpiClient;
+use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 /// `settle.key_walk_max`: 0 never walks keys.
@@ -36,7 +39,25 @@ pub fn walk(client: &SpiClient<'_>, q: &Queue) -> bool {
     if max <= 0 || !q.shape.walks_keys() {
         return false;
     }
-    if let Some(c) = q.keys_counted.get() {
+    few(client, q, &q.keys_counted, max)
+}
+
+/// Keys a queue may have for a claim that stopped short at its bounded read
+/// (`sql::read_bound`) to walk them for the rest: walking a key costs about
+/// what testing two or three rows does, so past this a walk could cost more
+/// than reading on.
+pub const WALK_ON_MAX: i32 = 1024;
+
+/// A claim of `q` that read in id order and stopped at its bound walks the
+/// keys for the rest of its rows (else it reads on in id order).
+pub fn walk_on(client: &SpiClient<'_>, q: &Queue) -> bool {
+    KEY_WALK_MAX.get() > 0 && few(client, q, &q.keys_counted_on, WALK_ON_MAX)
+}
+
+/// Whether `q` has at least one and at most `max` keys, as this session
+/// last counted them in `cell` (again when that is older than [`RECOUNT`]).
+fn few(client: &SpiClient<'_>, q: &Queue, cell: &Cell<Option<Counted>>, max: i32) -> bool {
+    if let Some(c) = cell.get() {
         if c.max == max && c.at.elapsed() < RECOUNT {
             return c.few;
         }
@@ -48,7 +69,7 @@ pub fn walk(client: &SpiClient<'_>, q: &Queue) -> bool {
     .unwrap_or(0);
     // no key at all: nothing waits behind a head, and id order reads no row in vain
     let few = n >= 1 && n <= i64::from(max);
-    q.keys_counted.set(Some(Counted {
+    cell.set(Some(Counted {
         max,
         few,
         at: Instant::now(),
@@ -60,7 +81,7 @@ pub fn init() {
     GucRegistry::define_int_guc(
         c"settle.key_walk_max",
         c"Claims of a queue with an ordering key and at most this many keys visit each key once.",
-        c"Above it they read ready rows in id order, passing the rows that wait behind a taken head. 0: always in id order.",
+        c"Above it they read ready rows in id order, passing the rows that wait behind a taken head. 0: always in id order, all the way.",
         &KEY_WALK_MAX,
         0,
         1_000_000,

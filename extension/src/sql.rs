@@ -15,11 +15,14 @@
 //! letters).
 
 mod admin;
+mod bounded;
 mod claim;
 mod dead;
 mod heads;
 mod late;
 mod settle;
+
+pub use bounded::read_bound;
 
 /// Claim form (docs/semantics.md, "Claim forms").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -189,6 +192,9 @@ pub struct Shape {
     /// with (`OPERATOR(schema.=)`): a row is ready only while no row of its
     /// key with a lower id is still in the queue
     pub ordering_key: Option<(String, String)>,
+    /// keyed claims in id order read at most `bounded::read_bound` rows
+    /// (the statements of `desc::PlanKey::Bounded`); false in a descriptor
+    pub bounded_read: bool,
 }
 
 /// Quote a string as an SQL literal (standard_conforming_strings on, as since 9.1).

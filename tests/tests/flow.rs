@@ -113,9 +113,29 @@ async fn key_heads(b: Backend, form: Form) {
 /// Eight workers on 10 keys: never two rows of a key at once, each key's rows
 /// in id order, every row once.
 async fn keys_under_load(b: Backend, form: Form) {
+    let keys: Vec<String> = (0..200).map(|i| format!("k{}", (i * 7) % 10)).collect();
+    work_keys(b, form, keys).await;
+}
+
+/// The same with one key's 400 rows in front of 20 other keys' 100: more than
+/// a claim of 2 reads before it walks the keys (docs/semantics.md, "How far a
+/// keyed claim reads").
+async fn backlog_under_load(b: Backend, form: Form) {
+    let keys: Vec<String> = (0..500)
+        .map(|i| match i < 400 {
+            true => "k0".to_owned(),
+            false => format!("k{}", 1 + i % 20),
+        })
+        .collect();
+    work_keys(b, form, keys).await;
+}
+
+/// Eight workers claiming 2 at a time from a queue whose row `id` has the
+/// key `keys[id - 1]`: never two rows of a key at once, each key's rows in
+/// id order, every row once.
+async fn work_keys(b: Backend, form: Form, keys: Vec<String>) {
     let pool = admin(b).await;
-    let n = 200;
-    let keys: Vec<String> = (0..n).map(|i| format!("k{}", (i * 7) % 10)).collect();
+    let n = keys.len();
     let values: Vec<Option<&str>> = keys.iter().map(|k| Some(k.as_str())).collect();
     let t = table_with(b, &pool, "ordering_key", "varchar(64)", &values).await;
     let c = b.client(Queue::new(&t, &t).form(form)).await.unwrap();
@@ -166,6 +186,7 @@ async fn each_form(b: Backend) {
             priority_order(b, form).await;
             key_heads(b, form).await;
             keys_under_load(b, form).await;
+            backlog_under_load(b, form).await;
         }
     }
 }

@@ -15,6 +15,7 @@ use pgrx::PgMemoryContexts;
 // Fx: the keys are ids this backend chose or was given, and SipHash cost a
 // measurable share of a 100-row settle
 use super::dead::{move_taken_dead, warn_dead_at_claim};
+use super::reach::{self, Next, Read};
 use super::rows::{in_transaction_block, spi_rows, text_of};
 use super::time::{lease_interval, lease_token};
 use rustc_hash::FxHashSet as HashSet;
@@ -130,68 +131,20 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
                         "row_lock claim on queue \"{queue}\" outside a transaction block: the lock would end with this statement"
                     );
                 }
-                // rows this transaction already claimed are locked by it, which
-                // SKIP LOCKED does not skip: leave them out, or they come again
-                let held = held::rows_claimed(queue);
-                let except = !held.is_empty();
-                let mut args = vec![(batch as i64).into()];
-                if except {
-                    args.push(held.into());
-                }
-                let from_mark = from.is_some();
-                let plan = q.claim_plan(
-                    client,
-                    |limit| match (walk, except) {
-                        (true, _) => PlanKey::ClaimRowLockHeads { except, limit },
-                        (false, false) => PlanKey::ClaimRowLock {
-                            from: from_mark,
-                            limit,
-                        },
-                        (false, true) => PlanKey::ClaimRowLockExcept {
-                            from: from_mark,
-                            limit,
-                        },
-                    },
-                    batch as i64,
-                );
-                args.extend(from.map(Into::into));
-                let t = spi(client.select(&*plan, None, &args));
-                let mut tids = Vec::with_capacity(batch as usize);
-                read_claimed(
-                    &q,
-                    t.len(),
-                    &mut out,
-                    &mut dead,
-                    q.shape.by_ctid().then_some(&mut tids),
-                );
-                held::rows_claimed_now(
-                    queue,
-                    out.iter()
-                        .enumerate()
-                        .map(|(i, d)| (d.id.as_str(), tids.get(i).copied())),
-                );
+                claim_row_lock(client, &q, queue, batch as i64, walk, from, &mut out)
             }
             Form::Lease => {
-                let lease = lease_interval(lease)?;
-                let from_mark = from.is_some();
-                let plan = q.claim_plan(
+                let token = lease_token(lease_interval(lease)?);
+                claim_lease(
                     client,
-                    |limit| match walk {
-                        true => PlanKey::TakeHeads { limit },
-                        false => PlanKey::Take {
-                            from: from_mark,
-                            limit,
-                        },
-                    },
+                    &q,
                     batch as i64,
+                    walk,
+                    from,
+                    token,
+                    &mut out,
+                    &mut dead,
                 );
-                let token = lease_token(lease);
-                let mut args = vec![(batch as i64).into(), token.into()];
-                args.extend(from.map(Into::into));
-                let t = spi(client.select(&*plan, None, &args));
-                read_claimed(&q, t.len(), &mut out, &mut dead, None);
-                oldest_first(&q, &mut out);
-                move_taken_dead(client, &q, &dead);
             }
             Form::Advisory => {
                 advisory_claim(client, &q, batch as usize, walk, from, &mut out, &mut dead)
@@ -206,6 +159,139 @@ pub fn claim(queue: &str, batch: Option<i32>, lease: Option<Interval>) -> Result
         }
         Ok(out)
     })
+}
+
+/// A row_lock claim of `batch` rows: the first ready rows, locked. A keyed
+/// claim in id order that came back short at its bound goes on (`reach`).
+fn claim_row_lock(
+    client: &SpiClient<'_>,
+    q: &Queue,
+    queue: &str,
+    batch: i64,
+    walk: bool,
+    mut from: Option<String>,
+    out: &mut Vec<Delivery>,
+) {
+    let mut want = batch;
+    let first = Read::first(client, q, walk, from.as_deref());
+    let mut read = first;
+    loop {
+        // rows this transaction already claimed are locked by it, which
+        // SKIP LOCKED does not skip: leave them out, or they come again
+        let held = held::rows_claimed(queue);
+        let except = !held.is_empty();
+        let mut args = vec![want.into()];
+        if except {
+            args.push(held.clone().into());
+        }
+        let from_mark = from.is_some();
+        let plan = q.claim_plan(
+            client,
+            |limit| match (read, except) {
+                (Read::Keys, _) => PlanKey::ClaimRowLockHeads { except, limit },
+                (_, false) => read.key(PlanKey::ClaimRowLock {
+                    from: from_mark,
+                    limit,
+                }),
+                (_, true) => read.key(PlanKey::ClaimRowLockExcept {
+                    from: from_mark,
+                    limit,
+                }),
+            },
+            want,
+        );
+        args.extend(from.clone().map(Into::into));
+        let t = spi(client.select(&*plan, None, &args));
+        let got = t.len();
+        let before = out.len();
+        let mut tids = Vec::with_capacity(got);
+        // a row_lock claim flags no row dead
+        read_claimed(
+            q,
+            got,
+            out,
+            &mut Vec::new(),
+            q.shape.by_ctid().then_some(&mut tids),
+        );
+        held::rows_claimed_now(
+            queue,
+            out[before..]
+                .iter()
+                .enumerate()
+                .map(|(i, d)| (d.id.as_str(), tids.get(i).copied())),
+        );
+        let short = (got as i64) < want;
+        if read == Read::InOrder {
+            let taken = out[before..].iter().map(|d| d.id.as_str());
+            reach::after_unbounded(q, from.as_deref(), want, taken, short);
+        }
+        if !short || read != Read::Bounded {
+            break;
+        }
+        (read, from) = match reach::after_short(client, q, want, 0, from.as_deref(), &held) {
+            Next::Stop => break,
+            Next::Walk => (Read::Keys, None),
+            Next::ReadFrom(id) => (Read::InOrder, Some(id)),
+        };
+        want -= got as i64;
+    }
+    // one statement's rows come in claim order
+    if read != first {
+        oldest_first(q, out);
+    }
+}
+
+/// A lease claim of `batch` rows with the lease `token`, as [`claim_row_lock`]
+/// goes on.
+#[allow(clippy::too_many_arguments)]
+fn claim_lease(
+    client: &SpiClient<'_>,
+    q: &Queue,
+    batch: i64,
+    walk: bool,
+    mut from: Option<String>,
+    token: TimestampWithTimeZone,
+    out: &mut Vec<Delivery>,
+    dead: &mut Vec<String>,
+) {
+    let mut want = batch;
+    let mut read = Read::first(client, q, walk, from.as_deref());
+    loop {
+        let from_mark = from.is_some();
+        let plan = q.claim_plan(
+            client,
+            |limit| match read {
+                Read::Keys => PlanKey::TakeHeads { limit },
+                _ => read.key(PlanKey::Take {
+                    from: from_mark,
+                    limit,
+                }),
+            },
+            want,
+        );
+        let mut args = vec![want.into(), token.into()];
+        args.extend(from.clone().map(Into::into));
+        let t = spi(client.select(&*plan, None, &args));
+        let got = t.len() as i64;
+        let before = out.len();
+        read_claimed(q, t.len(), out, dead, None);
+        let short = got < want;
+        if read == Read::InOrder {
+            let taken = out[before..].iter().map(|d| d.id.as_str());
+            reach::after_unbounded(q, from.as_deref(), want, taken, short);
+        }
+        if !short || read != Read::Bounded {
+            break;
+        }
+        (read, from) = match reach::after_short(client, q, want, got, from.as_deref(), &[]) {
+            Next::Stop => break,
+            Next::Walk => (Read::Keys, None),
+            Next::ReadFrom(id) => (Read::InOrder, Some(id)),
+        };
+        want -= got;
+    }
+    oldest_first(q, out);
+    move_taken_dead(client, q, dead);
 }
 
 /// Put taken rows in claim order where the statement leaves that to us
@@ -227,13 +313,14 @@ fn advisory_claim(
     q: &Queue,
     batch: usize,
     // candidates from a keyed queue's heads (`keys`; no mark then), else in claim order
-    heads: bool,
+    walk: bool,
     from: Option<String>,
     out: &mut Vec<Delivery>,
     dead: &mut Vec<String>,
 ) {
     let page = (batch as i64) * 2 + 16;
     let mark = held::claim_mark();
+    let mut read = Read::first(client, q, walk, from.as_deref());
     // the first page starts at the session's mark, each next one past the last
     let (mut start, mut at) = match from {
         Some(from) => (Start::From, Some(from)),
@@ -241,16 +328,24 @@ fn advisory_claim(
     };
     // candidates examined so far: where a page in priority order starts
     let mut passed = 0usize;
-    for _round in 0..16 {
+    // rounds that read on past a bounded keyed read's bound are not counted
+    let mut rounds = 0;
+    let mut resort = false;
+    while rounds < 16 {
+        rounds += 1;
         let want = batch - out.len();
         if want == 0 {
             break;
         }
+        let page_from = match start {
+            Start::Bottom => None,
+            Start::From | Start::After => at.clone(),
+        };
         let plan = q.claim_plan(
             client,
-            |limit| match heads {
-                true => PlanKey::CandidatesHeads { start, limit },
-                false => PlanKey::Candidates { start, limit },
+            |limit| match read {
+                Read::Keys => PlanKey::CandidatesHeads { start, limit },
+                _ => read.key(PlanKey::Candidates { start, limit }),
             },
             page,
         );
@@ -266,9 +361,12 @@ fn advisory_claim(
             })
             .collect();
         let full_page = cands.len() as i64 == page;
+        if read == Read::InOrder {
+            let ids = cands.iter().map(|c| c.0.as_str());
+            reach::after_unbounded(q, page_from.as_deref(), page, ids, !full_page);
+        }
         let mut locked: Vec<(String, i64)> = Vec::new();
         let mut examined = 0;
-        let mut given_back = 0;
         for (id, key) in &cands {
             if locked.len() == want {
                 break;
@@ -290,45 +388,78 @@ fn advisory_claim(
         } else {
             cands.get(examined.max(1) - 1).map(|c| c.0.clone())
         };
-        if !locked.is_empty() {
-            let ids: Vec<&str> = locked.iter().map(|(i, _)| i.as_str()).collect();
-            // a generic plan: `id = ANY($1)` would be planned again for every
-            // claim otherwise (see `desc::GenericPlan`)
-            q.settle_plan(
-                client,
-                PlanKey::Take {
-                    from: false,
-                    limit: None,
-                },
-            )
-            .run(&[ids.into()]);
-            // SAFETY: right after the statement ran
-            let rows = unsafe { pg_sys::SPI_processed } as usize;
-            let before = out.len();
-            let dead_before = dead.len();
-            read_claimed(q, rows, out, dead, None);
-            // rounds go up the claim order, so each round's rows sort on their own
-            oldest_first(q, &mut out[before..]);
-            let taken: HashSet<&str> = out[before..].iter().map(|d| d.id.as_str()).collect();
-            move_taken_dead(client, q, &dead[dead_before..]);
-            let moved: HashSet<&str> = dead[dead_before..].iter().map(|s| s.as_str()).collect();
-            for (id, key) in &locked {
-                if taken.contains(id.as_str()) {
-                    held::claim_keep(mark, *key);
-                } else if !moved.contains(id.as_str()) {
-                    // no longer ready: give the key back now (we wrote nothing)
-                    held::claim_keep(mark, *key);
-                    held::unlock(*key);
-                    given_back += 1;
-                }
-                // moved rows keep their key until the move commits
-            }
-        }
+        let given_back = take_locked(client, q, mark, &locked, out, dead);
         // the last page, unless the take gave rows back (the take tests a
         // touched row's key only once the session holds it) and the page has
         // candidates this round did not examine
         if !full_page && (given_back == 0 || examined >= cands.len()) {
-            break;
+            if read != Read::Bounded {
+                break;
+            }
+            (read, start, at) =
+                match reach::after_short(client, q, page, 0, page_from.as_deref(), &[]) {
+                    Next::Stop => break,
+                    // the heads may lie below the rows taken so far
+                    Next::Walk => {
+                        resort = true;
+                        (Read::Keys, Start::Bottom, None)
+                    }
+                    Next::ReadFrom(id) => (Read::InOrder, Start::From, Some(id)),
+                };
+            rounds -= 1;
         }
     }
+    if resort {
+        oldest_first(q, out);
+    }
+}
+
+/// The advisory take of the rows whose keys this round `locked`, each key
+/// handed to the claim (`mark`) or given back; returns how many rows were no
+/// longer ready (their keys given back).
+fn take_locked(
+    client: &SpiClient<'_>,
+    q: &Queue,
+    mark: usize,
+    locked: &[(String, i64)],
+    out: &mut Vec<Delivery>,
+    dead: &mut Vec<String>,
+) -> usize {
+    if locked.is_empty() {
+        return 0;
+    }
+    let ids: Vec<&str> = locked.iter().map(|(i, _)| i.as_str()).collect();
+    // a generic plan: `id = ANY($1)` would be planned again for every
+    // claim otherwise (see `desc::GenericPlan`)
+    q.settle_plan(
+        client,
+        PlanKey::Take {
+            from: false,
+            limit: None,
+        },
+    )
+    .run(&[ids.into()]);
+    // SAFETY: right after the statement ran
+    let rows = unsafe { pg_sys::SPI_processed } as usize;
+    let before = out.len();
+    let dead_before = dead.len();
+    read_claimed(q, rows, out, dead, None);
+    // rounds go up the claim order, so each round's rows sort on their own
+    oldest_first(q, &mut out[before..]);
+    let taken: HashSet<&str> = out[before..].iter().map(|d| d.id.as_str()).collect();
+    move_taken_dead(client, q, &dead[dead_before..]);
+    let moved: HashSet<&str> = dead[dead_before..].iter().map(|s| s.as_str()).collect();
+    let mut given_back = 0;
+    for (id, key) in locked {
+        if taken.contains(id.as_str()) {
+            held::claim_keep(mark, *key);
+        } else if !moved.contains(id.as_str()) {
+            // no longer ready: give the key back now (we wrote nothing)
+            held::claim_keep(mark, *key);
+            held::unlock(*key);
+            given_back += 1;
+        }
+        // moved rows keep their key until the move commits
+    }
+    given_back
 }

@@ -2,7 +2,7 @@
 
 use crate::desc::{self, spi, PlanKey};
 use crate::error::{bail, Result};
-use crate::sql::{Form, Start, Write};
+use crate::sql::{Form, Shape, Start, Write};
 use pgrx::datum::Interval;
 use pgrx::prelude::*;
 
@@ -246,6 +246,36 @@ pub fn statements(s: &crate::sql::Shape) -> Vec<(String, String)> {
             }
         }
         v.push(("key_count".into(), s.key_count()));
+    }
+    if s.can_bound_keyed_read() {
+        // the claim in id order as it reads bounded (its other starts alike)
+        let b = Shape {
+            bounded_read: true,
+            ..s.clone()
+        };
+        v.push(match s.form {
+            Form::RowLock => ("claim_bounded".into(), b.claim_row_lock(false, false, None)),
+            Form::Lease => ("claim_bounded".into(), b.take(false, None)),
+            Form::Advisory => (
+                "claim_candidates_bounded".into(),
+                b.advisory_candidates(Start::Bottom, None),
+            ),
+        });
+        v.push(("key_read_extent".into(), s.keyed_read_extent(false, false)));
+        v.push((
+            "key_read_extent_from".into(),
+            s.keyed_read_extent(true, false),
+        ));
+        if s.form == Form::RowLock {
+            v.push((
+                "key_read_extent_again".into(),
+                s.keyed_read_extent(false, true),
+            ));
+            v.push((
+                "key_read_extent_again_from".into(),
+                s.keyed_read_extent(true, true),
+            ));
+        }
     }
     if let Some(m) = s.move_taken_dead() {
         v.push(("claim_move_dead".into(), m));

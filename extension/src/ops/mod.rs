@@ -5,6 +5,7 @@
 mod claim;
 mod dead;
 mod info;
+mod reach;
 mod rows;
 mod settle;
 mod time;

@@ -1,6 +1,7 @@
 //! The claim statements of the three forms: row_lock's locking select, the
 //! lease and advisory take, and the crash-loop move of a taken row.
 
+use super::bounded;
 use super::*;
 
 impl Shape {
@@ -75,20 +76,25 @@ impl Shape {
             "SELECT {cols} FROM {t} _s_t WHERE {ready}{except} ORDER BY {order} {limit} FOR UPDATE OF _s_t SKIP LOCKED",
             order = self.claim_order("_s_t"),
             limit = limit.unwrap_or_default(),
-            // NOT IN over a subquery, which PostgreSQL hashes: `NOT (id = ANY($2))`
-            // compared each candidate with every held id, and the candidates
-            // include the held rows themselves (locked by this transaction), so
-            // claiming batch after batch in one transaction grew quadratically
             except = if except {
-                format!(
-                    " AND {} NOT IN (SELECT _s_h FROM pg_catalog.unnest(($2::pg_catalog.text[])::{}[]) _s_h)",
-                    self.id_of("_s_t"),
-                    self.id_type
-                )
+                self.except_held("_s_t", 2)
             } else {
                 String::new()
             },
             t = self.table,
+        )
+    }
+
+    /// ` AND` the id of `a` is not among the ids in parameter `$p` (text[]).
+    // NOT IN over a subquery, which PostgreSQL hashes: `NOT (id = ANY($2))`
+    // compared each candidate with every held id, and the candidates include
+    // the held rows themselves (locked by this transaction), so claiming batch
+    // after batch in one transaction grew quadratically
+    pub(super) fn except_held(&self, a: &str, p: usize) -> String {
+        format!(
+            " AND {} NOT IN (SELECT _s_h FROM pg_catalog.unnest((${p}::pg_catalog.text[])::{}[]) _s_h)",
+            self.id_of(a),
+            self.id_type
         )
     }
 
@@ -259,6 +265,19 @@ impl Shape {
         } else {
             self.ready("_s_t")
         };
+        if self.bounds_keyed_read() {
+            let from = match start {
+                Start::Bottom => bounded::From::Bottom,
+                Start::From => bounded::From::At(2),
+                Start::After => bounded::From::After(2),
+            };
+            let (source, order) = self.keyed_source("_s_t", from, "", n);
+            return format!(
+                "SELECT ({id})::pg_catalog.text, {key} FROM {source} WHERE {ready} ORDER BY {order} {limit}",
+                key = self.advisory_key(&format!("({id})::pg_catalog.text")),
+                limit = limit(n),
+            );
+        }
         let mut offset = "";
         match start {
             Start::Bottom => {}

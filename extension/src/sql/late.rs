@@ -10,7 +10,13 @@
 //! advisory candidates do the same before the key lock (`claim`): the
 //! advisory take tests every row's key again once the session holds it.
 
+use super::bounded::From;
 use super::*;
+
+/// A claim's start at the session's mark, in parameter `from`, if it has one.
+fn start(from: Option<usize>) -> From {
+    from.map_or(From::Bottom, From::At)
+}
 
 /// The column that says a candidate was touched (see the module's comment).
 const TOUCHED: &str = "_s_kl";
@@ -64,14 +70,13 @@ impl Shape {
         from: Option<usize>,
         n: Option<u32>,
     ) -> String {
+        let (source, order) = self.keyed_source("_s_c", start(from), "", n);
         format!(
-            "SELECT _s_l._s_tid FROM (SELECT {cid} AS _s_tid, {cols} FROM {t} _s_c WHERE {ready} \
-             ORDER BY {oid} FOR UPDATE OF _s_c SKIP LOCKED) _s_l WHERE {after} {limit}",
+            "SELECT _s_l._s_tid FROM (SELECT {cid} AS _s_tid, {cols} FROM {source} WHERE {ready} \
+             ORDER BY {order} FOR UPDATE OF _s_c SKIP LOCKED) _s_l WHERE {after} {limit}",
             cid = self.locator("_s_c"),
             cols = self.after_lock_columns("_s_c"),
-            t = self.table,
             ready = self.ready_before_lock("_s_c", from),
-            oid = self.claim_order("_s_c"),
             after = self.ready_after_lock(),
             limit = limit(n),
         )
@@ -84,15 +89,22 @@ impl Shape {
         except: bool,
         n: Option<u32>,
     ) -> String {
-        let locked = self.row_lock_select_from(
-            &format!(
-                "{}, _s_t.ctid AS _s_tid, {}",
-                self.row_lock_inputs("_s_t"),
-                self.after_lock_columns("_s_t")
-            ),
-            &self.ready_before_lock("_s_t", from),
-            except,
-            None,
+        let held = |a: &str| match except {
+            true => self.except_held(a, 2),
+            false => String::new(),
+        };
+        let (source, order) = self.keyed_source("_s_t", start(from), &held("_s_r"), n);
+        // a bounded read (`_s_r`) leaves the held rows out itself
+        let except = match self.bounds_keyed_read() {
+            true => String::new(),
+            false => held("_s_t"),
+        };
+        let locked = format!(
+            "SELECT {}, _s_t.ctid AS _s_tid, {} FROM {source} WHERE {}{except} \
+             ORDER BY {order} FOR UPDATE OF _s_t SKIP LOCKED",
+            self.row_lock_inputs("_s_t"),
+            self.after_lock_columns("_s_t"),
+            self.ready_before_lock("_s_t", from),
         );
         format!(
             "SELECT {cols} FROM ({locked}) _s_l WHERE {after} {limit}",

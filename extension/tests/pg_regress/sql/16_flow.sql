@@ -150,7 +150,68 @@ SELECT flow_ids('flow_kwa', 5) AS by_key, flow_ids('flow_kwa', 5) AS heads_held,
 SELECT queue_complete('flow_kwa', '2', 'ack');
 SELECT flow_ids('flow_kwa', 5) AS next_of_2;
 SELECT pg_advisory_unlock_all();
+-- one key's backlog in front of 40 other keys, its head taken: a claim takes
+-- the other keys' heads in id order, the rest of the backlog waits. (The
+-- native extension reads a bounded number of rows in id order, then walks
+-- the keys; with settle.key_walk_max = 0 it reads in id order all the way.)
+CREATE TABLE flow_kb (id bigint PRIMARY KEY, payload jsonb NOT NULL DEFAULT '{}', locked_until timestamptz,
+                      attempt integer NOT NULL DEFAULT 0, ordering_key integer);
+CREATE INDEX ON flow_kb (ordering_key, id);
+INSERT INTO flow_kb (id, ordering_key) SELECT g, 0 FROM generate_series(1, 2000) g;
+INSERT INTO flow_kb (id, ordering_key) SELECT 2000 + g, g % 40 + 1 FROM generate_series(1, 80) g;
+CREATE TABLE flow_kbr (LIKE flow_kb INCLUDING ALL);
+CREATE TABLE flow_kba (LIKE flow_kb INCLUDING ALL);
+INSERT INTO flow_kbr SELECT * FROM flow_kb;
+INSERT INTO flow_kba SELECT * FROM flow_kb;
+SELECT queue_register('flow_kb', 'flow_kb', 'lease'), queue_register('flow_kbr', 'flow_kbr', 'row_lock'),
+       queue_register('flow_kba', 'flow_kba', 'advisory');
+SELECT flow_ids('flow_kb', 1) AS head, flow_ids('flow_kb', 3) AS walked;
+SET settle.key_walk_max = 0;
+SELECT flow_ids('flow_kb', 3) AS by_id;
+RESET settle.key_walk_max;
+SELECT flow_ids('flow_kb', 50) AS the_other_heads, flow_ids('flow_kb', 5) AS nothing;
+BEGIN;
+SELECT flow_ids('flow_kbr', 1) AS head, flow_ids('flow_kbr', 3) AS walked;
+SET LOCAL settle.key_walk_max = 0;
+SELECT flow_ids('flow_kbr', 3) AS by_id;
+SET LOCAL settle.key_walk_max = 16;
+SELECT flow_ids('flow_kbr', 50) AS the_other_heads, flow_ids('flow_kbr', 5) AS nothing;
+ROLLBACK;
+SELECT flow_ids('flow_kba', 1) AS head, flow_ids('flow_kba', 3) AS walked;
+SET settle.key_walk_max = 0;
+SELECT flow_ids('flow_kba', 3) AS by_id;
+RESET settle.key_walk_max;
+SELECT flow_ids('flow_kba', 50) AS the_other_heads, flow_ids('flow_kba', 5) AS nothing;
+SELECT pg_advisory_unlock_all();
 RESET settle.rescan_interval;
+-- a worker through that backlog with its mark, acking what it claims: each
+-- claim takes the key's next row and the other keys' next heads, in every form
+CREATE TABLE flow_kbm (LIKE flow_kb INCLUDING ALL);
+INSERT INTO flow_kbm SELECT id, payload, NULL, 0, ordering_key FROM flow_kb;
+CREATE TABLE flow_kbmr (LIKE flow_kb INCLUDING ALL);
+INSERT INTO flow_kbmr SELECT * FROM flow_kbm;
+CREATE TABLE flow_kbma (LIKE flow_kb INCLUDING ALL);
+INSERT INTO flow_kbma SELECT * FROM flow_kbm;
+SELECT queue_register('flow_kbm', 'flow_kbm', 'lease'), queue_register('flow_kbmr', 'flow_kbmr', 'row_lock'),
+       queue_register('flow_kbma', 'flow_kbma', 'advisory');
+-- claims n and acks them one by one: the ids claimed
+CREATE FUNCTION flow_work(q text, n integer) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE r record; ids text := '';
+BEGIN
+  FOR r IN SELECT c.id, c.token FROM queue_claim(q, n) c LOOP
+    ids := ids || ' ' || r.id;
+    PERFORM queue_complete(q, r.id, 'ack', token => r.token);
+  END LOOP;
+  RETURN coalesce(nullif(ltrim(ids), ''), '-');
+END $$;
+SELECT flow_work('flow_kbm', 1) AS head, flow_work('flow_kbm', 3) AS next, flow_work('flow_kbm', 3) AS next,
+       flow_work('flow_kbm', 3) AS next;
+BEGIN;
+SELECT flow_work('flow_kbmr', 1) AS head, flow_work('flow_kbmr', 3) AS next, flow_work('flow_kbmr', 3) AS next,
+       flow_work('flow_kbmr', 3) AS next;
+COMMIT;
+SELECT flow_work('flow_kbma', 1) AS head, flow_work('flow_kbma', 3) AS next, flow_work('flow_kbma', 3) AS next,
+       flow_work('flow_kbma', 3) AS next;
 
 -- processed_at tables: a marked row no longer holds its key
 CREATE TABLE flow_kp (id bigint PRIMARY KEY, payload jsonb NOT NULL DEFAULT '{}', locked_until timestamptz,
@@ -197,6 +258,11 @@ ANALYZE flow_plan_k, flow_plan_p;
 SELECT queue_register('flow_plan_k', 'flow_plan_k', 'lease'), queue_register('flow_plan_p', 'flow_plan_p', 'lease');
 BEGIN;
 SELECT flow_reads_index('flow_plan_k') AS keyed, flow_reads_index('flow_plan_p') AS prioritized;
+COMMIT;
+-- and the keyed claim as it reads a bounded number of rows (the native extension's)
+BEGIN;
+SELECT bool_and(flow_reads_index('flow_plan_k', statement)) AS keyed_reads
+FROM queue_sql('flow_plan_k') WHERE statement IN ('claim', 'claim_bounded');
 COMMIT;
 -- and the claim that walks the keys
 BEGIN;

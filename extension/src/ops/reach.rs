@@ -1,0 +1,141 @@
+//! How far a keyed claim in id order reads, and what it does when a
+//! statement of it came back short.
+//!
+//! A bounded read (`sql::bounded`) reads at most `sql::read_bound` ready
+//! rows, so a claim whose first rows all wait behind taken heads stops
+//! there; if it stopped at the bound, the rest of the claim walks the
+//! queue's keys, and if it read fewer rows, the queue has no more. A bounded
+//! read costs a claim whose first rows are free more than reading straight
+//! on, so a session reads bounded only where a walk can follow (at most
+//! `keys::WALK_ON_MAX` keys), from the lowest id (its first claim, its
+//! rescans) and, from its mark, for [`KEEP_BOUNDED`] after it last saw rows
+//! wait behind their heads: a bounded read that reached its bound, or a read
+//! all the way that came back short or passed more rows than the bound.
+
+use crate::desc::{spi, PlanKey, Queue};
+use crate::keys;
+use crate::sql::read_bound;
+use pgrx::spi::SpiClient;
+use std::time::{Duration, Instant};
+
+/// How long a session's claims of a queue read bounded after it last saw
+/// rows wait behind their heads.
+const KEEP_BOUNDED: Duration = Duration::from_secs(10);
+
+/// Whether a keyed claim in id order from `from` (the session's mark, or
+/// the lowest id) reads bounded: only where a claim that stops at the bound
+/// can walk the keys (with more, it would read on all the same).
+fn bounded(client: &SpiClient<'_>, q: &Queue, from: Option<&str>) -> bool {
+    q.shape.can_bound_keyed_read()
+        && (from.is_none() || q.bounded_until.get().is_some_and(|t| Instant::now() < t))
+        && keys::walk_on(client, q)
+}
+
+/// This session saw rows of `q` wait behind their heads.
+fn saw_waiting(q: &Queue) {
+    q.bounded_until.set(Some(Instant::now() + KEEP_BOUNDED));
+}
+
+/// After a read all the way from `from` for `want` rows, which took the ids
+/// `taken` (`short`: fewer than `want`).
+pub fn after_unbounded<'a>(
+    q: &Queue,
+    from: Option<&str>,
+    want: i64,
+    mut taken: impl Iterator<Item = &'a str>,
+    short: bool,
+) {
+    if !q.shape.can_bound_keyed_read() {
+        return;
+    }
+    let start = from.and_then(|f| f.parse::<i64>().ok());
+    let far = short
+        || start.is_some_and(|f| {
+            taken.any(|i| i.parse::<i64>().is_ok_and(|i| i - f > read_bound(want)))
+        });
+    if far {
+        saw_waiting(q);
+    }
+}
+
+/// How a claim statement finds its rows.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Read {
+    /// in claim order, all the way
+    InOrder,
+    /// in claim order, bounded (`sql::bounded`)
+    Bounded,
+    /// walking the keys (`sql::heads`)
+    Keys,
+}
+
+impl Read {
+    /// A claim's first statement from `from`: walking the keys when
+    /// `keys::walk` said so.
+    pub fn first(client: &SpiClient<'_>, q: &Queue, walk: bool, from: Option<&str>) -> Read {
+        match walk {
+            true => Read::Keys,
+            false if bounded(client, q, from) => Read::Bounded,
+            false => Read::InOrder,
+        }
+    }
+
+    /// The plan key of a claim statement in claim order, `key`, read this way.
+    pub fn key(self, key: PlanKey) -> PlanKey {
+        match self {
+            Read::Bounded => PlanKey::Bounded(Box::new(key)),
+            _ => key,
+        }
+    }
+}
+
+/// The next step of a keyed claim that came back short.
+pub enum Next {
+    /// the statement read every ready row from its start: nothing more to take
+    Stop,
+    /// walk the keys for the rest
+    Walk,
+    /// read on in id order, all the way, from this id (inclusive), the last
+    /// row read: the keys outgrew a walk since the claim chose to read bounded
+    ReadFrom(String),
+}
+
+/// After a bounded keyed read of `want` rows from `from` (or the lowest id),
+/// not counting the rows in `held` (row_lock: those this transaction holds),
+/// came back with fewer, `gone` of which are no longer ready (a lease's).
+pub fn after_short(
+    client: &SpiClient<'_>,
+    q: &Queue,
+    want: i64,
+    gone: i64,
+    from: Option<&str>,
+    held: &[String],
+) -> Next {
+    // the rows the statement read that are still ready
+    let bound = read_bound(want) - gone;
+    let plan = q.plan(
+        client,
+        PlanKey::KeyedReadExtent {
+            from: from.is_some(),
+            except: !held.is_empty(),
+        },
+    );
+    let mut args = vec![bound.into()];
+    args.extend(from.map(Into::into));
+    if !held.is_empty() {
+        args.push(held.to_vec().into());
+    }
+    let (read, last) = spi(client.select(&*plan, None, &args).and_then(|t| {
+        let r = t.first();
+        Ok((r.get::<i64>(1)?.unwrap_or(0), r.get::<String>(2)?))
+    }));
+    let last = match last {
+        Some(last) if read >= bound => last,
+        _ => return Next::Stop,
+    };
+    saw_waiting(q);
+    match keys::walk_on(client, q) {
+        true => Next::Walk,
+        false => Next::ReadFrom(last),
+    }
+}
