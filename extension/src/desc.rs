@@ -204,9 +204,10 @@ pub struct Queue {
     settle_plans: RefCell<HashMap<PlanKey, Rc<GenericPlan>>>,
     /// writes a claimed row's jsonb (`shape.native_row`)
     pub encoder: Option<RefCell<RowEncoder>>,
-    /// what this session last counted of the queue's keys (`keys`): against
-    /// `settle.key_walk_max`, and against the bound of a claim that read on
+    /// what this session last counted of the queue's keys against
+    /// `settle.key_walk_max` (`keys::walk`)
     pub keys_counted: std::cell::Cell<Option<crate::keys::Counted>>,
+    /// and against `keys::WALK_ON_MAX` (`keys::walk_on`)
     pub keys_counted_on: std::cell::Cell<Option<crate::keys::Counted>>,
     /// until when this session's keyed claims in id order read bounded (`ops::reach`)
     pub bounded_until: std::cell::Cell<Option<std::time::Instant>>,

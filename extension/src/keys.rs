@@ -48,8 +48,9 @@ pub fn walk(client: &SpiClient<'_>, q: &Queue) -> bool {
 /// than reading on.
 pub const WALK_ON_MAX: i32 = 1024;
 
-/// A claim of `q` that read in id order and stopped at its bound walks the
-/// keys for the rest of its rows (else it reads on in id order).
+/// Whether a claim of `q` in id order may read a bounded number of rows and
+/// walk the keys for the rest when it stops at the bound (`ops::reach`): the
+/// queue has at most [`WALK_ON_MAX`] keys (`settle.key_walk_max = 0`: never).
 pub fn walk_on(client: &SpiClient<'_>, q: &Queue) -> bool {
     KEY_WALK_MAX.get() > 0 && few(client, q, &q.keys_counted_on, WALK_ON_MAX)
 }

@@ -37,7 +37,8 @@ fn saw_waiting(q: &Queue) {
 }
 
 /// After a read all the way from `from` for `want` rows, which took the ids
-/// `taken` (`short`: fewer than `want`).
+/// `taken` (`short`: fewer than `want`): it saw rows wait if it came back
+/// short or took a row further than the bound past its start.
 pub fn after_unbounded<'a>(
     q: &Queue,
     from: Option<&str>,

@@ -7,9 +7,10 @@
 //! test, which stays lazy), and `ops::reach` goes on when one comes back
 //! short having read that many: it walks the keys (few of them) or reads on
 //! past the last row read ([`keyed_read_extent`](Shape::keyed_read_extent)).
-//! The bound's join by ctid costs a claim whose first rows are free a
-//! quarter of its throughput, so `ops::reach` chooses them only where a
-//! session has seen rows wait behind their heads.
+//! The bound's join by ctid cost a claim whose first rows are free a quarter
+//! of its throughput (10,000 keys, bench/NOTES.md), so `ops::reach` chooses
+//! these statements only where a session has seen rows wait behind their
+//! heads.
 
 use super::*;
 
