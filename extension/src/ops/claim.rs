@@ -15,7 +15,7 @@ use pgrx::PgMemoryContexts;
 // Fx: the keys are ids this backend chose or was given, and SipHash cost a
 // measurable share of a 100-row settle
 use super::dead::{move_taken_dead, warn_dead_at_claim};
-use super::reach::{self, Next, Read};
+use super::reach::{self, Read};
 use super::rows::{in_transaction_block, spi_rows, text_of};
 use super::time::{lease_interval, lease_token};
 use rustc_hash::FxHashSet as HashSet;
@@ -220,20 +220,14 @@ fn claim_row_lock(
                 .enumerate()
                 .map(|(i, d)| (d.id.as_str(), tids.get(i).copied())),
         );
-        let short = (got as i64) < want;
-        if read == Read::InOrder {
-            let taken = out[before..].iter().map(|d| d.id.as_str());
-            reach::after_unbounded(q, from.as_deref(), want, taken, short);
-        }
-        if !short || read != Read::Bounded {
+        let taken = out[before..].iter().map(|d| d.id.as_str());
+        let got = got as i64;
+        let Some(next) = reach::go_on(client, q, read, from.as_deref(), want, got, taken, 0, &held)
+        else {
             break;
-        }
-        (read, from) = match reach::after_short(client, q, want, 0, from.as_deref(), &held) {
-            Next::Stop => break,
-            Next::Walk => (Read::Keys, None),
-            Next::ReadFrom(id) => (Read::InOrder, Some(id)),
         };
-        want -= got as i64;
+        (read, from) = next;
+        want -= got;
     }
     // one statement's rows come in claim order
     if read != first {
@@ -275,19 +269,12 @@ fn claim_lease(
         let got = t.len() as i64;
         let before = out.len();
         read_claimed(q, t.len(), out, dead, None);
-        let short = got < want;
-        if read == Read::InOrder {
-            let taken = out[before..].iter().map(|d| d.id.as_str());
-            reach::after_unbounded(q, from.as_deref(), want, taken, short);
-        }
-        if !short || read != Read::Bounded {
+        let taken = out[before..].iter().map(|d| d.id.as_str());
+        let Some(next) = reach::go_on(client, q, read, from.as_deref(), want, got, taken, got, &[])
+        else {
             break;
-        }
-        (read, from) = match reach::after_short(client, q, want, got, from.as_deref(), &[]) {
-            Next::Stop => break,
-            Next::Walk => (Read::Keys, None),
-            Next::ReadFrom(id) => (Read::InOrder, Some(id)),
         };
+        (read, from) = next;
         want -= got;
     }
     oldest_first(q, out);
@@ -396,16 +383,18 @@ fn advisory_claim(
             if read != Read::Bounded {
                 break;
             }
-            (read, start, at) =
-                match reach::after_short(client, q, page, 0, page_from.as_deref(), &[]) {
-                    Next::Stop => break,
-                    // the heads may lie below the rows taken so far
-                    Next::Walk => {
-                        resort = true;
-                        (Read::Keys, Start::Bottom, None)
-                    }
-                    Next::ReadFrom(id) => (Read::InOrder, Start::From, Some(id)),
-                };
+            let Some(next) = reach::after_short(client, q, page, 0, page_from.as_deref(), &[])
+            else {
+                break;
+            };
+            (read, at) = next;
+            start = if at.is_some() {
+                Start::From
+            } else {
+                Start::Bottom
+            };
+            // the heads may lie below the rows taken so far
+            resort |= read == Read::Keys;
             rounds -= 1;
         }
     }

@@ -90,20 +90,13 @@ impl Read {
     }
 }
 
-/// The next step of a keyed claim that came back short.
-pub enum Next {
-    /// the statement read every ready row from its start: nothing more to take
-    Stop,
-    /// walk the keys for the rest
-    Walk,
-    /// read on in id order, all the way, from this id (inclusive), the last
-    /// row read: the keys outgrew a walk since the claim chose to read bounded
-    ReadFrom(String),
-}
-
 /// After a bounded keyed read of `want` rows from `from` (or the lowest id),
 /// not counting the rows in `held` (row_lock: those this transaction holds),
-/// came back with fewer, `gone` of which are no longer ready (a lease's).
+/// came back with fewer, `gone` of which are no longer ready (a lease's): how
+/// the claim reads on, and from where, or `None` when the statement read every
+/// ready row from its start. It walks the keys; it reads on in id order, all
+/// the way, from the last row read when the keys outgrew a walk since the
+/// claim chose to read bounded.
 pub fn after_short(
     client: &SpiClient<'_>,
     q: &Queue,
@@ -111,7 +104,7 @@ pub fn after_short(
     gone: i64,
     from: Option<&str>,
     held: &[String],
-) -> Next {
+) -> Option<(Read, Option<String>)> {
     // the rows the statement read that are still ready
     let bound = read_bound(want) - gone;
     let plan = q.plan(
@@ -130,13 +123,35 @@ pub fn after_short(
         let r = t.first();
         Ok((r.get::<i64>(1)?.unwrap_or(0), r.get::<String>(2)?))
     }));
-    let last = match last {
-        Some(last) if read >= bound => last,
-        _ => return Next::Stop,
-    };
+    let last = last.filter(|_| read >= bound)?;
     saw_waiting(q);
-    match keys::walk_on(client, q) {
-        true => Next::Walk,
-        false => Next::ReadFrom(last),
+    Some(match keys::walk_on(client, q) {
+        true => (Read::Keys, None),
+        false => (Read::InOrder, Some(last)),
+    })
+}
+
+/// After a lease or row_lock claim statement read `read` from `from` for
+/// `want` rows and took `got` (`taken` their ids; `gone` and `held` as
+/// [`after_short`] says): how the claim goes on, if it does.
+#[allow(clippy::too_many_arguments)]
+pub fn go_on<'a>(
+    client: &SpiClient<'_>,
+    q: &Queue,
+    read: Read,
+    from: Option<&str>,
+    want: i64,
+    got: i64,
+    taken: impl Iterator<Item = &'a str>,
+    gone: i64,
+    held: &[String],
+) -> Option<(Read, Option<String>)> {
+    let short = got < want;
+    if read == Read::InOrder {
+        after_unbounded(q, from, want, taken, short);
     }
+    if !short || read != Read::Bounded {
+        return None;
+    }
+    after_short(client, q, want, gone, from, held)
 }

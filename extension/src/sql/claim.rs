@@ -265,22 +265,12 @@ impl Shape {
         } else {
             self.ready("_s_t")
         };
-        if self.bounds_keyed_read() {
-            let from = match start {
-                Start::Bottom => bounded::From::Bottom,
-                Start::From => bounded::From::At(2),
-                Start::After => bounded::From::After(2),
-            };
-            let (source, order) = self.keyed_source("_s_t", from, "", n);
-            return format!(
-                "SELECT ({id})::pg_catalog.text, {key} FROM {source} WHERE {ready} ORDER BY {order} {limit}",
-                key = self.advisory_key(&format!("({id})::pg_catalog.text")),
-                limit = limit(n),
-            );
-        }
+        // a bounded read starts inside its own scan (`keyed_source`)
+        let bounded = self.bounds_keyed_read();
         let mut offset = "";
         match start {
             Start::Bottom => {}
+            _ if bounded => {}
             Start::From => ready = format!("{ready} AND {id} {GE} {}", self.cast_id("$2")),
             // in (priority, id) order a page starts after as many rows as the
             // claim examined ($2, text), since no id bounds the rest
@@ -289,12 +279,16 @@ impl Shape {
             }
             Start::After => ready = format!("{ready} AND {id} {GT} {}", self.cast_id("$2")),
         }
+        let from = match start {
+            Start::Bottom => bounded::From::Bottom,
+            Start::From => bounded::From::At(2),
+            Start::After => bounded::From::After(2),
+        };
+        let (source, order) = self.keyed_source("_s_t", from, "", n);
         format!(
-            "SELECT ({id})::pg_catalog.text, {key} FROM {t} _s_t WHERE {ready} ORDER BY {order} {limit}{offset}",
-            order = self.claim_order("_s_t"),
+            "SELECT ({id})::pg_catalog.text, {key} FROM {source} WHERE {ready} ORDER BY {order} {limit}{offset}",
             limit = limit(n),
             key = self.advisory_key(&format!("({id})::pg_catalog.text")),
-            t = self.table
         )
     }
 
