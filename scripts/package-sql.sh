@@ -22,8 +22,8 @@ description='settle: claim, settle and dead-letter deliveries from queues kept i
 # one text for every artefact: the objects shared with the native extension, then the
 # PL/pgSQL functions; @extschema@ is the schema it is installed in
 body=$(cat sqlapi/common/registry.sql sqlapi/common/helpers.sql sqlapi/common/health.sql \
-  sqlapi/plpgsql/shape.sql sqlapi/plpgsql/heads.sql sqlapi/plpgsql/statements.sql sqlapi/plpgsql/mark.sql sqlapi/plpgsql/claims.sql sqlapi/plpgsql/settles.sql \
-  sqlapi/plpgsql/register.sql sqlapi/plpgsql/admin.sql sqlapi/plpgsql/fast-bodies.sql sqlapi/plpgsql/fast.sql | sed "s/@version@/$version/g")
+  sqlapi/plpgsql/shape.sql sqlapi/plpgsql/heads.sql sqlapi/plpgsql/bounded.sql sqlapi/plpgsql/statements.sql sqlapi/plpgsql/mark.sql sqlapi/plpgsql/claims.sql sqlapi/plpgsql/settles.sql \
+  sqlapi/plpgsql/register.sql sqlapi/plpgsql/admin.sql sqlapi/plpgsql/fast-reach.sql sqlapi/plpgsql/fast-bodies.sql sqlapi/plpgsql/fast.sql | sed "s/@version@/$version/g")
 # the update steps, oldest first: sqlapi/updates/settle--FROM--TO.sql
 mapfile -t steps < <(ls sqlapi/updates/settle--*--*.sql 2>/dev/null | sort -V)
 step_from() { basename "$1" .sql | sed 's/^settle--\(.*\)--\(.*\)$/\1/'; }

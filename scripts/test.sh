@@ -578,9 +578,10 @@ for MAJOR in "${MAJORS[@]}"; do
         || { cat "$WORK/few-keys.log"; return 1; }
     }
     check "bench/keyed-few-keys.sql runs (a keyed claim with every head taken)" bench_few_keys
-    # and a key's backlog in front of the others: each claim takes the other keys' heads
+    # and a key's backlog in front of more keys than a walk serves: each claim reads a bounded
+    # number of rows, then takes the other keys' heads (in database $1, as bench_few_keys)
     bench_backlog() {
-      "$PG_BIN/psql" -X -q -At -v backlog=2000 -v keys=10 -v batch=3 -d "$SETTLE_TEST_PG" -f bench/keyed-backlog.sql \
+      "$PG_BIN/psql" -X -q -At -v backlog=2000 -v keys=20 -v batch=3 -d "${1:-$SETTLE_TEST_PG}" -f bench/keyed-backlog.sql \
           >"$WORK/backlog.log" 2>&1 \
         && [ "$(grep -cx '3' "$WORK/backlog.log")" = 7 ] \
         || { cat "$WORK/backlog.log"; return 1; }
@@ -625,6 +626,8 @@ for MAJOR in "${MAJORS[@]}"; do
     language_examples settle_sqled sql
     check "bench/keyed-few-keys.sql runs on the SQL edition" \
       bench_few_keys "host=$PGHOST port=$PGPORT user=postgres dbname=settle_sqled"
+    check "bench/keyed-backlog.sql runs on the SQL edition" \
+      bench_backlog "host=$PGHOST port=$PGPORT user=postgres dbname=settle_sqled"
   fi
   step "PostgreSQL $MAJOR: a database moves from the SQL edition to the native extension and back, in place"
   check "moving between the editions on $MAJOR" move_between_editions

@@ -275,6 +275,28 @@ BEGIN
         END IF;
         statement := 'key_count'; sql := @extschema@._settle_key_count(s); RETURN NEXT;
     END IF;
+    -- the claim in id order as it reads bounded (its other starts alike), and
+    -- how far such a read reached: $1 the bound, then the start, then the held rows
+    IF @extschema@._settle_can_bound(s) THEN
+        IF s.form = 'row_lock' THEN
+            statement := 'claim_bounded'; sql := @extschema@._settle_claim_row_lock(s, false, bounded => true); RETURN NEXT;
+        ELSIF s.form = 'lease' THEN
+            statement := 'claim_bounded'; sql := @extschema@._settle_take_lease(s, bounded => true); RETURN NEXT;
+        ELSE
+            statement := 'claim_candidates_bounded'; sql := @extschema@._settle_candidates(s, false, bounded => true); RETURN NEXT;
+        END IF;
+        statement := 'key_read_extent'; sql := @extschema@._settle_keyed_read_extent(s, '$1', ''); RETURN NEXT;
+        statement := 'key_read_extent_from';
+        sql := @extschema@._settle_keyed_read_extent(s, '$1', @extschema@._settle_from_mark(s, '_s_r', 2)); RETURN NEXT;
+        IF s.form = 'row_lock' THEN
+            statement := 'key_read_extent_again';
+            sql := @extschema@._settle_keyed_read_extent(s, '$1', @extschema@._settle_except_held(s, '_s_r')); RETURN NEXT;
+            statement := 'key_read_extent_again_from';
+            sql := @extschema@._settle_keyed_read_extent(s, '$1', @extschema@._settle_from_mark(s, '_s_r', 2)
+                                                           || pg_catalog.replace(@extschema@._settle_except_held(s, '_s_r'), '$2', '$3'));
+            RETURN NEXT;
+        END IF;
+    END IF;
     IF s.form <> 'row_lock' AND (s.dead_group IS NOT NULL OR s.dead_table IS NOT NULL) THEN
         statement := 'claim_move_dead'; sql := @extschema@._settle_move_taken_dead(s); RETURN NEXT;
     END IF;

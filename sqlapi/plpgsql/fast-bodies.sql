@@ -74,7 +74,8 @@ $$;
 -- queue that can walk its keys, first walk (the block's boolean, declared by
 -- _settle_fast_walk_vars): the session's note while it is a second old and
 -- counted against the same bound, else a count (_settle_key_walks); then,
--- unless walking (which keeps no mark), the mark (_settle_fast_mark).
+-- unless walking (which keeps no mark), the mark (_settle_fast_mark) and,
+-- where the queue can read bounded, whether this claim does (fast-reach.sql).
 CREATE FUNCTION @extschema@._settle_fast_start(sch text, s @extschema@.settle_queue_shape, version text) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
@@ -84,17 +85,23 @@ kr := pg_catalog.string_to_array(pg_catalog.current_setting(%1$L, true), ' ');
 walk := CASE WHEN kr[2] OPERATOR(pg_catalog.=) COALESCE(NULLIF(pg_catalog.current_setting('settle.key_walk_max', true), ''), '16')
                   AND pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.<)
                       (kr[1]::pg_catalog.float8 OPERATOR(pg_catalog.+) 1)
-             THEN kr[3] OPERATOR(pg_catalog.=) 't' ELSE %2$s._settle_key_walks(%1$L, %3$L) END;
+             THEN kr[3] OPERATOR(pg_catalog.=) 't' ELSE %2$s._settle_key_walks(%1$L, %3$L, %5$s) END;
 IF NOT walk THEN
-%4$sEND IF;
-$f$, 'settle_sql.k' || @extschema@._settle_mark_key(s.queue, version), sch, @extschema@._settle_key_count(s),
-    @extschema@._settle_fast_mark(sch, s, version, false)) END
+%4$s%6$sEND IF;
+$f$, x.note, sch, @extschema@._settle_key_count(s), @extschema@._settle_fast_mark(sch, s, version, false),
+    CASE WHEN @extschema@._settle_can_bound(s) THEN 'true' ELSE 'false' END,
+    CASE WHEN @extschema@._settle_can_bound(s) THEN @extschema@._settle_fast_bounded_start(s, version, x.note) ELSE '' END) END
+  FROM (SELECT 'settle_sql.k' || @extschema@._settle_mark_key(s.queue, version) AS note) x
 $$;
 
--- The declarations _settle_fast_start's code needs for queue s.
+-- The declarations _settle_fast_start's code needs for queue s, and the
+-- bounded read's (_settle_fast_reach_vars).
 CREATE FUNCTION @extschema@._settle_fast_walk_vars(s @extschema@.settle_queue_shape) RETURNS text
     LANGUAGE sql IMMUTABLE
-    AS $$ SELECT CASE WHEN @extschema@._settle_walks_keys(s) THEN E'    kr text[];\n    walk boolean := false;\n' ELSE '' END $$;
+    AS $$
+  SELECT CASE WHEN @extschema@._settle_walks_keys(s) THEN E'    kr text[];\n    walk boolean := false;\n' ELSE '' END
+         || @extschema@._settle_fast_reach_vars(s)
+$$;
 
 -- The generated code around statements whose generic plan is wanted (an
 -- array parameter, or LIMIT $1), which PostgreSQL would otherwise make anew on
@@ -175,6 +182,54 @@ CREATE FUNCTION @extschema@._settle_fast_rows(s @extschema@.settle_queue_shape, 
             ELSE ' ORDER BY _s_took._s_pri, _s_took._s_key' END
 $$;
 
+-- The generated take of a lease queue s's claim as rows (kind 'inline' of
+-- _settle_fast_claim_code): take, the claim of one row, when $1 is 1; else
+-- the rows themselves (rst: from the lowest id, from the mark, walking the
+-- keys), after which a claim that read all the way checks how far it went
+-- (fast-reach.sql). A claim reading bounded may take the rows of two
+-- statements, which its claim of many puts in id order: it is left to that.
+CREATE FUNCTION @extschema@._settle_fast_lease_rows(s @extschema@.settle_queue_shape, version text, take text, rst text[])
+    RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT E'IF $1 OPERATOR(pg_catalog.=) 1 THEN\n' || take
+    || CASE WHEN x.cb THEN E'ELSIF bounded THEN\n    hit := false;\n    RETURN;\n' ELSE '' END
+    || E'ELSE\n' || @extschema@._settle_fast_generic(true)
+    || CASE WHEN x.w THEN E'IF walk THEN\nRETURN QUERY ' || rst[3] || E';\nELSE\n' ELSE '' END
+    || E'IF mark IS NULL THEN\nRETURN QUERY ' || rst[1] || E';\nELSE\nRETURN QUERY ' || rst[2] || E';\nEND IF;\n'
+    || CASE WHEN x.cb THEN E'GET DIAGNOSTICS xn = ROW_COUNT;\n'
+         || @extschema@._settle_fast_after_unbounded(s, version, '$1', 'xn', pg_catalog.format(
+              'NULLIF(pg_catalog.current_setting(%L, true), '''')', 'settle_sql.m' || @extschema@._settle_mark_key(s.queue, version)))
+       ELSE '' END
+    || CASE WHEN x.w THEN E'END IF;\n' ELSE '' END
+    || @extschema@._settle_fast_generic(false) || E'END IF;\n'
+  FROM (SELECT @extschema@._settle_walks_keys(s) AS w, @extschema@._settle_can_bound(s) AS cb) x
+$$;
+
+-- The generated take of a row_lock queue s's claim (_settle_fast_claim_code's
+-- statements st, wst, bst and into_row; many, by_ctid as there): where the
+-- transaction holds none of its rows yet, and again past those it holds. A
+-- bounded claim of many walks past the rows it took as past those held before.
+CREATE FUNCTION @extschema@._settle_fast_row_lock_take(s @extschema@.settle_queue_shape, version text, st text[], wst text[],
+                                                       bst text[], into_row text, many boolean, by_ctid boolean) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT E'IF pg_catalog.cardinality(held_ids) OPERATOR(pg_catalog.=) 0 THEN\n'
+    || @extschema@._settle_fast_read(s, version, st[1:2], into_row, many, wst[1] || E'\n    ' || into_row,
+         CASE WHEN x.cb THEN @extschema@._settle_fast_bounded_take(s, version, bst[1:2], into_row, many, x.cols, false,
+           CASE WHEN many THEN wst[2] || E'\n    ' || x.w_into ELSE wst[1] || E'\n    ' || into_row END, true) END)
+    || E'ELSE\n'
+    || CASE WHEN many THEN '' ELSE @extschema@._settle_fast_generic(true) END
+    || @extschema@._settle_fast_read(s, version, st[3:4], into_row, many, wst[2] || E'\n    ' || into_row,
+         CASE WHEN x.cb THEN @extschema@._settle_fast_bounded_take(s, version, bst[3:4], into_row, many, x.cols, false,
+           wst[2] || E'\n    ' || CASE WHEN many THEN x.w_into ELSE into_row END, true) END)
+    || CASE WHEN many THEN E'END IF;\n' || @extschema@._settle_fast_generic(false) || E'id := ids[pg_catalog.cardinality(ids)];\n'
+            ELSE @extschema@._settle_fast_generic(false) || E'END IF;\ndead := false;\n' END
+  FROM (SELECT @extschema@._settle_can_bound(s) AS cb,
+               CASE WHEN by_ctid THEN '{ids,atts,pays,tids}' ELSE '{ids,atts,pays}' END::text[] AS cols,
+               CASE WHEN by_ctid THEN 'INTO w_ids, w_atts, w_pays, w_tids' ELSE 'INTO w_ids, w_atts, w_pays' END AS w_into) x
+$$;
+
 -- The generated claim (lease, row_lock) of queue s at version, by kind:
 -- 'one', of one row (LIMIT 1 written in, the row into scalars); 'arrays', of
 -- more ($1: the rows as arrays in claim order, deads flagging those a lease
@@ -195,8 +250,6 @@ DECLARE
     rows boolean := kind = 'inline' AND s.form = 'lease' AND @extschema@._settle_taken_dead(s, '_s_took') = 'false';
     -- a row_lock claim of many of a plain table: with the rows' ctids (_settle_fast_tids_key)
     by_ctid boolean := many AND s.form = 'row_lock' AND s.plain_heap;
-    -- claims that walk the keys while the queue has few (heads.sql)
-    w boolean := @extschema@._settle_walks_keys(s);
     b text := E'#variable_conflict use_column\nDECLARE\n    mark ALIAS FOR $3;\n    every interval;\n    r text[];\n'
               || E'    started timestamptz;\n    caller_mode text;\n    noted text;\n'
               || @extschema@._settle_fast_walk_vars(s)
@@ -205,11 +258,14 @@ DECLARE
     -- the take from the lowest id (st[1]) and from the mark (st[2]); row_lock:
     -- the same again where the transaction holds rows already (st[3], st[4]);
     -- rst: lease, the take as rows (rows), from the lowest id, from the mark,
-    -- walking the keys; wst: the take walking the keys (w), lease: st[1]'s;
-    -- row_lock: st[1]'s, st[3]'s
+    -- walking the keys; wst: the take walking the keys (heads.sql), lease:
+    -- st[1]'s, row_lock: st[1]'s, st[3]'s; bst: st's, reading bounded
+    -- (bounded.sql) where the queue can (cb)
     st text[];
     rst text[];
     wst text[];
+    cb boolean := @extschema@._settle_can_bound(s);
+    bst text[];
     take text;
     into_row text := CASE WHEN NOT many THEN 'INTO dead, id, attempt, token, payload'
                           WHEN s.form = 'lease' THEN 'INTO deads, ids, atts, toks, pays' ELSE 'INTO ids, atts, pays' END;
@@ -223,6 +279,7 @@ BEGIN
     IF s.form = 'lease' THEN
         st := ARRAY[@extschema@._settle_take_lease(s, many, false), @extschema@._settle_take_lease(s, many, true)];
         wst := ARRAY[@extschema@._settle_take_lease(s, many, false, true)];
+        bst := ARRAY[@extschema@._settle_take_lease(s, many, false, false, true), @extschema@._settle_take_lease(s, many, true, false, true)];
         IF rows THEN
             rst := ARRAY[@extschema@._settle_fast_rows(s, version, false), @extschema@._settle_fast_rows(s, version, true),
                          @extschema@._settle_fast_rows(s, version, false, true)];
@@ -232,23 +289,26 @@ BEGIN
                     @extschema@._settle_claim_row_lock(s, true, many, false, by_ctid), @extschema@._settle_claim_row_lock(s, true, many, true, by_ctid)];
         wst := ARRAY[@extschema@._settle_claim_row_lock(s, false, many, false, by_ctid, true),
                      @extschema@._settle_claim_row_lock(s, true, many, false, by_ctid, true)];
+        bst := ARRAY(SELECT @extschema@._settle_claim_row_lock(s, a.again, many, a.from_mark, by_ctid, false, true)
+                       FROM (VALUES (false, false, 1), (false, true, 2), (true, false, 3), (true, true, 4)) a(again, from_mark, o) ORDER BY a.o);
         into_row := CASE WHEN by_ctid THEN 'INTO ids, atts, pays, tids' WHEN many THEN 'INTO ids, atts, pays'
                          ELSE 'INTO id, attempt, token, payload' END;
     END IF;
     IF NOT many THEN
         st := ARRAY(SELECT pg_catalog.replace(x, 'LIMIT $1', 'LIMIT 1') FROM pg_catalog.unnest(st) x);
         wst := ARRAY(SELECT pg_catalog.replace(x, 'LIMIT $1', 'LIMIT 1') FROM pg_catalog.unnest(wst) x);
+        bst := ARRAY(SELECT pg_catalog.replace(pg_catalog.replace(x, 'LIMIT $1', 'LIMIT 1'), @extschema@._settle_read_bound('$1'),
+                                               @extschema@._settle_read_bound('1'))
+                       FROM pg_catalog.unnest(bst) x);
     END IF;
     IF s.form = 'lease' THEN
-        take := E'IF mark IS NULL THEN\n' || st[1] || E'\n    ' || into_row || E';\nELSE\n' || st[2] || E'\n    ' || into_row || E';\nEND IF;\n';
-        IF w THEN
-            take := E'IF walk THEN\n' || wst[1] || E'\n    ' || into_row || E';\nELS' || take;
-        END IF;
+        take := @extschema@._settle_fast_read(s, version, st, into_row, many, wst[1] || E'\n    ' || into_row,
+            CASE WHEN cb THEN @extschema@._settle_fast_bounded_take(s, version, bst, into_row, many,
+                                '{deads,ids,atts,toks,pays}', true,
+                                wst[1] || E'\n    ' || CASE WHEN many THEN 'INTO w_deads, w_ids, w_atts, w_toks, w_pays' ELSE into_row END,
+                                false) END);
         IF rows THEN
-            take := E'IF $1 OPERATOR(pg_catalog.=) 1 THEN\n' || take || E'ELSE\n' || generic
-                || CASE WHEN w THEN E'IF walk THEN\nRETURN QUERY ' || rst[3] || E';\nELS' ELSE '' END
-                || E'IF mark IS NULL THEN\nRETURN QUERY ' || rst[1] || E';\nELSE\nRETURN QUERY ' || rst[2] || E';\nEND IF;\n'
-                || caller_plans || E'END IF;\n';
+            take := @extschema@._settle_fast_lease_rows(s, version, take, rst);
         END IF;
         b := b || E'    tok ALIAS FOR $2;\nBEGIN\n' || one_only
             || E'IF lease OPERATOR(pg_catalog.<) ''1 millisecond''::pg_catalog.interval '
@@ -266,16 +326,7 @@ BEGIN
         END IF;
     ELSE
         -- row_lock: the rows this transaction holds (claims.sql, _settle_row_locks)
-        take := E'IF pg_catalog.cardinality(held_ids) OPERATOR(pg_catalog.=) 0 THEN\n'
-            || CASE WHEN w THEN E'    IF walk THEN\n' || wst[1] || E'\n    ' || into_row || E';\n    ELS' ELSE '    ' END
-            || E'IF mark IS NULL THEN\n'
-            || st[1] || E'\n    ' || into_row || E';\n    ELSE\n' || st[2] || E'\n    ' || into_row || E';\n    END IF;\nELSE\n'
-            || CASE WHEN many THEN '' ELSE generic END
-            || CASE WHEN w THEN E'    IF walk THEN\n' || wst[2] || E'\n    ' || into_row || E';\n    ELS' ELSE '    ' END
-            || E'IF mark IS NULL THEN\n'
-            || st[3] || E'\n    ' || into_row || E';\n    ELSE\n' || st[4] || E'\n    ' || into_row || E';\n    END IF;\n'
-            || CASE WHEN many THEN E'END IF;\n' || caller_plans || E'id := ids[pg_catalog.cardinality(ids)];\n'
-                    ELSE caller_plans || E'END IF;\ndead := false;\n' END;
+        take := @extschema@._settle_fast_row_lock_take(s, version, st, wst, bst, into_row, many, by_ctid);
         b := b || E'    held_ids ALIAS FOR $2;\nBEGIN\n' || one_only
             || E'IF lease IS NOT NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
             || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
@@ -326,23 +377,33 @@ CREATE FUNCTION @extschema@._settle_fast_claim_advisory_body(sch text, s @extsch
     || @extschema@._settle_fast_generic(true)
     || E'FOR pass IN 1 .. 16 LOOP\n    EXIT WHEN got OPERATOR(pg_catalog.=) batch;\n    $6 := ''{}'';\n    keys := ''{}'';\n    given_back := 0;\n'
     -- walking the keys: the heads, then those past the last id seen
+    || @extschema@._settle_fast_advisory_reach(s, version, 'start')
     || CASE WHEN @extschema@._settle_walks_keys(s) THEN
          E'    IF walk AND last_id IS NULL THEN\n' || @extschema@._settle_candidates(s, false, true, false, true)
          || E'\n    INTO cands, cand_keys;\n    ELSIF walk THEN\n    $2 := last_id;\n'
          || @extschema@._settle_candidates(s, true, true, false, true) || E'\n    INTO cands, cand_keys;\n    ELS'
        ELSE '    ' END
+    -- reading bounded (bounded.sql)
+    || CASE WHEN @extschema@._settle_can_bound(s) THEN
+         E'IF bounded AND last_id IS NULL AND mark IS NULL THEN\n' || @extschema@._settle_candidates(s, false, true, false, false, true)
+         || E'\n    INTO cands, cand_keys;\n    ELSIF bounded AND last_id IS NULL THEN\n    $2 := mark;\n'
+         || @extschema@._settle_candidates(s, false, true, true, false, true)
+         || E'\n    INTO cands, cand_keys;\n    ELSIF bounded THEN\n    $2 := last_id;\n'
+         || @extschema@._settle_candidates(s, true, true, false, false, true) || E'\n    INTO cands, cand_keys;\n    ELS'
+       ELSE '' END
     || E'IF last_id IS NULL AND mark IS NULL THEN\n' || @extschema@._settle_candidates(s, false, true, false)
     || E'\n    INTO cands, cand_keys;\n    ELSIF last_id IS NULL THEN\n    $2 := mark;\n' || @extschema@._settle_candidates(s, false, true, true)
     || E'\n    INTO cands, cand_keys;\n    ELSE\n'
     || CASE WHEN s.priority IS NOT NULL THEN E'    $2 := passed::pg_catalog.text;\n' ELSE E'    $2 := last_id;\n' END
     || @extschema@._settle_candidates(s, true, true, false) || E'\n    INTO cands, cand_keys;\n    END IF;\n'
+    || E'    full_page := COALESCE(pg_catalog.cardinality(cands), 0) OPERATOR(pg_catalog.=) $1;\n'
+    || @extschema@._settle_fast_advisory_reach(s, version, 'after')
     || E'    FOR j IN 1 .. COALESCE(pg_catalog.cardinality(cands), 0) LOOP\n'
     || E'        EXIT WHEN pg_catalog.cardinality($6) OPERATOR(pg_catalog.>=) (batch OPERATOR(pg_catalog.-) got);\n'
     || E'        last_id := cands[j];\n        passed := passed OPERATOR(pg_catalog.+) 1;\n'
     || E'        IF NOT (cand_keys[j] OPERATOR(pg_catalog.=) ANY (held_keys)) AND pg_catalog.pg_try_advisory_xact_lock(cand_keys[j]) THEN\n'
     || E'            $6 := $6 OPERATOR(pg_catalog.||) cands[j];\n            keys := keys OPERATOR(pg_catalog.||) cand_keys[j];\n'
     || E'        END IF;\n    END LOOP;\n'
-    || E'    full_page := COALESCE(pg_catalog.cardinality(cands), 0) OPERATOR(pg_catalog.=) $1;\n'
     || E'    IF pg_catalog.cardinality($6) OPERATOR(pg_catalog.>) 0 THEN\n'
     || pg_catalog.replace(@extschema@._settle_take_advisory(s, true), '$1::pg_catalog.text[]', '$6::pg_catalog.text[]')
     || E'\n        INTO t_deads, t_ids, t_atts, t_toks, t_pays;\n'
@@ -363,9 +424,12 @@ CREATE FUNCTION @extschema@._settle_fast_claim_advisory_body(sch text, s @extsch
     -- the last page, unless the take gave rows back (it tests a touched
     -- row's key only once the session holds it) and the page has candidates
     -- this pass did not examine
-    || E'    END IF;\n    EXIT WHEN NOT full_page AND (given_back OPERATOR(pg_catalog.=) 0\n'
-    || E'        OR last_id OPERATOR(pg_catalog.=) cands[pg_catalog.cardinality(cands)]);\nEND LOOP;\n'
+    || E'    END IF;\n    IF NOT full_page AND (given_back OPERATOR(pg_catalog.=) 0\n'
+    || E'        OR last_id OPERATOR(pg_catalog.=) cands[pg_catalog.cardinality(cands)]) THEN\n'
+    || COALESCE(NULLIF(@extschema@._settle_fast_advisory_reach(s, version, 'short'), ''), E'        EXIT;\n')
+    || E'    END IF;\nEND LOOP;\n'
     || @extschema@._settle_fast_generic(false)
+    || @extschema@._settle_fast_advisory_reach(s, version, 'sort')
     -- the mark: the last row taken that is not dead
     || E'id := (SELECT x.i FROM ROWS FROM (pg_catalog.unnest(ids), pg_catalog.unnest(deads)) WITH ORDINALITY x(i, d, o)\n'
     || E'       WHERE NOT x.d ORDER BY x.o DESC LIMIT 1);\n'

@@ -82,14 +82,17 @@ CREATE FUNCTION @extschema@._settle_walk_lim() RETURNS text
 -- Whether this session's claims of a queue walk its keys (at most
 -- settle.key_walk_max of them, default 16, 0: never; none at all: id order),
 -- counted (count_sql: _settle_key_count's) and noted in setting note as
--- "epoch bound t|f", which the generated claim reads for a second before it
--- asks again.
-CREATE FUNCTION @extschema@._settle_key_walks(note text, count_sql text) RETURNS boolean
+-- "epoch bound t|f t|f", which the generated claim reads for a second before
+-- it asks again. The second t|f, with bounds (a queue that can read bounded,
+-- bounded.sql): whether a claim that stops at its bound could walk the keys
+-- (at most _settle_walk_on_max of them; counted that far, then).
+CREATE FUNCTION @extschema@._settle_key_walks(note text, count_sql text, bounds boolean DEFAULT false) RETURNS boolean
     LANGUAGE plpgsql VOLATILE
     AS $$
 DECLARE
     bound text := COALESCE(NULLIF(pg_catalog.current_setting('settle.key_walk_max', true), ''), '16');
     most integer;
+    upto integer;
     n bigint := 0;
     few boolean;
 BEGIN
@@ -98,12 +101,14 @@ BEGIN
     EXCEPTION WHEN OTHERS THEN
         PERFORM @extschema@._settle_error('22023', pg_catalog.format('settle.key_walk_max must be an integer, not "%s"', bound));
     END;
+    upto := CASE WHEN bounds THEN GREATEST(most, @extschema@._settle_walk_on_max()) ELSE most END;
     IF most > 0 THEN
-        EXECUTE count_sql INTO n USING most::pg_catalog.int8 OPERATOR(pg_catalog.+) 1;
+        EXECUTE count_sql INTO n USING upto::pg_catalog.int8 OPERATOR(pg_catalog.+) 1;
     END IF;
     few := n >= 1 AND n <= most;
     PERFORM pg_catalog.set_config(note, pg_catalog.date_part('epoch', pg_catalog.clock_timestamp())::pg_catalog.text
         OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) bound OPERATOR(pg_catalog.||) ' '
-        OPERATOR(pg_catalog.||) CASE WHEN few THEN 't' ELSE 'f' END, false);
+        OPERATOR(pg_catalog.||) CASE WHEN few THEN 't' ELSE 'f' END OPERATOR(pg_catalog.||) ' '
+        OPERATOR(pg_catalog.||) CASE WHEN bounds AND n >= 1 AND n <= upto THEN 't' ELSE 'f' END, false);
     RETURN few;
 END $$;

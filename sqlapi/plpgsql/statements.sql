@@ -48,6 +48,15 @@ CREATE FUNCTION @extschema@._settle_late_after(s @extschema@.settle_queue_shape,
   SELECT 'NOT ' || a || '._s_kl OR ' || @extschema@._settle_key_free(s, a || '._s_kk', a || '._s_ki')
 $$;
 
+-- ' AND …': alias a's row is not one of the ids in $2 (text[]: the rows this
+-- transaction holds already).
+CREATE FUNCTION @extschema@._settle_except_held(s @extschema@.settle_queue_shape, a text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT pg_catalog.format(' AND %s.%s NOT IN (SELECT _s_h FROM pg_catalog.unnest(($2::pg_catalog.text[])::%s[]) _s_h)',
+                           a, s.id, s.id_type)
+$$;
+
 -- row_lock claim. $1 int8 batch; again: $2 text[] ids this transaction already
 -- holds (SKIP LOCKED does not skip a transaction's own row locks); from_mark:
 -- $3 text, the mark.
@@ -55,10 +64,11 @@ $$;
 -- agg: id, attempt and payload as arrays in one row, in id order (how a
 -- prepared statement's rows come back to PL/pgSQL, see _settle_prepared);
 -- with tids, their ctids as a fourth (_settle_ack's hint).
--- walk: from the queue's heads (heads.sql), the mark aside.
+-- walk: from the queue's heads (heads.sql), the mark aside; bounded: reading
+-- at most _settle_read_bound rows (bounded.sql).
 CREATE FUNCTION @extschema@._settle_claim_row_lock(s @extschema@.settle_queue_shape, again boolean, agg boolean DEFAULT false,
                                                     from_mark boolean DEFAULT false, tids boolean DEFAULT false,
-                                                    walk boolean DEFAULT false)
+                                                    walk boolean DEFAULT false, bounded boolean DEFAULT false)
     RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
@@ -83,23 +93,28 @@ CREATE FUNCTION @extschema@._settle_claim_row_lock(s @extschema@.settle_queue_sh
     -- roles' columns and the payload, made there (a whole row's jsonb before
     -- its added columns join it)
     CASE WHEN x.late THEN pg_catalog.format(
-      '(SELECT _s_t.%s, %s%s, _s_t.ctid AS _s_tid, %s FROM %s _s_t WHERE %s%s ORDER BY %s FOR UPDATE OF _s_t SKIP LOCKED) _s_t '
+      '(SELECT _s_t.%s, %s%s, _s_t.ctid AS _s_tid, %s FROM %s WHERE %s%s ORDER BY %s FOR UPDATE OF _s_t SKIP LOCKED) _s_t '
       'WHERE %s LIMIT $1',
       s.id, COALESCE('_s_t.' || s.attempt || ', ', ''),
       @extschema@._settle_payload(s, '_s_t') || ' AS _s_row',
-      @extschema@._settle_late_cols(s, '_s_t'), s.tbl, @extschema@._settle_late_ready(s, '_s_t'), x.more, x.ord,
+      @extschema@._settle_late_cols(s, '_s_t'),
+      CASE WHEN bounded THEN @extschema@._settle_bounded_source(s, '_s_t', x.more_r) ELSE s.tbl || ' _s_t' END,
+      @extschema@._settle_late_ready(s, '_s_t'), CASE WHEN bounded THEN '' ELSE x.more END,
+      CASE WHEN bounded THEN '_s_rd._s_ri' ELSE x.ord END,
       @extschema@._settle_late_after(s, '_s_t'))
     ELSE pg_catalog.format('%s _s_t WHERE %s%s ORDER BY %s LIMIT $1 FOR UPDATE OF _s_t SKIP LOCKED', s.tbl,
       CASE WHEN walk THEN @extschema@._settle_walk_ready(s, '_s_t', @extschema@._settle_walk_lim())
            ELSE @extschema@._settle_ready(s, '_s_t') END, x.more, x.ord) END,
     CASE WHEN x.late THEN '_s_t._s_tid' ELSE '_s_t.ctid' END)
   FROM (SELECT NOT walk AND @extschema@._settle_probes_late(s) AS late,
-    CASE WHEN again THEN pg_catalog.format(
-      ' AND _s_t.%s NOT IN (SELECT _s_h FROM pg_catalog.unnest(($2::pg_catalog.text[])::%s[]) _s_h)', s.id, s.id_type)
-    ELSE '' END
+    CASE WHEN again THEN @extschema@._settle_except_held(s, '_s_t') ELSE '' END
     || CASE WHEN from_mark AND NOT walk THEN @extschema@._settle_from_mark(s, '_s_t', 3) ELSE '' END AS more,
+    -- (a bounded read's: of the rows it reads)
+    CASE WHEN again THEN @extschema@._settle_except_held(s, '_s_r') ELSE '' END
+    || CASE WHEN from_mark THEN @extschema@._settle_from_mark(s, '_s_r', 3) ELSE '' END AS more_r,
     @extschema@._settle_order(s, '_s_t') AS ord) x
 $$;
+
 
 -- Whether a row a take just counted (alias a) is past max_attempts.
 CREATE FUNCTION @extschema@._settle_taken_dead(s @extschema@.settle_queue_shape, a text) RETURNS text
@@ -114,9 +129,10 @@ $$;
 -- The lease take's CTE _s_took: counts the attempt and writes the token in
 -- one UPDATE of the first ready rows, returning cols (of alias _s_t).
 -- $1 int8 batch, $2 timestamptz token; from_mark: $3 text, the mark; walk:
--- from the queue's heads (heads.sql), the mark aside.
+-- from the queue's heads (heads.sql), the mark aside; bounded: reading at
+-- most _settle_read_bound rows (bounded.sql).
 CREATE FUNCTION @extschema@._settle_lease_took(s @extschema@.settle_queue_shape, from_mark boolean, cols text,
-                                               walk boolean DEFAULT false) RETURNS text
+                                               walk boolean DEFAULT false, bounded boolean DEFAULT false) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT pg_catalog.format(
@@ -128,11 +144,16 @@ CREATE FUNCTION @extschema@._settle_lease_took(s @extschema@.settle_queue_shape,
     -- the candidates: the key tested after the lock for a touched row
     -- (_settle_probes_late), or before it
     CASE WHEN NOT walk AND @extschema@._settle_probes_late(s) THEN pg_catalog.format(
-      'SELECT _s_l._s_tid FROM (SELECT _s_c.ctid AS _s_tid, %s FROM %s _s_c WHERE %s%s ORDER BY %s '
+      'SELECT _s_l._s_tid FROM (SELECT _s_c.ctid AS _s_tid, %s FROM %s WHERE %s%s ORDER BY %s '
       'FOR UPDATE OF _s_c SKIP LOCKED) _s_l WHERE %s LIMIT $1',
-      @extschema@._settle_late_cols(s, '_s_c'), s.tbl, @extschema@._settle_late_ready(s, '_s_c'),
-      CASE WHEN from_mark THEN @extschema@._settle_from_mark(s, '_s_c', 3) ELSE '' END,
-      @extschema@._settle_order(s, '_s_c'), @extschema@._settle_late_after(s, '_s_l'))
+      @extschema@._settle_late_cols(s, '_s_c'),
+      CASE WHEN bounded THEN @extschema@._settle_bounded_source(s, '_s_c',
+                               CASE WHEN from_mark THEN @extschema@._settle_from_mark(s, '_s_r', 3) ELSE '' END)
+           ELSE s.tbl || ' _s_c' END,
+      @extschema@._settle_late_ready(s, '_s_c'),
+      CASE WHEN from_mark AND NOT bounded THEN @extschema@._settle_from_mark(s, '_s_c', 3) ELSE '' END,
+      CASE WHEN bounded THEN '_s_rd._s_ri' ELSE @extschema@._settle_order(s, '_s_c') END,
+      @extschema@._settle_late_after(s, '_s_l'))
     ELSE pg_catalog.format('SELECT %s FROM %s _s_c WHERE %s ORDER BY %s LIMIT $1 FOR UPDATE OF _s_c SKIP LOCKED',
       CASE WHEN s.plain_heap THEN '_s_c.ctid' ELSE '_s_c.' || s.id END, s.tbl,
       CASE WHEN walk THEN @extschema@._settle_walk_ready(s, '_s_c', @extschema@._settle_walk_lim())
@@ -148,10 +169,11 @@ $$;
 -- statement's rows come back to PL/pgSQL, see _settle_prepared), each array
 -- filled from one ordered subquery (one sort, not one per ORDER BY aggregate).
 CREATE FUNCTION @extschema@._settle_take_lease(s @extschema@.settle_queue_shape, agg boolean DEFAULT false,
-                                               from_mark boolean DEFAULT false, walk boolean DEFAULT false) RETURNS text
+                                               from_mark boolean DEFAULT false, walk boolean DEFAULT false,
+                                               bounded boolean DEFAULT false) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
-  SELECT @extschema@._settle_lease_took(s, from_mark, '_s_t.*', walk) || pg_catalog.format(
+  SELECT @extschema@._settle_lease_took(s, from_mark, '_s_t.*', walk, bounded) || pg_catalog.format(
     CASE WHEN agg THEN
       ' SELECT pg_catalog.array_agg(%1$s), pg_catalog.array_agg((_s_took.%2$s)::pg_catalog.text), '
       'pg_catalog.array_agg(%3$s), pg_catalog.array_agg(_s_took.%4$s), '
@@ -164,9 +186,11 @@ $$;
 -- advisory candidates: ready rows in id order with their keys. $1 int8 limit;
 -- after: $2 text, the last id of the previous page; from_mark: $2 text, the mark.
 -- agg: ids and keys as two arrays in one row, in id order. walk: from the
--- queue's heads (heads.sql), the mark aside.
+-- queue's heads (heads.sql), the mark aside; bounded: reading at most
+-- _settle_read_bound of $1 rows (bounded.sql).
 CREATE FUNCTION @extschema@._settle_candidates(s @extschema@.settle_queue_shape, after boolean, agg boolean DEFAULT false,
-                                               from_mark boolean DEFAULT false, walk boolean DEFAULT false)
+                                               from_mark boolean DEFAULT false, walk boolean DEFAULT false,
+                                               bounded boolean DEFAULT false)
     RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
@@ -174,19 +198,23 @@ CREATE FUNCTION @extschema@._settle_candidates(s @extschema@.settle_queue_shape,
     CASE WHEN agg THEN
       'SELECT pg_catalog.array_agg((_s_t.%1$s)::pg_catalog.text), '
       'pg_catalog.array_agg(pg_catalog.hashtextextended(%2$L OPERATOR(pg_catalog.||) (_s_t.%1$s)::pg_catalog.text, 0)) '
-      'FROM (SELECT * FROM %3$s _s_t WHERE %4$s%5$s ORDER BY %6$s LIMIT $1%7$s) _s_t'
+      'FROM (SELECT _s_t.* FROM %3$s WHERE %4$s%5$s ORDER BY %6$s LIMIT $1%7$s) _s_t'
     ELSE
       'SELECT (_s_t.%1$s)::pg_catalog.text, pg_catalog.hashtextextended(%2$L OPERATOR(pg_catalog.||) (_s_t.%1$s)::pg_catalog.text, 0) '
-      'FROM %3$s _s_t WHERE %4$s%5$s ORDER BY %6$s LIMIT $1%7$s' END,
-    s.id, pg_catalog.length(s.queue) || ':' || s.queue || ':', s.tbl,
+      'FROM %3$s WHERE %4$s%5$s ORDER BY %6$s LIMIT $1%7$s' END,
+    s.id, pg_catalog.length(s.queue) || ':' || s.queue || ':',
+    CASE WHEN bounded THEN @extschema@._settle_bounded_source(s, '_s_t',
+           CASE WHEN after THEN @extschema@._settle_past_id(s, '_s_r', '$2')
+                WHEN from_mark THEN @extschema@._settle_from_mark(s, '_s_r', 2) ELSE '' END)
+         ELSE s.tbl || ' _s_t' END,
     CASE WHEN walk THEN @extschema@._settle_walk_ready(s, '_s_t', '$1', CASE WHEN after THEN '$2' END)
          -- a touched row's key tested by the take, once the session holds it
          WHEN @extschema@._settle_probes_late(s) THEN @extschema@._settle_late_ready(s, '_s_t')
          ELSE @extschema@._settle_ready(s, '_s_t') END,
-    CASE WHEN walk THEN ''
+    CASE WHEN walk OR bounded THEN ''
          WHEN after AND s.priority IS NULL THEN @extschema@._settle_past_id(s, '_s_t', '$2')
          WHEN from_mark THEN @extschema@._settle_from_mark(s, '_s_t', 2) ELSE '' END,
-    @extschema@._settle_order(s, '_s_t'),
+    CASE WHEN bounded THEN '_s_rd._s_ri' ELSE @extschema@._settle_order(s, '_s_t') END,
     -- in (priority, id) order a page starts after as many rows as the claim
     -- examined ($2), since no id bounds the rest
     CASE WHEN after AND s.priority IS NOT NULL THEN ' OFFSET ($2::pg_catalog.text)::pg_catalog.int8' ELSE '' END)

@@ -309,7 +309,7 @@ BEGIN
 END $$;
 -- whether this session's last claims of p's queues walked their keys
 CREATE FUNCTION pg_temp.fw_walked(p text) RETURNS boolean LANGUAGE sql AS $$
-  SELECT bool_and(current_setting('settle_sql.k' || _settle_mark_key(q, (_settle_entry(q)).version), true) LIKE '% t')
+  SELECT bool_and(split_part(current_setting('settle_sql.k' || _settle_mark_key(q, (_settle_entry(q)).version), true), ' ', 3) = 't')
   FROM unnest(ARRAY[p || '_lease', p || '_row_lock', p || '_advisory']) q $$;
 SELECT * FROM pg_temp.fw_claims('fa');
 SELECT pg_temp.fw_walked('fa') AS fa_walked;
@@ -322,4 +322,38 @@ SELECT * FROM pg_temp.fw_claims('fa');
 SELECT * FROM pg_temp.fw_claims('fz');
 SELECT pg_temp.fw_walked('fa') AS fa_walked, pg_temp.fw_walked('fz') AS fz_walked;
 RESET settle.key_walk_max;
+\echo '== one key''s backlog in front of more keys than a walk serves: claims read a bounded number of rows, then walk the keys, inline and in functions, every form'
+-- 600 rows of one key, then 20 keys' two rows each: after the backlog's head,
+-- claims of 3 and 50 take the other keys' heads, then none are left; each
+-- queue's session saw rows wait behind their head (the setting that keeps its
+-- claims from the mark reading bounded)
+CREATE FUNCTION pg_temp.fw_backlog(p text) RETURNS TABLE(form text, claimed text, saw_waiting boolean) LANGUAGE plpgsql AS $$
+BEGIN
+  FOREACH form IN ARRAY '{lease,row_lock,advisory}'::text[] LOOP
+    EXECUTE format('DELETE FROM %1$I; INSERT INTO %1$I (id, ordering_key) SELECT g, CASE WHEN g > 600 THEN g %% 20 + 1 ELSE 0 END '
+                   'FROM generate_series(1, 640) g', p || '_' || form);
+    claimed := pg_temp.fw_ids(p || '_' || form, 1) || ' | ' || pg_temp.fw_ids(p || '_' || form, 3) || ' | '
+               || pg_temp.fw_ids(p || '_' || form, 50) || ' | ' || pg_temp.fw_ids(p || '_' || form, 5);
+    saw_waiting := current_setting('settle_sql.b' || _settle_mark_key(p || '_' || form, (_settle_entry(p || '_' || form)).version), true) <> '';
+    RETURN NEXT;
+  END LOOP;
+  PERFORM pg_advisory_unlock_all();
+END $$;
+SELECT * FROM pg_temp.fw_backlog('fa');
+SELECT * FROM pg_temp.fw_backlog('fz');
+-- the bounded lease claim's generic plan reads the id index, and the table
+-- by ctid
+SELECT format('PREPARE fw_take(int8, timestamptz) AS %s', _settle_take_lease(_settle_shape('fz_lease'), true, false, false, true)) \gexec
+SET plan_cache_mode = force_generic_plan;
+CREATE FUNCTION pg_temp.fw_plan() RETURNS TABLE(reads_index boolean, joins_by_ctid boolean) LANGUAGE plpgsql AS $$
+DECLARE l text; p text := '';
+BEGIN
+  FOR l IN EXECUTE 'EXPLAIN (COSTS OFF) EXECUTE fw_take(3, now())' LOOP p := p || l || E'\n'; END LOOP;
+  reads_index := p LIKE '%Index Scan using fz_lease_pkey on fz_lease _s_r%';
+  joins_by_ctid := p LIKE '%Tid Scan on fz_lease _s_c%';
+  RETURN NEXT;
+END $$;
+SELECT * FROM pg_temp.fw_plan();
+RESET plan_cache_mode;
+DEALLOCATE fw_take;
 RESET settle.rescan_interval;

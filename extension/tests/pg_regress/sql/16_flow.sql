@@ -151,9 +151,9 @@ SELECT queue_complete('flow_kwa', '2', 'ack');
 SELECT flow_ids('flow_kwa', 5) AS next_of_2;
 SELECT pg_advisory_unlock_all();
 -- one key's backlog in front of 40 other keys, its head taken: a claim takes
--- the other keys' heads in id order, the rest of the backlog waits. (The
--- native extension reads a bounded number of rows in id order, then walks
--- the keys; with settle.key_walk_max = 0 it reads in id order all the way.)
+-- the other keys' heads in id order, the rest of the backlog waits. (A claim
+-- reads a bounded number of rows in id order, then walks the keys; with
+-- settle.key_walk_max = 0 it reads in id order all the way.)
 CREATE TABLE flow_kb (id bigint PRIMARY KEY, payload jsonb NOT NULL DEFAULT '{}', locked_until timestamptz,
                       attempt integer NOT NULL DEFAULT 0, ordering_key integer);
 CREATE INDEX ON flow_kb (ordering_key, id);
@@ -259,7 +259,7 @@ SELECT queue_register('flow_plan_k', 'flow_plan_k', 'lease'), queue_register('fl
 BEGIN;
 SELECT flow_reads_index('flow_plan_k') AS keyed, flow_reads_index('flow_plan_p') AS prioritized;
 COMMIT;
--- and the keyed claim as it reads a bounded number of rows (the native extension's)
+-- and the keyed claim as it reads a bounded number of rows
 BEGIN;
 SELECT bool_and(flow_reads_index('flow_plan_k', statement)) AS keyed_reads
 FROM queue_sql('flow_plan_k') WHERE statement IN ('claim', 'claim_bounded');

@@ -1,0 +1,166 @@
+-- The SQL edition's fast path: the generated code of a keyed claim in id
+-- order that reads bounded (bounded.sql; the native extension's ops::reach).
+-- A claim reads bounded where its queue can (_settle_can_bound) and has at
+-- most _settle_walk_on_max keys (the key count's note, _settle_key_walks),
+-- from the lowest id and, from the mark, for ten seconds after its session
+-- saw rows wait behind their heads: a bounded read that reached its bound,
+-- or a read all the way that came back short or took a row further than the
+-- bound past its start. A bounded statement that came back short asks how
+-- far it read; if it reached the bound, the rest of the claim walks the keys
+-- (heads.sql) and the rows of both statements are put in id order.
+
+-- The declarations of that code, for queue s.
+CREATE FUNCTION @extschema@._settle_fast_reach_vars(s @extschema@.settle_queue_shape) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT CASE WHEN @extschema@._settle_can_bound(s) THEN
+    E'    bounded boolean := false;\n    resort boolean := false;\n    xf text;\n    xg integer;\n    xn pg_catalog.int8;\n    xl text;\n    xh text[];\n'
+    || E'    w_deads boolean[];\n    w_ids text[];\n    w_atts integer[];\n    w_toks timestamptz[];\n    w_pays jsonb[];\n    w_tids tid[];\n'
+  ELSE '' END
+$$;
+
+-- The setting that holds until when (epoch seconds) this session's claims of
+-- queue s at version read bounded from the mark.
+CREATE FUNCTION @extschema@._settle_fast_bounded_note(s @extschema@.settle_queue_shape, version text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT 'settle_sql.b' || @extschema@._settle_mark_key(s.queue, version) $$;
+
+-- The code of "this session saw rows of queue s wait behind their heads".
+CREATE FUNCTION @extschema@._settle_fast_saw_waiting(s @extschema@.settle_queue_shape, version text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT pg_catalog.format(E'noted := pg_catalog.set_config(%L, (pg_catalog.date_part(''epoch'', pg_catalog.clock_timestamp()) '
+                           || E'OPERATOR(pg_catalog.+) 10)::pg_catalog.text, false);\n',
+                           @extschema@._settle_fast_bounded_note(s, version))
+$$;
+
+-- The code, after the mark's, that decides whether this claim reads bounded
+-- (note: the key count's setting, _settle_key_walks's).
+CREATE FUNCTION @extschema@._settle_fast_bounded_start(s @extschema@.settle_queue_shape, version text, note text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT pg_catalog.format(
+    E'kr := pg_catalog.string_to_array(pg_catalog.current_setting(%L, true), '' '');\n'
+    || E'bounded := COALESCE(kr[4] OPERATOR(pg_catalog.=) ''t'' AND (mark IS NULL OR pg_catalog.date_part(''epoch'', '
+    || E'pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.<) COALESCE(NULLIF(pg_catalog.current_setting(%L, true), ''''), '
+    || E'''0'')::pg_catalog.float8), false);\n',
+    note, @extschema@._settle_fast_bounded_note(s, version))
+$$;
+
+-- The code after a read all the way from start (an expression: the mark, or
+-- NULL: the lowest id) for n rows (an expression) that took got rows (an
+-- expression), the highest id last (an expression).
+CREATE FUNCTION @extschema@._settle_fast_after_unbounded(s @extschema@.settle_queue_shape, version text, n text, got text,
+                                                         last text, start text DEFAULT 'mark') RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT pg_catalog.format(
+    E'IF kr[4] OPERATOR(pg_catalog.=) ''t'' AND (%1$s OPERATOR(pg_catalog.<) %2$s OR (%6$s IS NOT NULL AND '
+    || E'(%3$s)::pg_catalog.int8 OPERATOR(pg_catalog.-) (%6$s)::pg_catalog.int8 OPERATOR(pg_catalog.>) %4$s)) THEN\n    %5$sEND IF;\n',
+    got, n, last, @extschema@._settle_read_bound(n), @extschema@._settle_fast_saw_waiting(s, version), start)
+$$;
+
+-- The code of a bounded take (lease, row_lock) of queue s at version: takes,
+-- its statements from the lowest id and from the mark, into_row their INTO;
+-- many: a claim of more than one row (arrays cols, as the statements fill
+-- them), else of one row (id); gone: the rows it took are no longer ready (a
+-- lease's). If it came back short having read its bound, walk (the walk's
+-- statement and INTO, with LIMIT $1) takes the rest: for many, $1 lowered to
+-- what is left, into w_ arrays, then put in id order with the others;
+-- again: the rows taken are left out of the walk as the transaction's held
+-- rows ($2, held_ids) are (row_lock).
+CREATE FUNCTION @extschema@._settle_fast_bounded_take(s @extschema@.settle_queue_shape, version text, takes text[], into_row text,
+                                                      many boolean, cols text[], gone boolean, walk text, again boolean)
+    RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+    n text := CASE WHEN many THEN '$1' ELSE '1' END;
+    more text := CASE WHEN s.form = 'row_lock' THEN @extschema@._settle_except_held(s, '_s_r') ELSE '' END;
+    extent text := @extschema@._settle_keyed_read_extent(s, @extschema@._settle_read_bound(n), more);
+    extent_mark text := @extschema@._settle_keyed_read_extent(s, @extschema@._settle_read_bound(n),
+                                                             more || @extschema@._settle_from_mark(s, '_s_r', 3));
+    b text;
+BEGIN
+    b := E'IF mark IS NULL THEN\n' || takes[1] || E'\n    ' || into_row || E';\nELSE\n' || takes[2] || E'\n    ' || into_row
+        || E';\nEND IF;\n'
+        || CASE WHEN many THEN E'xg := COALESCE(pg_catalog.cardinality(ids), 0);\n'
+                ELSE E'xg := CASE WHEN id IS NULL THEN 0 ELSE 1 END;\n' END
+        || 'IF xg OPERATOR(pg_catalog.<) ' || n || E' THEN\n'
+        || E'IF mark IS NULL THEN\n' || extent || E'\n    INTO xn, xl;\nELSE\n' || extent_mark || E'\n    INTO xn, xl;\nEND IF;\n'
+        -- (the rows a lease take took are no longer ready)
+        || 'IF xn OPERATOR(pg_catalog.>=) (' || @extschema@._settle_read_bound(n)
+        || CASE WHEN gone THEN ' OPERATOR(pg_catalog.-) xg' ELSE '' END || E') THEN\n'
+        || @extschema@._settle_fast_saw_waiting(s, version);
+    IF NOT many THEN
+        RETURN b || walk || E';\nEND IF;\nEND IF;\n';
+    END IF;
+    RETURN b || CASE WHEN again THEN E'xh := held_ids;\nheld_ids := held_ids OPERATOR(pg_catalog.||) ids;\n' ELSE '' END
+        || E'$1 := $1 OPERATOR(pg_catalog.-) xg;\n' || walk || E';\n'
+        || CASE WHEN again THEN E'held_ids := xh;\n' ELSE '' END
+        || E'IF COALESCE(pg_catalog.cardinality(w_ids), 0) OPERATOR(pg_catalog.>) 0 THEN\nSELECT '
+        || (SELECT pg_catalog.string_agg(pg_catalog.format('pg_catalog.array_agg(x.c%s ORDER BY (x.c%s)::pg_catalog.int8)', o,
+                                                           pg_catalog.array_position(cols, 'ids')), ', ' ORDER BY o)
+              FROM pg_catalog.unnest(cols) WITH ORDINALITY c(c, o))
+        || E'\n    INTO ' || pg_catalog.array_to_string(cols, ', ') || E'\n    FROM ROWS FROM ('
+        || (SELECT pg_catalog.string_agg(pg_catalog.format('pg_catalog.unnest(%1$s OPERATOR(pg_catalog.||) w_%1$s)', c), ', ' ORDER BY o)
+              FROM pg_catalog.unnest(cols) WITH ORDINALITY c(c, o))
+        || ') x(' || (SELECT pg_catalog.string_agg('c' || o, ', ' ORDER BY o) FROM pg_catalog.generate_series(1, pg_catalog.cardinality(cols)) o)
+        || E');\nEND IF;\nEND IF;\nEND IF;\n';
+END $$;
+
+-- The code of a take (lease, row_lock) of queue s at version as it reads: in
+-- claim order, takes[1] from the lowest id and takes[2] from the mark
+-- (into_row their INTO; many: into arrays), then the check after a read all
+-- the way where the queue can read bounded; where it walks its keys, walk
+-- (the walk's statement and INTO) when walking and bounded (NULL: it cannot)
+-- when reading bounded.
+CREATE FUNCTION @extschema@._settle_fast_read(s @extschema@.settle_queue_shape, version text, takes text[], into_row text,
+                                              many boolean, walk text, bounded text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT CASE WHEN @extschema@._settle_walks_keys(s)
+              THEN E'IF walk THEN\n' || walk || E';\n' || COALESCE(E'ELSIF bounded THEN\n' || bounded, '') || E'ELSE\n' ELSE '' END
+    || E'IF mark IS NULL THEN\n' || takes[1] || E'\n    ' || into_row || E';\nELSE\n' || takes[2] || E'\n    ' || into_row
+    || E';\nEND IF;\n'
+    || CASE WHEN @extschema@._settle_can_bound(s) THEN
+         CASE WHEN many THEN @extschema@._settle_fast_after_unbounded(s, version, '$1', 'COALESCE(pg_catalog.cardinality(ids), 0)',
+                                                                      'ids[pg_catalog.cardinality(ids)]')
+              ELSE @extschema@._settle_fast_after_unbounded(s, version, '1', 'CASE WHEN id IS NULL THEN 0 ELSE 1 END', 'id') END
+       ELSE '' END
+    || CASE WHEN @extschema@._settle_walks_keys(s) THEN E'END IF;\n' ELSE '' END
+$$;
+
+-- The code of an advisory claim of queue s at version around its pages
+-- (_settle_fast_claim_advisory_body), where the queue can read bounded:
+-- 'start', before a page's statement, where it starts (xf: the last id
+-- seen, the mark, or NULL: the lowest id); 'after', once it has come back
+-- (cands, full_page), the check after a read all the way; 'short', when a
+-- page ended the claim's rows: if it read bounded and reached its bound, the
+-- next pages walk the keys from the first head, else the claim ends;
+-- 'sort': the rows of its pages in id order, once a walk followed a read.
+CREATE FUNCTION @extschema@._settle_fast_advisory_reach(s @extschema@.settle_queue_shape, version text, step text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT CASE WHEN NOT @extschema@._settle_can_bound(s) THEN ''
+    WHEN step = 'start' THEN E'    xf := COALESCE(last_id, mark);\n'
+    WHEN step = 'after' THEN E'    IF NOT walk AND NOT bounded THEN\n'
+      || @extschema@._settle_fast_after_unbounded(s, version, '$1', 'COALESCE(pg_catalog.cardinality(cands), 0)',
+                                                  'cands[pg_catalog.cardinality(cands)]', 'xf')
+      || E'    END IF;\n'
+    WHEN step = 'short' THEN E'        EXIT WHEN NOT bounded;\n        IF xf IS NULL THEN\n'
+      || @extschema@._settle_keyed_read_extent(s, @extschema@._settle_read_bound('$1'), '')
+      || E'\n        INTO xn, xl;\n        ELSE\n        $2 := xf;\n'
+      || @extschema@._settle_keyed_read_extent(s, @extschema@._settle_read_bound('$1'), @extschema@._settle_from_mark(s, '_s_r', 2))
+      || E'\n        INTO xn, xl;\n        END IF;\n'
+      || E'        EXIT WHEN xn OPERATOR(pg_catalog.<) ' || @extschema@._settle_read_bound('$1') || E';\n        '
+      || @extschema@._settle_fast_saw_waiting(s, version)
+      || E'        bounded := false;\n        walk := true;\n        last_id := NULL;\n        resort := true;\n'
+    WHEN step = 'sort' THEN E'IF resort AND pg_catalog.cardinality(ids) OPERATOR(pg_catalog.>) 1 THEN\n'
+      || E'    SELECT pg_catalog.array_agg(x.d ORDER BY (x.i)::pg_catalog.int8), pg_catalog.array_agg(x.i ORDER BY (x.i)::pg_catalog.int8),\n'
+      || E'           pg_catalog.array_agg(x.a ORDER BY (x.i)::pg_catalog.int8), pg_catalog.array_agg(x.p ORDER BY (x.i)::pg_catalog.int8)\n'
+      || E'      INTO deads, ids, atts, pays\n'
+      || E'      FROM ROWS FROM (pg_catalog.unnest(deads), pg_catalog.unnest(ids), pg_catalog.unnest(atts), pg_catalog.unnest(pays)) x(d, i, a, p);\n'
+      || E'END IF;\n'
+  END
+$$;
