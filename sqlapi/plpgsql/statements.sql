@@ -115,7 +115,6 @@ CREATE FUNCTION @extschema@._settle_claim_row_lock(s @extschema@.settle_queue_sh
     @extschema@._settle_order(s, '_s_t') AS ord) x
 $$;
 
-
 -- Whether a row a take just counted (alias a) is past max_attempts.
 CREATE FUNCTION @extschema@._settle_taken_dead(s @extschema@.settle_queue_shape, a text) RETURNS text
     LANGUAGE sql IMMUTABLE
