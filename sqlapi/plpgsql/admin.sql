@@ -290,10 +290,10 @@ BEGIN
         sql := @extschema@._settle_keyed_read_extent(s, '$1', @extschema@._settle_from_mark(s, '_s_r', 2)); RETURN NEXT;
         IF s.form = 'row_lock' THEN
             statement := 'key_read_extent_again';
-            sql := @extschema@._settle_keyed_read_extent(s, '$1', @extschema@._settle_except_held(s, '_s_r')); RETURN NEXT;
+            sql := @extschema@._settle_keyed_read_extent(s, '$1', @extschema@._settle_except_held(s, '_s_r', 2)); RETURN NEXT;
             statement := 'key_read_extent_again_from';
             sql := @extschema@._settle_keyed_read_extent(s, '$1', @extschema@._settle_from_mark(s, '_s_r', 2)
-                                                           || pg_catalog.replace(@extschema@._settle_except_held(s, '_s_r'), '$2', '$3'));
+                                                           || @extschema@._settle_except_held(s, '_s_r', 3));
             RETURN NEXT;
         END IF;
     END IF;

@@ -217,17 +217,16 @@ CREATE FUNCTION @extschema@._settle_fast_row_lock_take(s @extschema@.settle_queu
   SELECT E'IF pg_catalog.cardinality(held_ids) OPERATOR(pg_catalog.=) 0 THEN\n'
     || @extschema@._settle_fast_read(s, version, st[1:2], into_row, many, wst[1] || E'\n    ' || into_row,
          CASE WHEN x.cb THEN @extschema@._settle_fast_bounded_take(s, version, bst[1:2], into_row, many, x.cols, false,
-           CASE WHEN many THEN wst[2] || E'\n    ' || x.w_into ELSE wst[1] || E'\n    ' || into_row END, true) END)
+           CASE WHEN many THEN wst[2] ELSE wst[1] END, true) END)
     || E'ELSE\n'
     || CASE WHEN many THEN '' ELSE @extschema@._settle_fast_generic(true) END
     || @extschema@._settle_fast_read(s, version, st[3:4], into_row, many, wst[2] || E'\n    ' || into_row,
          CASE WHEN x.cb THEN @extschema@._settle_fast_bounded_take(s, version, bst[3:4], into_row, many, x.cols, false,
-           wst[2] || E'\n    ' || CASE WHEN many THEN x.w_into ELSE into_row END, true) END)
+           wst[2], true) END)
     || CASE WHEN many THEN E'END IF;\n' || @extschema@._settle_fast_generic(false) || E'id := ids[pg_catalog.cardinality(ids)];\n'
             ELSE @extschema@._settle_fast_generic(false) || E'END IF;\ndead := false;\n' END
   FROM (SELECT @extschema@._settle_can_bound(s) AS cb,
-               CASE WHEN by_ctid THEN '{ids,atts,pays,tids}' ELSE '{ids,atts,pays}' END::text[] AS cols,
-               CASE WHEN by_ctid THEN 'INTO w_ids, w_atts, w_pays, w_tids' ELSE 'INTO w_ids, w_atts, w_pays' END AS w_into) x
+               CASE WHEN by_ctid THEN '{ids,atts,pays,tids}' ELSE '{ids,atts,pays}' END::text[] AS cols) x
 $$;
 
 -- The generated claim (lease, row_lock) of queue s at version, by kind:
@@ -304,9 +303,7 @@ BEGIN
     IF s.form = 'lease' THEN
         take := @extschema@._settle_fast_read(s, version, st, into_row, many, wst[1] || E'\n    ' || into_row,
             CASE WHEN cb THEN @extschema@._settle_fast_bounded_take(s, version, bst, into_row, many,
-                                '{deads,ids,atts,toks,pays}', true,
-                                wst[1] || E'\n    ' || CASE WHEN many THEN 'INTO w_deads, w_ids, w_atts, w_toks, w_pays' ELSE into_row END,
-                                false) END);
+                                '{deads,ids,atts,toks,pays}', true, wst[1], false) END);
         IF rows THEN
             take := @extschema@._settle_fast_lease_rows(s, version, take, rst);
         END IF;
@@ -349,6 +346,21 @@ BEGIN
     RETURN b || @extschema@._settle_fast_mark(sch, s, version, true) || 'END';
 END $$;
 
+-- The generated advisory candidates of queue s in claim order (bounded: the
+-- statements reading bounded): the first page from the lowest id or the
+-- mark, the next ones past the last id seen (in priority order, past as
+-- many rows as the claim passed).
+CREATE FUNCTION @extschema@._settle_fast_candidates(s @extschema@.settle_queue_shape, bounded boolean) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT E'    IF last_id IS NULL AND mark IS NULL THEN\n' || @extschema@._settle_candidates(s, false, true, false, false, bounded)
+    || E'\n    INTO cands, cand_keys;\n    ELSIF last_id IS NULL THEN\n    $2 := mark;\n'
+    || @extschema@._settle_candidates(s, false, true, true, false, bounded)
+    || E'\n    INTO cands, cand_keys;\n    ELSE\n'
+    || CASE WHEN s.priority IS NOT NULL THEN E'    $2 := passed::pg_catalog.text;\n' ELSE E'    $2 := last_id;\n' END
+    || @extschema@._settle_candidates(s, true, true, false, false, bounded) || E'\n    INTO cands, cand_keys;\n    END IF;\n'
+$$;
+
 -- The generated advisory claim of batch rows (one or more) of queue s at
 -- version, as _settle_take_keyed: ready rows in claim order, a page
 -- ($1: 2 * batch + 16) at a time, their keys locked for the transaction
@@ -376,26 +388,17 @@ CREATE FUNCTION @extschema@._settle_fast_claim_advisory_body(sch text, s @extsch
     || E'deads := ''{}'';\nids := ''{}'';\natts := ''{}'';\npays := ''{}'';\n'
     || @extschema@._settle_fast_generic(true)
     || E'FOR pass IN 1 .. 16 LOOP\n    EXIT WHEN got OPERATOR(pg_catalog.=) batch;\n    $6 := ''{}'';\n    keys := ''{}'';\n    given_back := 0;\n'
-    -- walking the keys: the heads, then those past the last id seen
+    -- walking the keys: the heads, then those past the last id seen; or
+    -- reading bounded (bounded.sql); or in claim order
     || @extschema@._settle_fast_advisory_reach(s, version, 'start')
     || CASE WHEN @extschema@._settle_walks_keys(s) THEN
          E'    IF walk AND last_id IS NULL THEN\n' || @extschema@._settle_candidates(s, false, true, false, true)
          || E'\n    INTO cands, cand_keys;\n    ELSIF walk THEN\n    $2 := last_id;\n'
-         || @extschema@._settle_candidates(s, true, true, false, true) || E'\n    INTO cands, cand_keys;\n    ELS'
-       ELSE '    ' END
-    -- reading bounded (bounded.sql)
-    || CASE WHEN @extschema@._settle_can_bound(s) THEN
-         E'IF bounded AND last_id IS NULL AND mark IS NULL THEN\n' || @extschema@._settle_candidates(s, false, true, false, false, true)
-         || E'\n    INTO cands, cand_keys;\n    ELSIF bounded AND last_id IS NULL THEN\n    $2 := mark;\n'
-         || @extschema@._settle_candidates(s, false, true, true, false, true)
-         || E'\n    INTO cands, cand_keys;\n    ELSIF bounded THEN\n    $2 := last_id;\n'
-         || @extschema@._settle_candidates(s, true, true, false, false, true) || E'\n    INTO cands, cand_keys;\n    ELS'
-       ELSE '' END
-    || E'IF last_id IS NULL AND mark IS NULL THEN\n' || @extschema@._settle_candidates(s, false, true, false)
-    || E'\n    INTO cands, cand_keys;\n    ELSIF last_id IS NULL THEN\n    $2 := mark;\n' || @extschema@._settle_candidates(s, false, true, true)
-    || E'\n    INTO cands, cand_keys;\n    ELSE\n'
-    || CASE WHEN s.priority IS NOT NULL THEN E'    $2 := passed::pg_catalog.text;\n' ELSE E'    $2 := last_id;\n' END
-    || @extschema@._settle_candidates(s, true, true, false) || E'\n    INTO cands, cand_keys;\n    END IF;\n'
+         || @extschema@._settle_candidates(s, true, true, false, true) || E'\n    INTO cands, cand_keys;\n'
+         || CASE WHEN @extschema@._settle_can_bound(s)
+                 THEN E'    ELSIF bounded THEN\n' || @extschema@._settle_fast_candidates(s, true) ELSE '' END
+         || E'    ELSE\n' || @extschema@._settle_fast_candidates(s, false) || E'    END IF;\n'
+       ELSE @extschema@._settle_fast_candidates(s, false) END
     || E'    full_page := COALESCE(pg_catalog.cardinality(cands), 0) OPERATOR(pg_catalog.=) $1;\n'
     || @extschema@._settle_fast_advisory_reach(s, version, 'after')
     || E'    FOR j IN 1 .. COALESCE(pg_catalog.cardinality(cands), 0) LOOP\n'

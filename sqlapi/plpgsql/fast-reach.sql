@@ -65,8 +65,9 @@ $$;
 -- many: a claim of more than one row (arrays cols, as the statements fill
 -- them), else of one row (id); gone: the rows it took are no longer ready (a
 -- lease's). If it came back short having read its bound, walk (the walk's
--- statement and INTO, with LIMIT $1) takes the rest: for many, $1 lowered to
--- what is left, into w_ arrays, then put in id order with the others;
+-- statement, with LIMIT $1) takes the rest: for many, $1 lowered to what is
+-- left, into w_ arrays (w_ and each of cols), then put in id order with the
+-- others;
 -- again: the rows taken are left out of the walk as the transaction's held
 -- rows ($2, held_ids) are (row_lock).
 CREATE FUNCTION @extschema@._settle_fast_bounded_take(s @extschema@.settle_queue_shape, version text, takes text[], into_row text,
@@ -76,7 +77,7 @@ CREATE FUNCTION @extschema@._settle_fast_bounded_take(s @extschema@.settle_queue
     AS $$
 DECLARE
     n text := CASE WHEN many THEN '$1' ELSE '1' END;
-    more text := CASE WHEN s.form = 'row_lock' THEN @extschema@._settle_except_held(s, '_s_r') ELSE '' END;
+    more text := CASE WHEN s.form = 'row_lock' THEN @extschema@._settle_except_held(s, '_s_r', 2) ELSE '' END;
     extent text := @extschema@._settle_keyed_read_extent(s, @extschema@._settle_read_bound(n), more);
     extent_mark text := @extschema@._settle_keyed_read_extent(s, @extschema@._settle_read_bound(n),
                                                              more || @extschema@._settle_from_mark(s, '_s_r', 3));
@@ -93,10 +94,12 @@ BEGIN
         || CASE WHEN gone THEN ' OPERATOR(pg_catalog.-) xg' ELSE '' END || E') THEN\n'
         || @extschema@._settle_fast_saw_waiting(s, version);
     IF NOT many THEN
-        RETURN b || walk || E';\nEND IF;\nEND IF;\n';
+        RETURN b || walk || E'\n    ' || into_row || E';\nEND IF;\nEND IF;\n';
     END IF;
     RETURN b || CASE WHEN again THEN E'xh := held_ids;\nheld_ids := held_ids OPERATOR(pg_catalog.||) ids;\n' ELSE '' END
-        || E'$1 := $1 OPERATOR(pg_catalog.-) xg;\n' || walk || E';\n'
+        || E'$1 := $1 OPERATOR(pg_catalog.-) xg;\n' || walk
+        || E'\n    INTO ' || (SELECT pg_catalog.string_agg('w_' || c, ', ' ORDER BY o) FROM pg_catalog.unnest(cols) WITH ORDINALITY u(c, o))
+        || E';\n'
         || CASE WHEN again THEN E'held_ids := xh;\n' ELSE '' END
         || E'IF COALESCE(pg_catalog.cardinality(w_ids), 0) OPERATOR(pg_catalog.>) 0 THEN\nSELECT '
         || (SELECT pg_catalog.string_agg(pg_catalog.format('pg_catalog.array_agg(x.c%s ORDER BY (x.c%s)::pg_catalog.int8)', o,

@@ -48,13 +48,13 @@ CREATE FUNCTION @extschema@._settle_late_after(s @extschema@.settle_queue_shape,
   SELECT 'NOT ' || a || '._s_kl OR ' || @extschema@._settle_key_free(s, a || '._s_kk', a || '._s_ki')
 $$;
 
--- ' AND …': alias a's row is not one of the ids in $2 (text[]: the rows this
--- transaction holds already).
-CREATE FUNCTION @extschema@._settle_except_held(s @extschema@.settle_queue_shape, a text) RETURNS text
+-- ' AND …': alias a's row is not one of the ids in parameter $n (text[]:
+-- the rows this transaction holds already).
+CREATE FUNCTION @extschema@._settle_except_held(s @extschema@.settle_queue_shape, a text, n integer) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
-  SELECT pg_catalog.format(' AND %s.%s NOT IN (SELECT _s_h FROM pg_catalog.unnest(($2::pg_catalog.text[])::%s[]) _s_h)',
-                           a, s.id, s.id_type)
+  SELECT pg_catalog.format(' AND %s.%s NOT IN (SELECT _s_h FROM pg_catalog.unnest(($%s::pg_catalog.text[])::%s[]) _s_h)',
+                           a, s.id, n, s.id_type)
 $$;
 
 -- row_lock claim. $1 int8 batch; again: $2 text[] ids this transaction already
@@ -107,10 +107,10 @@ CREATE FUNCTION @extschema@._settle_claim_row_lock(s @extschema@.settle_queue_sh
            ELSE @extschema@._settle_ready(s, '_s_t') END, x.more, x.ord) END,
     CASE WHEN x.late THEN '_s_t._s_tid' ELSE '_s_t.ctid' END)
   FROM (SELECT NOT walk AND @extschema@._settle_probes_late(s) AS late,
-    CASE WHEN again THEN @extschema@._settle_except_held(s, '_s_t') ELSE '' END
+    CASE WHEN again THEN @extschema@._settle_except_held(s, '_s_t', 2) ELSE '' END
     || CASE WHEN from_mark AND NOT walk THEN @extschema@._settle_from_mark(s, '_s_t', 3) ELSE '' END AS more,
     -- (a bounded read's: of the rows it reads)
-    CASE WHEN again THEN @extschema@._settle_except_held(s, '_s_r') ELSE '' END
+    CASE WHEN again THEN @extschema@._settle_except_held(s, '_s_r', 2) ELSE '' END
     || CASE WHEN from_mark THEN @extschema@._settle_from_mark(s, '_s_r', 3) ELSE '' END AS more_r,
     @extschema@._settle_order(s, '_s_t') AS ord) x
 $$;

@@ -102,13 +102,13 @@ CREATE FUNCTION @extschema@._settle_keyed_read_extent(s @extschema@.settle_queue
                            @extschema@._settle_keyed_read(s, '', more), bound)
 $$;
 
--- ' AND …': alias a's row is not one of the ids in $2 (text[]: the rows this
--- transaction holds already).
-CREATE FUNCTION @extschema@._settle_except_held(s @extschema@.settle_queue_shape, a text) RETURNS text
+-- ' AND …': alias a's row is not one of the ids in parameter $n (text[]:
+-- the rows this transaction holds already).
+CREATE FUNCTION @extschema@._settle_except_held(s @extschema@.settle_queue_shape, a text, n integer) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
-  SELECT pg_catalog.format(' AND %s.%s NOT IN (SELECT _s_h FROM pg_catalog.unnest(($2::pg_catalog.text[])::%s[]) _s_h)',
-                           a, s.id, s.id_type)
+  SELECT pg_catalog.format(' AND %s.%s NOT IN (SELECT _s_h FROM pg_catalog.unnest(($%s::pg_catalog.text[])::%s[]) _s_h)',
+                           a, s.id, n, s.id_type)
 $$;
 
 -- row_lock claim. $1 int8 batch; again: $2 text[] ids this transaction already
@@ -161,10 +161,10 @@ CREATE FUNCTION @extschema@._settle_claim_row_lock(s @extschema@.settle_queue_sh
            ELSE @extschema@._settle_ready(s, '_s_t') END, x.more, x.ord) END,
     CASE WHEN x.late THEN '_s_t._s_tid' ELSE '_s_t.ctid' END)
   FROM (SELECT NOT walk AND @extschema@._settle_probes_late(s) AS late,
-    CASE WHEN again THEN @extschema@._settle_except_held(s, '_s_t') ELSE '' END
+    CASE WHEN again THEN @extschema@._settle_except_held(s, '_s_t', 2) ELSE '' END
     || CASE WHEN from_mark AND NOT walk THEN @extschema@._settle_from_mark(s, '_s_t', 3) ELSE '' END AS more,
     -- (a bounded read's: of the rows it reads)
-    CASE WHEN again THEN @extschema@._settle_except_held(s, '_s_r') ELSE '' END
+    CASE WHEN again THEN @extschema@._settle_except_held(s, '_s_r', 2) ELSE '' END
     || CASE WHEN from_mark THEN @extschema@._settle_from_mark(s, '_s_r', 3) ELSE '' END AS more_r,
     @extschema@._settle_order(s, '_s_t') AS ord) x
 $$;
@@ -310,10 +310,10 @@ BEGIN
         sql := @extschema@._settle_keyed_read_extent(s, '$1', @extschema@._settle_from_mark(s, '_s_r', 2)); RETURN NEXT;
         IF s.form = 'row_lock' THEN
             statement := 'key_read_extent_again';
-            sql := @extschema@._settle_keyed_read_extent(s, '$1', @extschema@._settle_except_held(s, '_s_r')); RETURN NEXT;
+            sql := @extschema@._settle_keyed_read_extent(s, '$1', @extschema@._settle_except_held(s, '_s_r', 2)); RETURN NEXT;
             statement := 'key_read_extent_again_from';
             sql := @extschema@._settle_keyed_read_extent(s, '$1', @extschema@._settle_from_mark(s, '_s_r', 2)
-                                                           || pg_catalog.replace(@extschema@._settle_except_held(s, '_s_r'), '$2', '$3'));
+                                                           || @extschema@._settle_except_held(s, '_s_r', 3));
             RETURN NEXT;
         END IF;
     END IF;
@@ -390,8 +390,9 @@ $$;
 -- many: a claim of more than one row (arrays cols, as the statements fill
 -- them), else of one row (id); gone: the rows it took are no longer ready (a
 -- lease's). If it came back short having read its bound, walk (the walk's
--- statement and INTO, with LIMIT $1) takes the rest: for many, $1 lowered to
--- what is left, into w_ arrays, then put in id order with the others;
+-- statement, with LIMIT $1) takes the rest: for many, $1 lowered to what is
+-- left, into w_ arrays (w_ and each of cols), then put in id order with the
+-- others;
 -- again: the rows taken are left out of the walk as the transaction's held
 -- rows ($2, held_ids) are (row_lock).
 CREATE FUNCTION @extschema@._settle_fast_bounded_take(s @extschema@.settle_queue_shape, version text, takes text[], into_row text,
@@ -401,7 +402,7 @@ CREATE FUNCTION @extschema@._settle_fast_bounded_take(s @extschema@.settle_queue
     AS $$
 DECLARE
     n text := CASE WHEN many THEN '$1' ELSE '1' END;
-    more text := CASE WHEN s.form = 'row_lock' THEN @extschema@._settle_except_held(s, '_s_r') ELSE '' END;
+    more text := CASE WHEN s.form = 'row_lock' THEN @extschema@._settle_except_held(s, '_s_r', 2) ELSE '' END;
     extent text := @extschema@._settle_keyed_read_extent(s, @extschema@._settle_read_bound(n), more);
     extent_mark text := @extschema@._settle_keyed_read_extent(s, @extschema@._settle_read_bound(n),
                                                              more || @extschema@._settle_from_mark(s, '_s_r', 3));
@@ -418,10 +419,12 @@ BEGIN
         || CASE WHEN gone THEN ' OPERATOR(pg_catalog.-) xg' ELSE '' END || E') THEN\n'
         || @extschema@._settle_fast_saw_waiting(s, version);
     IF NOT many THEN
-        RETURN b || walk || E';\nEND IF;\nEND IF;\n';
+        RETURN b || walk || E'\n    ' || into_row || E';\nEND IF;\nEND IF;\n';
     END IF;
     RETURN b || CASE WHEN again THEN E'xh := held_ids;\nheld_ids := held_ids OPERATOR(pg_catalog.||) ids;\n' ELSE '' END
-        || E'$1 := $1 OPERATOR(pg_catalog.-) xg;\n' || walk || E';\n'
+        || E'$1 := $1 OPERATOR(pg_catalog.-) xg;\n' || walk
+        || E'\n    INTO ' || (SELECT pg_catalog.string_agg('w_' || c, ', ' ORDER BY o) FROM pg_catalog.unnest(cols) WITH ORDINALITY u(c, o))
+        || E';\n'
         || CASE WHEN again THEN E'held_ids := xh;\n' ELSE '' END
         || E'IF COALESCE(pg_catalog.cardinality(w_ids), 0) OPERATOR(pg_catalog.>) 0 THEN\nSELECT '
         || (SELECT pg_catalog.string_agg(pg_catalog.format('pg_catalog.array_agg(x.c%s ORDER BY (x.c%s)::pg_catalog.int8)', o,
@@ -558,17 +561,16 @@ CREATE FUNCTION @extschema@._settle_fast_row_lock_take(s @extschema@.settle_queu
   SELECT E'IF pg_catalog.cardinality(held_ids) OPERATOR(pg_catalog.=) 0 THEN\n'
     || @extschema@._settle_fast_read(s, version, st[1:2], into_row, many, wst[1] || E'\n    ' || into_row,
          CASE WHEN x.cb THEN @extschema@._settle_fast_bounded_take(s, version, bst[1:2], into_row, many, x.cols, false,
-           CASE WHEN many THEN wst[2] || E'\n    ' || x.w_into ELSE wst[1] || E'\n    ' || into_row END, true) END)
+           CASE WHEN many THEN wst[2] ELSE wst[1] END, true) END)
     || E'ELSE\n'
     || CASE WHEN many THEN '' ELSE @extschema@._settle_fast_generic(true) END
     || @extschema@._settle_fast_read(s, version, st[3:4], into_row, many, wst[2] || E'\n    ' || into_row,
          CASE WHEN x.cb THEN @extschema@._settle_fast_bounded_take(s, version, bst[3:4], into_row, many, x.cols, false,
-           wst[2] || E'\n    ' || CASE WHEN many THEN x.w_into ELSE into_row END, true) END)
+           wst[2], true) END)
     || CASE WHEN many THEN E'END IF;\n' || @extschema@._settle_fast_generic(false) || E'id := ids[pg_catalog.cardinality(ids)];\n'
             ELSE @extschema@._settle_fast_generic(false) || E'END IF;\ndead := false;\n' END
   FROM (SELECT @extschema@._settle_can_bound(s) AS cb,
-               CASE WHEN by_ctid THEN '{ids,atts,pays,tids}' ELSE '{ids,atts,pays}' END::text[] AS cols,
-               CASE WHEN by_ctid THEN 'INTO w_ids, w_atts, w_pays, w_tids' ELSE 'INTO w_ids, w_atts, w_pays' END AS w_into) x
+               CASE WHEN by_ctid THEN '{ids,atts,pays,tids}' ELSE '{ids,atts,pays}' END::text[] AS cols) x
 $$;
 
 -- The generated claim (lease, row_lock) of queue s at version, by kind:
@@ -645,9 +647,7 @@ BEGIN
     IF s.form = 'lease' THEN
         take := @extschema@._settle_fast_read(s, version, st, into_row, many, wst[1] || E'\n    ' || into_row,
             CASE WHEN cb THEN @extschema@._settle_fast_bounded_take(s, version, bst, into_row, many,
-                                '{deads,ids,atts,toks,pays}', true,
-                                wst[1] || E'\n    ' || CASE WHEN many THEN 'INTO w_deads, w_ids, w_atts, w_toks, w_pays' ELSE into_row END,
-                                false) END);
+                                '{deads,ids,atts,toks,pays}', true, wst[1], false) END);
         IF rows THEN
             take := @extschema@._settle_fast_lease_rows(s, version, take, rst);
         END IF;
@@ -690,6 +690,21 @@ BEGIN
     RETURN b || @extschema@._settle_fast_mark(sch, s, version, true) || 'END';
 END $$;
 
+-- The generated advisory candidates of queue s in claim order (bounded: the
+-- statements reading bounded): the first page from the lowest id or the
+-- mark, the next ones past the last id seen (in priority order, past as
+-- many rows as the claim passed).
+CREATE FUNCTION @extschema@._settle_fast_candidates(s @extschema@.settle_queue_shape, bounded boolean) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT E'    IF last_id IS NULL AND mark IS NULL THEN\n' || @extschema@._settle_candidates(s, false, true, false, false, bounded)
+    || E'\n    INTO cands, cand_keys;\n    ELSIF last_id IS NULL THEN\n    $2 := mark;\n'
+    || @extschema@._settle_candidates(s, false, true, true, false, bounded)
+    || E'\n    INTO cands, cand_keys;\n    ELSE\n'
+    || CASE WHEN s.priority IS NOT NULL THEN E'    $2 := passed::pg_catalog.text;\n' ELSE E'    $2 := last_id;\n' END
+    || @extschema@._settle_candidates(s, true, true, false, false, bounded) || E'\n    INTO cands, cand_keys;\n    END IF;\n'
+$$;
+
 -- The generated advisory claim of batch rows (one or more) of queue s at
 -- version, as _settle_take_keyed: ready rows in claim order, a page
 -- ($1: 2 * batch + 16) at a time, their keys locked for the transaction
@@ -717,26 +732,17 @@ CREATE OR REPLACE FUNCTION @extschema@._settle_fast_claim_advisory_body(sch text
     || E'deads := ''{}'';\nids := ''{}'';\natts := ''{}'';\npays := ''{}'';\n'
     || @extschema@._settle_fast_generic(true)
     || E'FOR pass IN 1 .. 16 LOOP\n    EXIT WHEN got OPERATOR(pg_catalog.=) batch;\n    $6 := ''{}'';\n    keys := ''{}'';\n    given_back := 0;\n'
-    -- walking the keys: the heads, then those past the last id seen
+    -- walking the keys: the heads, then those past the last id seen; or
+    -- reading bounded (bounded.sql); or in claim order
     || @extschema@._settle_fast_advisory_reach(s, version, 'start')
     || CASE WHEN @extschema@._settle_walks_keys(s) THEN
          E'    IF walk AND last_id IS NULL THEN\n' || @extschema@._settle_candidates(s, false, true, false, true)
          || E'\n    INTO cands, cand_keys;\n    ELSIF walk THEN\n    $2 := last_id;\n'
-         || @extschema@._settle_candidates(s, true, true, false, true) || E'\n    INTO cands, cand_keys;\n    ELS'
-       ELSE '    ' END
-    -- reading bounded (bounded.sql)
-    || CASE WHEN @extschema@._settle_can_bound(s) THEN
-         E'IF bounded AND last_id IS NULL AND mark IS NULL THEN\n' || @extschema@._settle_candidates(s, false, true, false, false, true)
-         || E'\n    INTO cands, cand_keys;\n    ELSIF bounded AND last_id IS NULL THEN\n    $2 := mark;\n'
-         || @extschema@._settle_candidates(s, false, true, true, false, true)
-         || E'\n    INTO cands, cand_keys;\n    ELSIF bounded THEN\n    $2 := last_id;\n'
-         || @extschema@._settle_candidates(s, true, true, false, false, true) || E'\n    INTO cands, cand_keys;\n    ELS'
-       ELSE '' END
-    || E'IF last_id IS NULL AND mark IS NULL THEN\n' || @extschema@._settle_candidates(s, false, true, false)
-    || E'\n    INTO cands, cand_keys;\n    ELSIF last_id IS NULL THEN\n    $2 := mark;\n' || @extschema@._settle_candidates(s, false, true, true)
-    || E'\n    INTO cands, cand_keys;\n    ELSE\n'
-    || CASE WHEN s.priority IS NOT NULL THEN E'    $2 := passed::pg_catalog.text;\n' ELSE E'    $2 := last_id;\n' END
-    || @extschema@._settle_candidates(s, true, true, false) || E'\n    INTO cands, cand_keys;\n    END IF;\n'
+         || @extschema@._settle_candidates(s, true, true, false, true) || E'\n    INTO cands, cand_keys;\n'
+         || CASE WHEN @extschema@._settle_can_bound(s)
+                 THEN E'    ELSIF bounded THEN\n' || @extschema@._settle_fast_candidates(s, true) ELSE '' END
+         || E'    ELSE\n' || @extschema@._settle_fast_candidates(s, false) || E'    END IF;\n'
+       ELSE @extschema@._settle_fast_candidates(s, false) END
     || E'    full_page := COALESCE(pg_catalog.cardinality(cands), 0) OPERATOR(pg_catalog.=) $1;\n'
     || @extschema@._settle_fast_advisory_reach(s, version, 'after')
     || E'    FOR j IN 1 .. COALESCE(pg_catalog.cardinality(cands), 0) LOOP\n'
