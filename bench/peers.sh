@@ -2,7 +2,7 @@
 # Install the peer queues the benchmark compares settle with, each in its own
 # database on the bench server, from the public registries — never vendored.
 #
-#   bench/peers.sh "host=/tmp/sock port=55432 user=postgres"
+#   bench/peers.sh "host=/tmp/sock port=25432 user=postgres"
 #
 # pgmq: the SQL of pgmq 1.13 as shipped inside the pgmq crate (crates.io, pinned
 # version and checksum), installed into database `settle_peer_pgmq` without the

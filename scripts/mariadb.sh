@@ -23,7 +23,7 @@ start)
          --ssl-ca="$SETTLE_MARIADB_TLS_DIR/ca.crt")
   fi
   if [ -n "$bind" ]; then
-    net=(--bind-address="$bind" --port="${SETTLE_MARIADB_PORT:-55452}" --skip-name-resolve
+    net=(--bind-address="$bind" --port="${SETTLE_MARIADB_PORT:-25452}" --skip-name-resolve
          --tcp-keepalive-time=2 --tcp-keepalive-interval=1 --tcp-keepalive-probes=2)
   else
     net=(--skip-networking)

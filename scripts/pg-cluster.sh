@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Start or stop a throwaway PostgreSQL 15 cluster for settle's tests.
-#   scripts/pg-cluster.sh start DIR   -> initdb DIR/data, listen on unix socket DIR/sock, port $SETTLE_PGPORT (55432)
+#   scripts/pg-cluster.sh start DIR   -> initdb DIR/data, listen on unix socket DIR/sock, port $SETTLE_PGPORT (25432)
 #   scripts/pg-cluster.sh stop DIR
 # SETTLE_PG_PRELOAD sets shared_preload_libraries (the Citus nodes: citus).
 # SETTLE_PG_MAX_CONNECTIONS sets max_connections (default 200).
@@ -12,7 +12,7 @@
 # client does in the tests. PostgreSQL refuses to run as root: the server runs as `postgres`.
 set -euo pipefail
 cmd=$1; dir=$2
-port=${SETTLE_PGPORT:-55432}
+port=${SETTLE_PGPORT:-25432}
 bin=${SETTLE_PGBIN:-/usr/lib/postgresql/15/bin}
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 case "$cmd" in

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Start or stop a throwaway PgBouncer (Debian's pgbouncer) in front of the test cluster.
-#   scripts/pgbouncer.sh start DIR PGSOCKDIR PGPORT [DB]  -> listens on 127.0.0.1:$SETTLE_BOUNCER_PORT (55442)
+#   scripts/pgbouncer.sh start DIR PGSOCKDIR PGPORT [DB]  -> listens on 127.0.0.1:$SETTLE_BOUNCER_PORT (25442)
 #   scripts/pgbouncer.sh stop DIR
 # Three database names lead to the same database DB (default `settle_client`):
 #   settle_session  pool_mode=session      (the supported setup for the advisory form)
@@ -9,7 +9,7 @@
 # PgBouncer refuses to run as root, so it runs as the `postgres` OS user.
 set -euo pipefail
 cmd=$1; dir=$2
-port=${SETTLE_BOUNCER_PORT:-55442}
+port=${SETTLE_BOUNCER_PORT:-25442}
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 case "$cmd" in
 start)

@@ -49,7 +49,14 @@ VERSION=$(sed -n 's/^version = "\(.*\)"$/\1/p' extension/Cargo.toml | head -1)
 read -r -a MAJORS <<<"${SETTLE_PG_MAJORS:-15 16 17 18}"
 ONCE=${MAJORS[0]}
 for m in "${MAJORS[@]}"; do if [ "$m" = 15 ]; then ONCE=15; fi; done
-export SETTLE_PGPORT=${SETTLE_PGPORT:-55432}
+# the test servers listen on SETTLE_PGPORT and the 60 ports above it: below the kernel's
+# ephemeral range (Linux: 32768-60999), where a client socket of an earlier step could hold one
+export SETTLE_PGPORT=${SETTLE_PGPORT:-25432}
+read -r EPH_LO EPH_HI </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || EPH_LO=0 EPH_HI=0
+if [ "$SETTLE_PGPORT" -le "$EPH_HI" ] && [ $((SETTLE_PGPORT + 60)) -ge "$EPH_LO" ]; then
+  echo "warning: ports $SETTLE_PGPORT-$((SETTLE_PGPORT + 60)) overlap the ephemeral range $EPH_LO-$EPH_HI:" \
+    "a server may find its port taken by a client socket (set SETTLE_PGPORT outside it)" >&2
+fi
 # debug builds for the tests only: no incremental state to write, line tables for backtraces
 # and no more debug information (each costs compile and link time on every test binary)
 export CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_DEBUG=line-tables-only
@@ -501,7 +508,7 @@ for MAJOR in "${MAJORS[@]}"; do
   else
     SETTLE_MARIADB_TLS_DIR=$TLS scripts/mariadb.sh start "$WORK/mysql"
     export SETTLE_TEST_MYSQL_URL="mysql://root@localhost/settle?socket=$WORK/mysql/mysqld.sock"
-    export SETTLE_TEST_MYSQL_TLS_URL="mysql://settle_tls@localhost:${SETTLE_MARIADB_PORT:-55452}/settle"
+    export SETTLE_TEST_MYSQL_TLS_URL="mysql://settle_tls@localhost:${SETTLE_MARIADB_PORT:-25452}/settle"
     # every backend: the extension, PostgreSQL without it (portable path), MariaDB, SQLite files;
     # the settle command on each, and its dashboard in headless Chromium (screenshots in $WORK/dashboard)
     SETTLE_TEST_CHROMIUM=$(command -v chromium) SETTLE_TEST_OUT=$WORK/dashboard \

@@ -240,8 +240,8 @@ fn net_cut() -> Option<NetCut> {
     let netns = std::env::var("SETTLE_TEST_NETNS").ok()?;
     let host = std::env::var("SETTLE_TEST_NET_HOST").ok()?;
     let link = std::env::var("SETTLE_TEST_NET_LINK").ok()?;
-    let port = std::env::var("PGPORT").unwrap_or_else(|_| "55432".into());
-    let my_port = std::env::var("SETTLE_MARIADB_PORT").unwrap_or_else(|_| "55452".into());
+    let port = std::env::var("PGPORT").unwrap_or_else(|_| "25432".into());
+    let my_port = std::env::var("SETTLE_MARIADB_PORT").unwrap_or_else(|_| "25452".into());
     let env = vec![
         (
             "SETTLE_TEST_MYSQL_URL".into(),
