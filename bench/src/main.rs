@@ -306,7 +306,7 @@ fn args() -> Args {
                 a.workers = vec![1, 4];
                 a.batches = vec![1, 100];
             }
-            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --client-only, --transaction-pooler, --portable, --mixed, --mariadb URL, --sqlite PATH, --citus CONN, --pgmq CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --flow, --flow-10m, --sustained SECONDS, --hold-every SECONDS, --horizon, --horizon-jobs N,N, --holder snapshot|row_lock, --horizon-cap SECONDS, --table-options OPTS|reset, --pgmq-table-options OPTS|reset, --max-attempts N, --chain"),
+            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --client-only, --transaction-pooler, --portable, --mixed, --mariadb URL, --sqlite PATH, --citus CONN, --pgmq CONN, --sql-edition CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --flow, --flow-10m, --sustained SECONDS, --hold-every SECONDS, --horizon, --horizon-jobs N,N, --holder snapshot|row_lock, --horizon-cap SECONDS, --table-options OPTS|reset, --pgmq-table-options OPTS|reset, --max-attempts N, --chain"),
         }
         i += 1;
     }
