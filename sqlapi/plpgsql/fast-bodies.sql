@@ -7,31 +7,48 @@
 -- caller's search_path. A setting is written by assignment (noted :=), which
 -- PL/pgSQL evaluates as a simple expression; a PERFORM starts an executor.
 
--- The generated test that its queue is still at version (_settle_entry's: the
--- registry row's, the table's and the dead-letter table's row versions) with
+-- The generated test that table rel is no longer at part, its part of a
+-- queue's version (_settle_table_version). Of a plain table it reads the
+-- catalog cache only: the name still names it (a rename or a move), its
+-- file is the same (ALTER COLUMN … TYPE, TRUNCATE, VACUUM FULL write a new
+-- one), no column follows its last (ADD COLUMN; three places, past columns
+-- added and dropped again) — an index probe of its catalog row cost each
+-- call four times as much. Of another table, its catalog row's version.
+CREATE FUNCTION @extschema@._settle_fast_table_changed(rel oid, part text) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT CASE WHEN c.relkind OPERATOR(pg_catalog.=) 'r' THEN pg_catalog.format(
+    'pg_catalog.to_regclass(%L) IS DISTINCT FROM %s::pg_catalog.oid'
+    || E'\n   OR pg_catalog.pg_relation_filenode(%2$s::pg_catalog.oid) IS DISTINCT FROM %3$s::pg_catalog.oid'
+    || E'\n   OR pg_catalog.has_column_privilege(%2$s::pg_catalog.oid, %4$s::pg_catalog.int2, ''SELECT'') IS NOT NULL'
+    || E'\n   OR pg_catalog.has_column_privilege(%2$s::pg_catalog.oid, %5$s::pg_catalog.int2, ''SELECT'') IS NOT NULL'
+    || E'\n   OR pg_catalog.has_column_privilege(%2$s::pg_catalog.oid, %6$s::pg_catalog.int2, ''SELECT'') IS NOT NULL',
+    pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname),
+    rel, c.relfilenode, c.relnatts + 1, c.relnatts + 2, c.relnatts + 3)
+  ELSE pg_catalog.format(
+    'NOT EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) %s::pg_catalog.oid '
+    'AND c.xmin OPERATOR(pg_catalog.=) %L::pg_catalog.xid)', rel, part) END
+  FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+  WHERE c.oid OPERATOR(pg_catalog.=) rel
+$$;
+
+-- The generated test that its queue is still at version (_settle_entry's),
 -- its role columns still at attnums places, returning with hit NULL if not.
 -- The registry row is kept in step by the trigger that builds these
--- functions; the tables' catalog rows are read, one index probe each; a
--- column dropped changes no other catalog row than its own, and is seen by
--- has_column_privilege (NULL for a dropped column, read from the catalog
--- cache). (A role column renamed is not seen: its queue must be registered
--- again, which builds anew.)
+-- functions; the tables, by _settle_fast_table_changed; a column dropped
+-- changes no other catalog row than its own, and is seen by
+-- has_column_privilege (NULL for a dropped column, from the catalog cache).
+-- (A role column renamed is not seen: its queue must be registered again.)
 CREATE FUNCTION @extschema@._settle_fast_at_version(version text, rel oid, dead oid, places integer[])
     RETURNS text
-    LANGUAGE sql IMMUTABLE
+    LANGUAGE sql STABLE
     AS $$
-  SELECT pg_catalog.format(
-    E'IF NOT EXISTS (SELECT FROM pg_catalog.pg_class c%s WHERE c.oid OPERATOR(pg_catalog.=) %s::pg_catalog.oid '
-    'AND c.xmin OPERATOR(pg_catalog.=) %L::pg_catalog.xid%s) THEN\n    RETURN;\nEND IF;\n%s'
-    || E'hit := true;\n',
-    CASE WHEN dead IS NOT NULL THEN ', pg_catalog.pg_class d' ELSE '' END, rel, v[2],
-    CASE WHEN dead IS NOT NULL THEN pg_catalog.format(
-      ' AND d.oid OPERATOR(pg_catalog.=) %s::pg_catalog.oid AND d.xmin OPERATOR(pg_catalog.=) %L::pg_catalog.xid', dead, v[3]) ELSE '' END,
-    CASE WHEN pg_catalog.cardinality(places) > 0 THEN
-      'IF ' || (SELECT pg_catalog.string_agg(pg_catalog.format(
-                  'pg_catalog.has_column_privilege(%s::pg_catalog.oid, %s::pg_catalog.int2, ''SELECT'') IS NULL', rel, p), ' OR ')
-                FROM pg_catalog.unnest(places) p)
-      || E' THEN\n    RETURN;\nEND IF;\n' ELSE '' END)
+  SELECT 'IF ' || @extschema@._settle_fast_table_changed(rel, v[2])
+    || COALESCE(E'\n   OR ' || @extschema@._settle_fast_table_changed(dead, v[3]), '')
+    || COALESCE((SELECT pg_catalog.string_agg(pg_catalog.format(
+                  E'\n   OR pg_catalog.has_column_privilege(%s::pg_catalog.oid, %s::pg_catalog.int2, ''SELECT'') IS NULL', rel, p), '')
+                 FROM pg_catalog.unnest(places) p), '')
+    || E' THEN\n    RETURN;\nEND IF;\nhit := true;\n'
   FROM (SELECT pg_catalog.string_to_array(version, '.') AS v) x
 $$;
 

@@ -467,12 +467,25 @@ CREATE FUNCTION @extschema@._settle_extend(s @extschema@.settle_queue_shape) RET
     s.tbl, s.locked_until, COALESCE(NULLIF(@extschema@._settle_mine(s, '_s_t'), '') || ' AND ', ''), s.id, s.id_type)
 $$;
 
+-- A table's part of a queue's version: of a plain table, what its generated
+-- code depends on and can test from the catalog cache (fast-bodies.sql,
+-- _settle_fast_table_changed): its file, its number of columns, its schema
+-- and name; of another, its catalog row's version (row_version, c's xmin).
+CREATE FUNCTION @extschema@._settle_table_version(c pg_catalog.pg_class, row_version pg_catalog.xid) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT CASE WHEN c.relkind OPERATOR(pg_catalog.=) 'r'
+              THEN pg_catalog.concat_ws(':', c.relfilenode, c.relnatts, c.relnamespace, pg_catalog.md5(c.relname::pg_catalog.text))
+              ELSE row_version::pg_catalog.text END
+$$;
+
 -- What a hot call needs of a registered queue without building its shape, and
--- the version its prepared statements are named by: the registry row's and the
--- queue (and dead-letter) tables' catalog row versions, which every
--- registration change and most ALTER TABLEs write anew (not one that drops
--- or renames a column: fast.sql checks for a dropped one). When the queue or
--- its table is gone, _settle_shape says which (SQ002, SQ003).
+-- the version its prepared statements and marks are named by: the registry
+-- row's version and the queue (and dead-letter) tables' parts
+-- (_settle_table_version), which every registration change and the ALTER
+-- TABLEs that matter write anew (not one that drops or renames a column:
+-- fast.sql checks for a dropped one). When the queue or its table is gone,
+-- _settle_shape says which (SQ002, SQ003).
 CREATE FUNCTION @extschema@._settle_entry(queue text, OUT version text, OUT form text, OUT max_attempts integer,
                                           OUT has_retry_after boolean, OUT outcomes jsonb, OUT by_priority boolean,
                                           OUT keyed boolean)
@@ -482,8 +495,8 @@ BEGIN
     -- (PL/pgSQL: its plan is kept for the session, an SQL function's is made on
     -- every call; no SET clause, which costs as much as the query: every name
     -- is qualified instead)
-    SELECT q.xmin::pg_catalog.text OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) c.xmin::pg_catalog.text
-             OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) COALESCE(d.xmin::pg_catalog.text, '-'),
+    SELECT q.xmin::pg_catalog.text OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) @extschema@._settle_table_version(c, c.xmin)
+             OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) COALESCE(@extschema@._settle_table_version(d, d.xmin), '-'),
            q.form, q.max_attempts, (q.columns OPERATOR(pg_catalog.->>) 'retry_after') IS NOT NULL, q.outcomes,
            (q.columns OPERATOR(pg_catalog.->>) 'priority') IS NOT NULL,
            (q.columns OPERATOR(pg_catalog.->>) 'ordering_key') IS NOT NULL

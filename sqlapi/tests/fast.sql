@@ -171,6 +171,30 @@ SELECT queue_complete('fq_alter', c.id, 'retry', NULL, c.token) FROM queue_claim
 SELECT id, attempt, note FROM fq_alter_dead;
 SELECT _settle_fast_branches(prosrc) ->> md5('fq_alter') <> :'before_alter' AS rebuilt FROM pg_proc WHERE proname = 'queue_complete';
 
+\echo '== what else changes a table: a grant keeps the code (no catalog probe); a rename, a rewrite, columns added after dropped ones build again'
+SELECT queue_create('fq_chg', 'lease');
+INSERT INTO fq_chg (payload) SELECT pg_catalog.jsonb_build_object('n', g) FROM generate_series(1, 6) g;
+SELECT queue_complete('fq_chg', c.id, 'ack', token => c.token) FROM queue_claim('fq_chg') c;
+SELECT _settle_fast_branches(prosrc) ->> md5('fq_chg') AS chg_code FROM pg_proc WHERE proname = 'queue_claim' \gset
+SELECT position('pg_class' IN :'chg_code') = 0 AS no_catalog_probe, position('to_regclass' IN :'chg_code') > 0 AS by_catalog_cache;
+GRANT SELECT ON fq_chg TO PUBLIC;
+SELECT queue_complete('fq_chg', c.id, 'ack', token => c.token) FROM queue_claim('fq_chg') c;
+SELECT _settle_fast_branches(prosrc) ->> md5('fq_chg') = :'chg_code' AS kept_after_grant FROM pg_proc WHERE proname = 'queue_claim';
+ALTER TABLE fq_chg RENAME TO fq_chg_renamed;
+SELECT queue_complete('fq_chg', c.id, 'ack', token => c.token) FROM queue_claim('fq_chg') c;
+SELECT position('fq_chg_renamed' IN _settle_fast_branches(prosrc) ->> md5('fq_chg')) > 0 AS rebuilt_after_rename
+  FROM pg_proc WHERE proname = 'queue_claim';
+SELECT _settle_fast_branches(prosrc) ->> md5('fq_chg') AS chg_code FROM pg_proc WHERE proname = 'queue_claim' \gset
+ALTER TABLE fq_chg_renamed ALTER COLUMN attempt TYPE bigint;
+SELECT id, attempt FROM queue_claim('fq_chg');
+SELECT _settle_fast_branches(prosrc) ->> md5('fq_chg') <> :'chg_code' AS rebuilt_after_rewrite FROM pg_proc WHERE proname = 'queue_claim';
+SELECT _settle_fast_branches(prosrc) ->> md5('fq_chg') AS chg_code FROM pg_proc WHERE proname = 'queue_complete' \gset
+ALTER TABLE fq_chg_renamed ADD COLUMN t1 int, ADD COLUMN t2 int;
+ALTER TABLE fq_chg_renamed DROP COLUMN t1, DROP COLUMN t2, ADD COLUMN t3 int;
+SELECT queue_complete('fq_chg', c.id, 'ack', token => c.token) FROM queue_claim('fq_chg') c;
+SELECT _settle_fast_branches(prosrc) ->> md5('fq_chg') <> :'chg_code' AS rebuilt_after_add FROM pg_proc WHERE proname = 'queue_complete';
+SELECT count(*) AS left_in_queue FROM fq_chg_renamed;
+
 \echo '== a column a role needs dropped: the error names it, as without the fast path'
 SELECT queue_create('fq_gone', 'lease');
 INSERT INTO fq_gone (payload) VALUES ('{}');
