@@ -19,12 +19,13 @@ CREATE FUNCTION @extschema@._settle_fast_table_changed(rel oid, part text) RETUR
     AS $$
   SELECT CASE WHEN c.relkind OPERATOR(pg_catalog.=) 'r' THEN pg_catalog.format(
     'pg_catalog.to_regclass(%L) IS DISTINCT FROM %s::pg_catalog.oid'
-    || E'\n   OR pg_catalog.pg_relation_filenode(%2$s::pg_catalog.oid) IS DISTINCT FROM %3$s::pg_catalog.oid'
-    || E'\n   OR pg_catalog.has_column_privilege(%2$s::pg_catalog.oid, %4$s::pg_catalog.int2, ''SELECT'') IS NOT NULL'
-    || E'\n   OR pg_catalog.has_column_privilege(%2$s::pg_catalog.oid, %5$s::pg_catalog.int2, ''SELECT'') IS NOT NULL'
-    || E'\n   OR pg_catalog.has_column_privilege(%2$s::pg_catalog.oid, %6$s::pg_catalog.int2, ''SELECT'') IS NOT NULL',
+    || E'\n   OR pg_catalog.pg_relation_filenode(%2$s::pg_catalog.oid) IS DISTINCT FROM %3$s::pg_catalog.oid',
     pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname),
-    rel, c.relfilenode, c.relnatts + 1, c.relnatts + 2, c.relnatts + 3)
+    rel, c.relfilenode)
+    || (SELECT pg_catalog.string_agg(pg_catalog.format(
+          E'\n   OR pg_catalog.has_column_privilege(%s::pg_catalog.oid, %s::pg_catalog.int2, ''SELECT'') IS NOT NULL',
+          rel, c.relnatts OPERATOR(pg_catalog.+) k), '' ORDER BY k)
+        FROM pg_catalog.generate_series(1, 3) k)
   ELSE pg_catalog.format(
     'NOT EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) %s::pg_catalog.oid '
     'AND c.xmin OPERATOR(pg_catalog.=) %L::pg_catalog.xid)', rel, part) END
