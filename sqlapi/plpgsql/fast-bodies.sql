@@ -7,28 +7,33 @@
 -- caller's search_path. A setting is written by assignment (noted :=), which
 -- PL/pgSQL evaluates as a simple expression; a PERFORM starts an executor.
 
--- The generated test that table rel is no longer at part, its part of a
--- queue's version (_settle_table_version). Of a plain table it reads the
--- catalog cache only: the name still names it (a rename or a move), its
--- file is the same (ALTER COLUMN … TYPE, TRUNCATE, VACUUM FULL write a new
--- one), no column follows its last (ADD COLUMN; three places, past columns
--- added and dropped again) — an index probe of its catalog row cost each
--- call four times as much. Of another table, its catalog row's version.
-CREATE FUNCTION @extschema@._settle_fast_table_changed(rel oid, part text) RETURNS text
+-- Whether table rel is no longer at part, its part of a queue's version
+-- (_settle_table_version), under name (a rename or a move), or lost a role
+-- column at places (a column dropped changes no other catalog row than its
+-- own; has_column_privilege is NULL for it). Declared immutable so that the
+-- generated code's call of it, all constants, is computed when PostgreSQL
+-- plans it, not on every call: the rel argument, a regclass constant, makes
+-- the plan depend on the table, so any change to its catalog rows plans it
+-- (and so runs this) again before the next call uses it.
+CREATE FUNCTION @extschema@._settle_fast_moved(rel pg_catalog.regclass, name text, part text, places pg_catalog.int2[])
+    RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT pg_catalog.to_regclass(name) IS DISTINCT FROM rel
+      OR NOT EXISTS (SELECT FROM pg_catalog.pg_class c
+                      WHERE c.oid OPERATOR(pg_catalog.=) rel
+                        AND @extschema@._settle_table_version(c, c.xmin) OPERATOR(pg_catalog.=) part)
+      OR EXISTS (SELECT FROM pg_catalog.unnest(places) p
+                  WHERE pg_catalog.has_column_privilege(rel, p, 'SELECT') IS NULL)
+$$;
+
+-- The generated call of _settle_fast_moved for table rel at part.
+CREATE FUNCTION @extschema@._settle_fast_moved_call(sch text, rel oid, part text, places integer[]) RETURNS text
     LANGUAGE sql STABLE
     AS $$
-  SELECT CASE WHEN c.relkind OPERATOR(pg_catalog.=) 'r' THEN pg_catalog.format(
-    'pg_catalog.to_regclass(%L) IS DISTINCT FROM %s::pg_catalog.oid'
-    || E'\n   OR pg_catalog.pg_relation_filenode(%2$s::pg_catalog.oid) IS DISTINCT FROM %3$s::pg_catalog.oid',
-    pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname),
-    rel, c.relfilenode)
-    || (SELECT pg_catalog.string_agg(pg_catalog.format(
-          E'\n   OR pg_catalog.has_column_privilege(%s::pg_catalog.oid, %s::pg_catalog.int2, ''SELECT'') IS NOT NULL',
-          rel, c.relnatts OPERATOR(pg_catalog.+) k), '' ORDER BY k)
-        FROM pg_catalog.generate_series(1, 3) k)
-  ELSE pg_catalog.format(
-    'NOT EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) %s::pg_catalog.oid '
-    'AND c.xmin OPERATOR(pg_catalog.=) %L::pg_catalog.xid)', rel, part) END
+  SELECT pg_catalog.format('%s._settle_fast_moved(%L::pg_catalog.regclass, %L, %L, %L::pg_catalog.int2[])', sch, rel::pg_catalog.text,
+                           pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname),
+                           part, COALESCE(places, '{}'))
   FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
   WHERE c.oid OPERATOR(pg_catalog.=) rel
 $$;
@@ -36,19 +41,14 @@ $$;
 -- The generated test that its queue is still at version (_settle_entry's),
 -- its role columns still at attnums places, returning with hit NULL if not.
 -- The registry row is kept in step by the trigger that builds these
--- functions; the tables, by _settle_fast_table_changed; a column dropped
--- changes no other catalog row than its own, and is seen by
--- has_column_privilege (NULL for a dropped column, from the catalog cache).
--- (A role column renamed is not seen: its queue must be registered again.)
-CREATE FUNCTION @extschema@._settle_fast_at_version(version text, rel oid, dead oid, places integer[])
+-- functions. (A role column renamed is not seen: its queue must be
+-- registered again.)
+CREATE FUNCTION @extschema@._settle_fast_at_version(sch text, version text, rel oid, dead oid, places integer[])
     RETURNS text
     LANGUAGE sql STABLE
     AS $$
-  SELECT 'IF ' || @extschema@._settle_fast_table_changed(rel, v[2])
-    || COALESCE(E'\n   OR ' || @extschema@._settle_fast_table_changed(dead, v[3]), '')
-    || COALESCE((SELECT pg_catalog.string_agg(pg_catalog.format(
-                  E'\n   OR pg_catalog.has_column_privilege(%s::pg_catalog.oid, %s::pg_catalog.int2, ''SELECT'') IS NULL', rel, p), '')
-                 FROM pg_catalog.unnest(places) p), '')
+  SELECT 'IF ' || @extschema@._settle_fast_moved_call(sch, rel, v[2], places)
+    || COALESCE(E'\n   OR ' || @extschema@._settle_fast_moved_call(sch, dead, v[3], NULL), '')
     || E' THEN\n    RETURN;\nEND IF;\nhit := true;\n'
   FROM (SELECT pg_catalog.string_to_array(version, '.') AS v) x
 $$;
@@ -328,7 +328,7 @@ BEGIN
         b := b || E'    tok ALIAS FOR $2;\nBEGIN\n' || one_only
             || E'IF lease OPERATOR(pg_catalog.<) ''1 millisecond''::pg_catalog.interval '
             || E'OR lease OPERATOR(pg_catalog.>) ''36600 days''::pg_catalog.interval THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
-            || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
+            || @extschema@._settle_fast_at_version(sch, version, s.rel, dead, places)
             || @extschema@._settle_fast_start(sch, s, version)
             || E'tok := pg_catalog.date_trunc(''milliseconds'', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) '
             || E'COALESCE(lease, ''30 seconds''::pg_catalog.interval));\n' || CASE WHEN many THEN generic ELSE '' END || take;
@@ -344,7 +344,7 @@ BEGIN
         take := @extschema@._settle_fast_row_lock_take(s, version, st, wst, bst, into_row, many, by_ctid);
         b := b || E'    held_ids ALIAS FOR $2;\nBEGIN\n' || one_only
             || E'IF lease IS NOT NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
-            || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
+            || @extschema@._settle_fast_at_version(sch, version, s.rel, dead, places)
             || @extschema@._settle_fast_start(sch, s, version)
             || 'held_ids := ' || @extschema@._settle_fast_held(s) || E';\n'
             || CASE WHEN many THEN generic ELSE '' END || take
@@ -397,7 +397,7 @@ CREATE FUNCTION @extschema@._settle_fast_claim_advisory_body(sch text, s @extsch
     || E'    last_id text;\n    full_page boolean;\n    given_back integer;\n    t_deads boolean[];\n    t_ids text[];\n    t_atts integer[];\n'
     || E'    t_toks timestamptz[];\n    t_pays jsonb[];\n    t_keys bigint[];\nBEGIN\n'
     || E'IF lease IS NOT NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
-    || @extschema@._settle_fast_at_version(version, s.rel, dead, places)
+    || @extschema@._settle_fast_at_version(sch, version, s.rel, dead, places)
     || @extschema@._settle_fast_start(sch, s, version)
     || E'$1 := batch OPERATOR(pg_catalog.*) 2 OPERATOR(pg_catalog.+) 16;\n'
     -- the keys this session holds (a session lock is re-entrant: never hand
@@ -480,7 +480,7 @@ BEGIN
              || E'    until := pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) delay;\n' ELSE '' END
         || E'ELSE\n    hit := false;\n    RETURN;\nEND IF;\n'
         || E'IF delay IS NOT NULL AND w OPERATOR(pg_catalog.<>) ''retry_after'' THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
-        || @extschema@._settle_fast_at_version(version, s.rel, dead, places);
+        || @extschema@._settle_fast_at_version(sch, version, s.rel, dead, places);
     IF s.form = 'row_lock' THEN
         b := b || 'mine := ' || @extschema@._settle_fast_held(s) || E';\n'
             || E'IF NOT COALESCE($1 OPERATOR(pg_catalog.=) ANY (mine), false) THEN\n    hit := false;\n    RETURN;\nEND IF;\n';
@@ -561,7 +561,7 @@ BEGIN
         || CASE WHEN s.form = 'advisory' THEN 'IF ' ELSE E'IF w OPERATOR(pg_catalog.<>) ''ack'' AND ' END
         || E'(SELECT pg_catalog.count(DISTINCT u.v) FROM pg_catalog.unnest($1) u(v)) OPERATOR(pg_catalog.<>) n THEN\n'
         || E'    hit := false;\n    RETURN;\nEND IF;\n'
-        || @extschema@._settle_fast_at_version(version, s.rel, dead, places);
+        || @extschema@._settle_fast_at_version(sch, version, s.rel, dead, places);
     -- the ids that reach the statement: row_lock only those this transaction
     -- claimed, advisory only those whose key this session holds (settles.sql)
     IF s.form = 'row_lock' THEN

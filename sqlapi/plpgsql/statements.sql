@@ -467,10 +467,10 @@ CREATE FUNCTION @extschema@._settle_extend(s @extschema@.settle_queue_shape) RET
     s.tbl, s.locked_until, COALESCE(NULLIF(@extschema@._settle_mine(s, '_s_t'), '') || ' AND ', ''), s.id, s.id_type)
 $$;
 
--- A table's part of a queue's version: of a plain table, what its generated
--- code depends on and can test from the catalog cache (fast-bodies.sql,
--- _settle_fast_table_changed): its file, its number of columns, its schema
--- and name; of another, its catalog row's version (row_version, c's xmin).
+-- A table's part of a queue's version (the generated code's test of it:
+-- fast-bodies.sql, _settle_fast_moved): of a plain table, what its generated
+-- code depends on — its file, its number of columns, its schema and name (a
+-- GRANT keeps it); of another, its catalog row's version (row_version, c's xmin).
 CREATE FUNCTION @extschema@._settle_table_version(c pg_catalog.pg_class, row_version pg_catalog.xid) RETURNS text
     LANGUAGE sql STABLE
     AS $$

@@ -176,7 +176,7 @@ SELECT queue_create('fq_chg', 'lease');
 INSERT INTO fq_chg (payload) SELECT pg_catalog.jsonb_build_object('n', g) FROM generate_series(1, 6) g;
 SELECT queue_complete('fq_chg', c.id, 'ack', token => c.token) FROM queue_claim('fq_chg') c;
 SELECT _settle_fast_branches(prosrc) ->> md5('fq_chg') AS chg_code FROM pg_proc WHERE proname = 'queue_claim' \gset
-SELECT position('pg_class' IN :'chg_code') = 0 AS no_catalog_probe, position('to_regclass' IN :'chg_code') > 0 AS by_catalog_cache;
+SELECT position('pg_class' IN :'chg_code') = 0 AS no_catalog_probe, position('_settle_fast_moved(' IN :'chg_code') > 0 AS tested_when_planned;
 GRANT SELECT ON fq_chg TO PUBLIC;
 SELECT queue_complete('fq_chg', c.id, 'ack', token => c.token) FROM queue_claim('fq_chg') c;
 SELECT _settle_fast_branches(prosrc) ->> md5('fq_chg') = :'chg_code' AS kept_after_grant FROM pg_proc WHERE proname = 'queue_claim';
@@ -194,6 +194,19 @@ ALTER TABLE fq_chg_renamed DROP COLUMN t1, DROP COLUMN t2, ADD COLUMN t3 int;
 SELECT queue_complete('fq_chg', c.id, 'ack', token => c.token) FROM queue_claim('fq_chg') c;
 SELECT _settle_fast_branches(prosrc) ->> md5('fq_chg') <> :'chg_code' AS rebuilt_after_add FROM pg_proc WHERE proname = 'queue_complete';
 SELECT count(*) AS left_in_queue FROM fq_chg_renamed;
+
+\echo '== the table test runs when PostgreSQL plans its call, not on every call'
+SELECT queue_create('fq_fold', 'lease');
+INSERT INTO fq_fold (payload) SELECT '{}' FROM generate_series(1, 41);
+SELECT queue_complete('fq_fold', c.id, 'ack', token => c.token) FROM queue_claim('fq_fold') c;
+SET track_functions = 'all';
+BEGIN;
+SELECT count(*) AS settled
+  FROM generate_series(1, 40) g, LATERAL (SELECT queue_complete('fq_fold', c.id, 'ack', token => c.token) FROM queue_claim('fq_fold', g / g) c) x;
+SELECT pg_stat_get_xact_function_calls('queue_claim'::regproc) >= 40 AS claimed,
+       COALESCE(pg_stat_get_xact_function_calls('_settle_fast_moved'::regproc), 0) <= 4 AS tested_when_planned;
+COMMIT;
+RESET track_functions;
 
 \echo '== a column a role needs dropped: the error names it, as without the fast path'
 SELECT queue_create('fq_gone', 'lease');
