@@ -159,7 +159,7 @@ BEGIN
     RETURN s;
 END $$;
 
--- A table's qualified name, as messages give it.
+-- A table's qualified name, as messages and the generated code give it.
 CREATE FUNCTION @extschema@._settle_rel_name(rel oid) RETURNS text
     LANGUAGE sql STABLE
     AS $$

@@ -201,6 +201,7 @@ INSERT INTO fq_fold (payload) SELECT '{}' FROM generate_series(1, 41);
 SELECT queue_complete('fq_fold', c.id, 'ack', token => c.token) FROM queue_claim('fq_fold') c;
 SET track_functions = 'all';
 BEGIN;
+-- (a batch of g / g, 1, so that the claim runs once for each g)
 SELECT count(*) AS settled
   FROM generate_series(1, 40) g, LATERAL (SELECT queue_complete('fq_fold', c.id, 'ack', token => c.token) FROM queue_claim('fq_fold', g / g) c) x;
 SELECT pg_stat_get_xact_function_calls('queue_claim'::regproc) >= 40 AS claimed,

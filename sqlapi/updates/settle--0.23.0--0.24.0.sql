@@ -32,15 +32,14 @@ CREATE FUNCTION @extschema@._settle_fast_moved(rel pg_catalog.regclass, name tex
                   WHERE pg_catalog.has_column_privilege(rel, p, 'SELECT') IS NULL)
 $$;
 
--- The generated call of _settle_fast_moved for table rel at part.
+-- The generated call of _settle_fast_moved for table rel at part (NULL
+-- without a table: a queue without a dead-letter table).
 CREATE FUNCTION @extschema@._settle_fast_moved_call(sch text, rel oid, part text, places integer[]) RETURNS text
     LANGUAGE sql STABLE
     AS $$
   SELECT pg_catalog.format('%s._settle_fast_moved(%L::pg_catalog.regclass, %L, %L, %L::pg_catalog.int2[])', sch, rel::pg_catalog.text,
-                           pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname),
-                           part, COALESCE(places, '{}'))
-  FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
-  WHERE c.oid OPERATOR(pg_catalog.=) rel
+                           @extschema@._settle_rel_name(rel), part, COALESCE(places, '{}'))
+  WHERE rel IS NOT NULL
 $$;
 
 -- The generated test that its queue is still at version (_settle_entry's),
