@@ -594,6 +594,16 @@ for MAJOR in "${MAJORS[@]}"; do
         || { cat "$WORK/backlog.log"; return 1; }
     }
     check "bench/keyed-backlog.sql runs (a key's backlog in front of the others)" bench_backlog
+    # the same on the portable path, each database: every claim comes back full (or the run stops)
+    bench_portable_backlog() {
+      rm -f "$WORK/keyed-backlog.db"
+      cargo run -q -p settle-bench -- --portable --conn "host=$PGHOST port=$PGPORT user=postgres dbname=settle_portable" \
+          --mariadb "$SETTLE_TEST_MYSQL_URL" --sqlite "$WORK/keyed-backlog.db" --keyed-backlog 2000 --batches 3 \
+          >"$WORK/portable-backlog.log" 2>&1 \
+        && [ "$(grep -c ' from ' "$WORK/portable-backlog.log")" = 6 ] && cat "$WORK/portable-backlog.log" \
+        || { cat "$WORK/portable-backlog.log"; return 1; }
+    }
+    check "settle-bench --keyed-backlog (a key's backlog in front of the others, portable path)" bench_portable_backlog
     check "bench/pgbench/keyed.sh --quick (claims of a queue with few keys, in id order and by key)" \
       env PGBENCH="$PG_BIN/pgbench" PSQL="$PG_BIN/psql" bench/pgbench/keyed.sh --quick --conn "$SETTLE_TEST_PG"
     check "bench/pgbench/keyed-many.sh --quick (a queue with many keys beside one without, claim then ack)" \

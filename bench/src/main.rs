@@ -18,6 +18,7 @@ mod client;
 mod loops;
 mod portable;
 mod portable_horizon;
+mod portable_keyed;
 mod pressure;
 mod scaling;
 
@@ -129,6 +130,9 @@ struct Args {
     /// in the statement that claims the next (`--chain`: settle's
     /// `queue_complete_and_claim`, the floor's DELETE in a WITH of its claim)
     chain: bool,
+    /// one key's backlog of this many rows in front of the others, on the
+    /// portable path (`--keyed-backlog N`)
+    keyed_backlog: Option<usize>,
 }
 
 fn list(v: &str, flag: &str) -> Vec<usize> {
@@ -169,6 +173,7 @@ fn args() -> Args {
         citus: None,
         transaction_pooler: false,
         chain: false,
+        keyed_backlog: None,
         batches: vec![1, 10, 100],
     };
     let mut i = 0;
@@ -285,6 +290,10 @@ fn args() -> Args {
             "--client-only" => a.forms.clear(),
             "--transaction-pooler" => a.transaction_pooler = true,
             "--portable" => a.portable = true,
+            "--keyed-backlog" => {
+                a.keyed_backlog = Some(v[i + 1].parse().expect("--keyed-backlog N"));
+                i += 1;
+            }
             "--mixed" => {
                 a.portable = true;
                 a.mixed = true;
@@ -306,7 +315,7 @@ fn args() -> Args {
                 a.workers = vec![1, 4];
                 a.batches = vec![1, 100];
             }
-            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --client-only, --transaction-pooler, --portable, --mixed, --mariadb URL, --sqlite PATH, --citus CONN, --pgmq CONN, --sql-edition CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --flow, --flow-10m, --sustained SECONDS, --hold-every SECONDS, --horizon, --horizon-jobs N,N, --holder snapshot|row_lock, --horizon-cap SECONDS, --table-options OPTS|reset, --pgmq-table-options OPTS|reset, --max-attempts N, --chain"),
+            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --client-only, --transaction-pooler, --portable, --keyed-backlog N, --mixed, --mariadb URL, --sqlite PATH, --citus CONN, --pgmq CONN, --sql-edition CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --flow, --flow-10m, --sustained SECONDS, --hold-every SECONDS, --horizon, --horizon-jobs N,N, --holder snapshot|row_lock, --horizon-cap SECONDS, --table-options OPTS|reset, --pgmq-table-options OPTS|reset, --max-attempts N, --chain"),
         }
         i += 1;
     }
@@ -825,6 +834,10 @@ async fn main_() {
     }
     if !a.horizon.is_empty() {
         pressure::horizon(&a, &admin).await;
+        return;
+    }
+    if let Some(n) = a.keyed_backlog {
+        portable_keyed::keyed_backlog(&a, n).await;
         return;
     }
     if a.portable {

@@ -3,8 +3,9 @@
 
 use super::dialect::PayloadText;
 use super::engine::{again_if_deadlock, exec_with_id, opt_text, text, Engine};
+use super::keys::{self, Reading};
 use super::session::{ClaimConn, Session};
-use super::sql::{ClaimPlan, FirstStatement, Phase, Shape};
+use super::sql::{unkeyed_read, ClaimPlan, FirstStatement, Phase, Scan, Shape, KEYS_WALKED};
 use crate::error::Result;
 use crate::outcome::micros;
 use crate::payload::Payload;
@@ -47,10 +48,13 @@ impl Engine {
     ) -> Result<(Vec<ClaimedRow>, Option<Session>)> {
         let s = &self.s;
         let d = s.d;
+        let how = self.reading(n, from).await?;
         match s.plan {
             ClaimPlan::RowLock => {
                 let mut tx = self.pool.begin_with(d.begin()).await?;
-                let rows = self.scan(&mut tx, n, from, Shape::claim_rows_sql).await?;
+                let rows = self
+                    .scan(&mut tx, n, &how, Shape::claim_rows_sql, None)
+                    .await?;
                 if rows.is_empty() {
                     tx.commit().await?;
                     return Ok((Vec::new(), None));
@@ -63,11 +67,11 @@ impl Engine {
                 let held = out.iter().map(|c| c.id.clone()).collect();
                 Ok((out, Some(Session::new(ClaimConn::Tx(tx), held))))
             }
-            ClaimPlan::LeaseStatement => Ok((self.claim_lease_cte(n, from).await?, None)),
+            ClaimPlan::LeaseStatement => Ok((self.claim_lease_cte(n, &how).await?, None)),
             ClaimPlan::LeaseSteps => {
                 let mut tx = self.pool.begin_with(d.begin()).await?;
                 let cands: Vec<(String, i64)> = self
-                    .scan(&mut tx, n, from, Shape::lease_candidates_sql)
+                    .scan(&mut tx, n, &how, Shape::lease_candidates_sql, None)
                     .await?
                     .iter()
                     .map(|r| (r.get(0), r.get(1)))
@@ -78,32 +82,117 @@ impl Engine {
                 Ok((out, None))
             }
             ClaimPlan::AdvisoryStatement | ClaimPlan::AdvisorySteps => {
-                self.claim_advisory(n, from).await
+                self.claim_advisory(n, &how).await
             }
         }
     }
 
-    /// Up to `n` rows of a claim's first statement (`sql`, from the mark
-    /// `from`), in claim order: one scan, or one per [`Phase`] until `n`.
+    /// How this claim of `n` from `from` finds its rows (see [`keys`](super::keys)):
+    /// a keyed queue's keys counted again when the count is a second old.
+    async fn reading(&self, n: usize, from: Option<&str>) -> Result<Reading> {
+        let s = &self.s;
+        let keys = match s.walks_keys() {
+            false => None,
+            true => Some(match self.keys.fresh() {
+                Some(k) => k,
+                None => {
+                    let k: i64 = sqlx::query(&s.key_count_sql(KEYS_WALKED + 1))
+                        .fetch_one(&self.pool)
+                        .await?
+                        .try_get(0)?;
+                    let k = usize::try_from(k).unwrap_or(0);
+                    self.keys.set(k);
+                    k
+                }
+            }),
+        };
+        Ok(keys::reading(keys, from, n, s.id_kind))
+    }
+
+    /// Up to `n` rows of a claim's first statement (`sql`) read as `how`
+    /// says, in claim order: in id order, one scan or one per [`Phase`] until
+    /// `n`; bounded, then over the heads for the rest; over the heads. `ttl`
+    /// is bound after the limit (the one-statement lease claim).
     async fn scan(
         &self,
         conn: &mut sqlx::AnyConnection,
         n: usize,
-        from: Option<&str>,
+        how: &Reading,
         sql: FirstStatement,
+        ttl: Option<i64>,
     ) -> Result<Vec<sqlx::any::AnyRow>> {
         let mut rows = Vec::new();
-        for phase in self.s.phases() {
-            if rows.len() == n {
+        match how {
+            Reading::InOrder(from) => {
+                let scan = if from.is_some() {
+                    Scan::Mark
+                } else {
+                    Scan::Lowest
+                };
+                for phase in self.s.phases() {
+                    if rows.len() == n {
+                        break;
+                    }
+                    let text = sql(&self.s, scan, *phase);
+                    let q = with_ids(sqlx::query(&text), from.iter());
+                    rows.extend(fetch(q, n - rows.len(), ttl, conn).await?);
+                }
+            }
+            Reading::Bounded { from, below } => {
+                let text_sql = sql(&self.s, Scan::Below, Phase::All);
+                let q = with_ids(sqlx::query(&text_sql), [from, below]);
+                rows = fetch(q, n, ttl, conn).await?;
+                if rows.len() < n {
+                    let taken = rows.iter().map(|r| text(r, 0)).collect::<Result<_>>()?;
+                    let more = self.over_heads(conn, n - rows.len(), &taken, sql, ttl);
+                    rows.extend(more.await?);
+                    // the heads may lie below the rows read first (integer ids)
+                    rows.sort_by_cached_key(|r| {
+                        text(r, 0).ok().and_then(|i| i.parse::<i64>().ok())
+                    });
+                }
+            }
+            Reading::Heads => rows = self.over_heads(conn, n, &HashSet::new(), sql, ttl).await?,
+        }
+        Ok(rows)
+    }
+
+    /// Up to `n` rows of a claim's first statement `sql` over the queue's
+    /// heads and rows without a key, but `taken`: the candidates in id order,
+    /// a page of them per statement until `n`.
+    async fn over_heads(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        n: usize,
+        taken: &HashSet<String>,
+        sql: FirstStatement,
+        ttl: Option<i64>,
+    ) -> Result<Vec<sqlx::any::AnyRow>> {
+        let heads = self.s.heads_sql(KEYS_WALKED * 2, unkeyed_read(n));
+        // prepared for each run where running it again prepared fails
+        let keep = !self.s.d.fails_rerun_of_derived_subqueries();
+        let cands: Vec<String> = sqlx::query(&heads)
+            .persistent(keep)
+            .fetch_all(&mut *conn)
+            .await?
+            .iter()
+            .map(|r| text(r, 0))
+            .filter(|i| i.as_ref().map_or(true, |i| !taken.contains(i)))
+            .collect::<Result<_>>()?;
+        // one statement text per batch size: a short page repeats its last id
+        let page = n * 2 + 16;
+        let sql = sql(&self.s, Scan::Listed(page), Phase::All);
+        let mut rows = Vec::new();
+        for ids in cands.chunks(page) {
+            if rows.len() >= n {
                 break;
             }
-            let sql = sql(&self.s, from.is_some(), *phase);
-            rows.extend(
-                from_first(sqlx::query(&sql), from)
-                    .bind((n - rows.len()) as i64)
-                    .fetch_all(&mut *conn)
-                    .await?,
-            );
+            let last = ids.last().expect("a page has an id");
+            let padded = ids
+                .iter()
+                .chain(std::iter::repeat_n(last, page - ids.len()));
+            let q = with_ids(sqlx::query(&sql), padded);
+            rows.extend(fetch(q, n - rows.len(), ttl, conn).await?);
         }
         Ok(rows)
     }
@@ -185,16 +274,14 @@ impl Engine {
     /// attempt already reached max_attempts (crash loops) are not taken but
     /// returned apart, and each is then moved to the dead letter if it is still
     /// there, ready and at max_attempts.
-    async fn claim_lease_cte(&self, n: usize, from: Option<&str>) -> Result<Vec<ClaimedRow>> {
+    async fn claim_lease_cte(&self, n: usize, how: &Reading) -> Result<Vec<ClaimedRow>> {
         let Form::Lease { ttl } = self.s.form else {
             unreachable!("called for the lease form only");
         };
-        let sql = self.s.claim_lease_cte_sql(from.is_some(), Phase::All);
-        let mut q = sqlx::query(&sql).bind(n as i64).bind(micros(ttl));
-        if let Some(from) = from {
-            q = q.bind(from.to_owned());
-        }
-        let rows = q.fetch_all(&self.pool).await?;
+        let mut conn = self.pool.acquire().await?;
+        let cte = Shape::claim_lease_cte_sql;
+        let rows = self.scan(&mut conn, n, how, cte, Some(micros(ttl))).await?;
+        drop(conn);
         // the rows delivered are already leased: a failed move must not lose
         // them (the row stays, and a later claim tries again)
         self.deliver_or_move(&rows).await
@@ -226,22 +313,22 @@ impl Engine {
     async fn claim_advisory(
         &self,
         n: usize,
-        from: Option<&str>,
+        how: &Reading,
     ) -> Result<(Vec<ClaimedRow>, Option<Session>)> {
         let s = &self.s;
         let mut conn = self.pool.acquire().await?;
-        let mut cands: Vec<String> = Vec::new();
-        for phase in s.phases() {
-            let sql = s.advisory_candidates_sql(from.is_some(), *phase);
-            cands.extend(
-                from_first(sqlx::query(&sql), from)
-                    .bind((n * 2 + 16) as i64)
-                    .fetch_all(&mut *conn)
-                    .await?
-                    .iter()
-                    .map(|r| r.get::<String, _>(0)),
-            );
-        }
+        let cands: Vec<String> = self
+            .scan(
+                &mut conn,
+                n * 2 + 16,
+                how,
+                Shape::advisory_candidates_sql,
+                None,
+            )
+            .await?
+            .iter()
+            .map(|r| r.get::<String, _>(0))
+            .collect();
         // try as many keys as are still wanted, in one statement, until there
         // are enough or no candidates left
         let mut locked: HashSet<String> = HashSet::new();
@@ -365,15 +452,32 @@ impl Engine {
     }
 }
 
-/// A claim statement with the mark's id bound first, when it starts there.
-fn from_first<'q>(
-    q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
-    from: Option<&str>,
-) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
-    match from {
-        Some(id) => q.bind(id.to_owned()),
-        None => q,
+type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
+
+/// A claim statement with the ids of its [`Scan`] bound first.
+fn with_ids<'q, 'a>(
+    mut q: AnyQuery<'q>,
+    ids: impl IntoIterator<Item = &'a String>,
+) -> AnyQuery<'q> {
+    for id in ids {
+        q = q.bind(id.clone());
     }
+    q
+}
+
+/// The rows of a claim's first statement, its limit `n` (and `ttl`, the
+/// one-statement lease claim's) bound after its ids.
+async fn fetch<'q>(
+    q: AnyQuery<'q>,
+    n: usize,
+    ttl: Option<i64>,
+    conn: &mut sqlx::AnyConnection,
+) -> Result<Vec<sqlx::any::AnyRow>> {
+    let mut q = q.bind(n as i64);
+    if let Some(ttl) = ttl {
+        q = q.bind(ttl);
+    }
+    Ok(q.fetch_all(conn).await?)
 }
 
 /// A claimed row from (id, attempt, token, payload); `plus` is added to the

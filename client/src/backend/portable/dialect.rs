@@ -335,6 +335,22 @@ impl Dialect {
         self == Dialect::Postgres
     }
 
+    /// `SELECT key … GROUP BY key` over a `(key, id)` index reads one entry
+    /// per key (MySQL's and MariaDB's loose index scan), where a recursive
+    /// walk from key to key there reads the index from its start at each
+    /// step. Elsewhere (PostgreSQL, SQLite) the GROUP BY reads every entry
+    /// and the recursive walk is the one that skips.
+    pub(crate) fn finds_keys_by_group_by(self) -> bool {
+        self == Dialect::MySql
+    }
+
+    /// A prepared statement whose derived table holds a subquery of another
+    /// derived table's column fails when run again ("Unknown column", MariaDB
+    /// 10.11): such a statement is prepared for each run.
+    pub(crate) fn fails_rerun_of_derived_subqueries(self) -> bool {
+        self == Dialect::MySql
+    }
+
     /// A deadlock victim loses its whole transaction, not only the statement
     /// (InnoDB): a claim transaction it was part of is over.
     pub(crate) fn deadlock_ends_transaction(self) -> bool {

@@ -18,6 +18,8 @@ pub(crate) struct Engine {
     pub(super) acks: Combiner<i64>,
     /// where this client's claims start
     pub(super) mark: super::mark::Mark,
+    /// how many keys this client last counted in the queue
+    pub(super) keys: super::keys::KeyCount,
     pub(crate) meters: Meters,
 }
 

@@ -9,6 +9,7 @@ mod claim;
 pub(crate) mod dialect;
 mod engine;
 mod introspect;
+mod keys;
 mod locks;
 mod mark;
 mod session;
@@ -110,6 +111,7 @@ impl Engine {
         Ok(Arc::new(Engine {
             pool,
             mark,
+            keys: keys::KeyCount::default(),
             s,
             meters: Meters::new(&queue.name),
             queue,

@@ -53,10 +53,22 @@ impl ClaimPlan {
                 Phase::Unvalued => "… then rows without a priority",
                 _ => name,
             };
-            out.push((name, first(s, false, *phase)));
+            out.push((name, first(s, Scan::Lowest, *phase)));
         }
         if s.d.keeps_settled_rows_in_index() && s.keeps_mark() {
-            out.push(("… from the mark", first(s, true, Phase::All)));
+            out.push(("… from the mark", first(s, Scan::Mark, Phase::All)));
+        }
+        if s.walks_keys() {
+            // (lists shown with two ids, a batch of one)
+            out.push(("key count", s.key_count_sql(KEYS_WALKED + 1)));
+            if s.id_kind == IdKind::Integer {
+                out.push((
+                    "… from the mark, bounded",
+                    first(s, Scan::Below, Phase::All),
+                ));
+            }
+            out.push(("heads", s.heads_sql(KEYS_WALKED * 2, unkeyed_read(1))));
+            out.push(("… of the heads", first(s, Scan::Listed(2), Phase::All)));
         }
         match self {
             ClaimPlan::RowLock | ClaimPlan::LeaseStatement | ClaimPlan::LeaseSteps => {}
@@ -92,11 +104,11 @@ impl ClaimPlan {
 }
 
 impl Shape {
-    /// The ready rows a claim scans (`a`), from the lowest id or (`from`) from
-    /// the id bound first, and the parameter of the claim's limit after it.
-    fn scanned(&self, from: bool, phase: Phase) -> (String, String) {
+    /// The ready rows a claim scans (`a`), which `scan` says, and the number
+    /// of the claim's limit parameter, after its own.
+    fn scanned(&self, scan: Scan, phase: Phase) -> (String, usize) {
         let d = self.d;
-        let ready = match (phase, &self.priority) {
+        let mut ready = match (phase, &self.priority) {
             (Phase::Valued, Some(p)) => {
                 format!("{} AND {} IS NOT NULL", self.ready("a"), self.c("a", p))
             }
@@ -105,41 +117,51 @@ impl Shape {
             }
             _ => self.ready("a"),
         };
-        if from {
-            let start = format!(
-                "{ready} AND {} >= {}",
-                self.c("a", &self.id),
-                d.id_param(&d.p(1), self.id_kind)
-            );
-            (start, d.p(2))
-        } else {
-            (ready, d.p(1))
-        }
+        let id = self.c("a", &self.id);
+        let param = |n: usize| d.id_param(&d.p(n), self.id_kind);
+        let limit = match scan {
+            Scan::Lowest => 1,
+            Scan::Mark => {
+                ready = format!("{ready} AND {id} >= {}", param(1));
+                2
+            }
+            Scan::Below => {
+                ready = format!("{ready} AND {id} >= {} AND {id} < {}", param(1), param(2));
+                3
+            }
+            Scan::Listed(n) => {
+                ready = format!("{id} IN ({}) AND {ready}", in_list(d, 1, n, self.id_kind));
+                n + 1
+            }
+        };
+        (ready, limit)
     }
 
-    /// row_lock claim: the first `$1` ready rows (with `from`: from the id
-    /// bound first, then the limit), locked, as (id, attempt, token, row json).
-    pub(crate) fn claim_rows_sql(&self, from: bool, phase: Phase) -> String {
-        let (ready, limit) = self.scanned(from, phase);
+    /// row_lock claim: the first ready rows of `scan` (its parameters, then
+    /// the limit), locked, as (id, attempt, token, row json).
+    pub(crate) fn claim_rows_sql(&self, scan: Scan, phase: Phase) -> String {
+        let (ready, limit) = self.scanned(scan, phase);
         format!(
-            "{} LIMIT {limit}{}",
+            "{} LIMIT {}{}",
             // within a phase the (priority, id) index order is the claim's
             self.rows_in(&ready, &self.claim_order("a")),
+            self.d.p(limit),
             self.d.skip_locked()
         )
     }
 
-    /// lease claim, step 1 (no writable CTE): the first `$1` ready rows (with
-    /// `from`: as [`Shape::claim_rows_sql`]), locked, as (id, attempt).
-    pub(crate) fn lease_candidates_sql(&self, from: bool, phase: Phase) -> String {
+    /// lease claim, step 1 (no writable CTE): the first ready rows of `scan`
+    /// (as [`Shape::claim_rows_sql`]), locked, as (id, attempt).
+    pub(crate) fn lease_candidates_sql(&self, scan: Scan, phase: Phase) -> String {
         let d = self.d;
-        let (ready, limit) = self.scanned(from, phase);
+        let (ready, limit) = self.scanned(scan, phase);
         format!(
-            "SELECT {}, {} FROM {} a WHERE {ready} ORDER BY {} LIMIT {limit}{}",
+            "SELECT {}, {} FROM {} a WHERE {ready} ORDER BY {} LIMIT {}{}",
             d.id_text(&self.c("a", &self.id)),
             self.attempt_sel("a"),
             self.table,
             self.claim_order("a"),
+            d.p(limit),
             d.skip_locked()
         )
     }
@@ -185,31 +207,31 @@ impl Shape {
     }
 
     /// The lease claim as one autocommitted statement (writable CTE): lock the
-    /// first `$1` ready rows (with `from`: from the id `$3`), count the attempt
-    /// and write the token (`$2` µs), return them; crash-looping candidates
-    /// come back apart, marked 1 in the fifth column (see [`Shape::crash_loops`]).
-    pub(crate) fn claim_lease_cte_sql(&self, from: bool, _phase: Phase) -> String {
+    /// first ready rows of `scan` (its parameters, then the limit), count the
+    /// attempt and write the token (µs, bound last), return them;
+    /// crash-looping candidates come back apart, marked 1 in the fifth column
+    /// (see [`Shape::crash_loops`]).
+    pub(crate) fn claim_lease_cte_sql(&self, scan: Scan, phase: Phase) -> String {
         let d = self.d;
         let idc = d.ident(&self.id);
+        let (ready, limit) = self.scanned(scan, phase);
+        let ttl = d.p(limit + 1);
         let mut sets = vec![format!(
             "{} = {}",
             d.ident(self.locked_until.as_ref().expect("lease: locked_until")),
-            d.now_plus("$2")
+            d.now_plus(&ttl)
         )];
         if let Some(a) = &self.attempt {
             sets.push(format!("{0} = COALESCE(a.{0}, 0) + 1", d.ident(a)));
         }
         let (live, poison) = self.crash_loops();
         let (rank, by) = self.out_order("a");
-        let mut ready = self.ready("a");
-        if from {
-            ready = format!("{ready} AND a.{idc} >= {}", d.id_param("$3", self.id_kind));
-        }
         format!(
-            "WITH c AS (SELECT a.{idc} AS k, {att} AS att FROM {t} a WHERE {ready} ORDER BY {order} LIMIT $1 FOR UPDATE SKIP LOCKED), \
+            "WITH c AS (SELECT a.{idc} AS k, {att} AS att FROM {t} a WHERE {ready} ORDER BY {order} LIMIT {limit} FOR UPDATE SKIP LOCKED), \
                   u AS (UPDATE {t} a SET {sets} FROM c WHERE a.{idc} = c.k{live} RETURNING a.*) \
              SELECT {id}, {att}, {token}, {json}, 0, a.{idc}{rank} FROM u a{poison} ORDER BY {by}",
             order = self.claim_order("a"),
+            limit = d.p(limit),
             att = self.attempt_sel("a"),
             t = self.table,
             sets = sets.join(", "),
@@ -237,16 +259,17 @@ impl Shape {
         ))
     }
 
-    /// advisory claim, step 1: the ids of the first `$1` ready rows (with
-    /// `from`: as [`Shape::claim_rows_sql`]), unlocked.
-    pub(crate) fn advisory_candidates_sql(&self, from: bool, phase: Phase) -> String {
+    /// advisory claim, step 1: the ids of the first ready rows of `scan` (as
+    /// [`Shape::claim_rows_sql`]), unlocked.
+    pub(crate) fn advisory_candidates_sql(&self, scan: Scan, phase: Phase) -> String {
         let d = self.d;
-        let (ready, limit) = self.scanned(from, phase);
+        let (ready, limit) = self.scanned(scan, phase);
         format!(
-            "SELECT {} FROM {} a WHERE {ready} ORDER BY {} LIMIT {limit}",
+            "SELECT {} FROM {} a WHERE {ready} ORDER BY {} LIMIT {}",
             d.id_text(&self.c("a", &self.id)),
             self.table,
             self.claim_order("a"),
+            d.p(limit),
         )
     }
 

@@ -11,6 +11,8 @@ mod admin;
 pub(crate) use admin::CHUNK;
 mod claim;
 pub(crate) use claim::ClaimPlan;
+mod heads;
+pub(crate) use heads::{read_bound, unkeyed_read, KEYS_ALWAYS_WALKED, KEYS_WALKED};
 mod settle;
 
 use super::dialect::{Dialect, IdKind, PayloadText};
@@ -72,8 +74,31 @@ pub(crate) enum Phase {
     Unvalued,
 }
 
-/// A builder of a claim's first statement: (shape, from the mark, phase).
-pub(crate) type FirstStatement = fn(&Shape, bool, Phase) -> String;
+/// Which rows a claim's first statement reads, and the parameters it binds
+/// before its limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Scan {
+    /// from the lowest id
+    Lowest,
+    /// from the id bound first (the mark)
+    Mark,
+    /// from the id bound first, below the one bound next (integer ids)
+    Below,
+    /// the `n` ids bound first (padded with the last)
+    Listed(usize),
+}
+
+/// A builder of a claim's first statement: (shape, its rows, phase).
+pub(crate) type FirstStatement = fn(&Shape, Scan, Phase) -> String;
+
+/// Conditions joined with AND (none: true).
+pub(crate) fn join_and(v: Vec<String>) -> String {
+    if v.is_empty() {
+        "1 = 1".into()
+    } else {
+        v.join(" AND ")
+    }
+}
 
 /// `?`-style placeholders for an IN list, starting at `first` (PostgreSQL numbers them).
 pub(crate) fn in_list(d: Dialect, first: usize, n: usize, kind: IdKind) -> String {
@@ -120,7 +145,9 @@ impl Shape {
         v
     }
 
-    pub(crate) fn ready(&self, a: &str) -> String {
+    /// Conditions of a row of this queue that is ready by itself: not
+    /// settled, not delayed, not leased (its key not asked).
+    pub(crate) fn ready_own(&self, a: &str) -> Vec<String> {
         let now = self.d.now();
         let mut v = self.mine(a);
         if let Some(r) = &self.retry_after {
@@ -131,32 +158,32 @@ impl Shape {
             let l = self.c(a, self.locked_until.as_ref().unwrap());
             v.push(format!("({l} IS NULL OR {l} < {now})"));
         }
+        v
+    }
+
+    /// The condition of a ready row: ready by itself, and no earlier row of
+    /// its key in the queue.
+    pub(crate) fn ready(&self, a: &str) -> String {
+        let mut v = self.ready_own(a);
         if let Some(k) = &self.ordering_key {
             // no row of its key with a lower id still in the queue (ready,
-            // delayed or in flight): a probe of the (ordering_key, id) index,
-            // its first such row in index order — for NOT EXISTS PostgreSQL
-            // costs a table scan when the keys are few
+            // delayed or in flight): the key's first row in the (ordering_key,
+            // id) index is this one. (Asked as `id < this id`, InnoDB reads
+            // every row of the key to learn that a head has none; for NOT
+            // EXISTS PostgreSQL costs a table scan when the keys are few.)
             let mut p = self.mine("_s_k");
             p.push(format!("{} = {}", self.c("_s_k", k), self.c(a, k)));
-            p.push(format!(
-                "{} < {}",
-                self.c("_s_k", &self.id),
-                self.c(a, &self.id)
-            ));
             v.push(format!(
-                "({} IS NULL OR (SELECT {id} FROM {} _s_k WHERE {} ORDER BY {}, {id} LIMIT 1) IS NULL)",
+                "({} IS NULL OR (SELECT {id} FROM {} _s_k WHERE {} ORDER BY {}, {id} LIMIT 1) = {})",
                 self.c(a, k),
                 self.table,
                 p.join(" AND "),
                 self.c("_s_k", k),
+                self.c(a, &self.id),
                 id = self.c("_s_k", &self.id),
             ));
         }
-        if v.is_empty() {
-            "1 = 1".into()
-        } else {
-            v.join(" AND ")
-        }
+        join_and(v)
     }
 
     pub(crate) fn attempt_sel(&self, a: &str) -> String {
@@ -345,6 +372,23 @@ mod tests {
                     statements(&canonical(d, form))
                 );
             }
+        }
+    }
+
+    /// The claim statements of a queue with an ordering key, per dialect:
+    /// the key test, the key count, the bounded read and the heads.
+    #[test]
+    fn keyed_claim_statements_per_dialect() {
+        for d in [Dialect::Postgres, Dialect::MySql, Dialect::Sqlite] {
+            let mut s = canonical(d, Form::RowLock);
+            s.ordering_key = Some("ordering_key".into());
+            let claims: String = s
+                .plan
+                .statements(&s)
+                .iter()
+                .map(|(n, sql)| format!("{n}:\n  {sql}\n"))
+                .collect();
+            insta::assert_snapshot!(format!("{}_keyed_row_lock", d.name()), claims);
         }
     }
 }

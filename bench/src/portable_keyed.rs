@@ -1,0 +1,113 @@
+//! `--keyed-backlog N`: one key's N rows in front of 100 other keys' 1,000,
+//! its head leased, on each portable backend (`--conn` PostgreSQL without the
+//! extension, `--mariadb`, `--sqlite`): how long a claim of the first
+//! `--batches` size takes from the lowest id (a new client), and a worker's
+//! claims from its mark once the head is acked (each batch acked before the
+//! next claim). The portable twin of `bench/keyed-backlog.sql`.
+
+use crate::portable::{backends, pool, prepare, Server};
+use crate::Args;
+use settle::{Client, Form, Queue};
+use std::time::{Duration, Instant};
+
+const KEYS: usize = 100;
+
+pub(crate) async fn keyed_backlog(a: &Args, backlog: usize) {
+    let batch = a.batches.first().copied().unwrap_or(10);
+    println!(
+        "portable path: a claim of {batch} with one key's {backlog} rows in front of {KEYS} other keys' {}, its head leased (ms)",
+        KEYS * 10
+    );
+    println!(
+        "{:<9} {:<22} {:>8} {:>8} {:>8}",
+        "backend", "claim", "1st", "2nd", "3rd"
+    );
+    for b in backends(a) {
+        if b.db == Server::PgExt {
+            continue;
+        }
+        let p = pool(&b, 4).await;
+        let t = "keyed_backlog";
+        prepare(&p, &b, t, 0).await;
+        let d = b.db.dialect();
+        for s in [
+            format!("ALTER TABLE {t} ADD COLUMN ordering_key VARCHAR(64)"),
+            format!("CREATE INDEX {t}_key ON {t} (ordering_key, id)"),
+        ] {
+            sqlx::query(&s).execute(&p).await.expect(&s);
+        }
+        let keys = std::iter::repeat_n(0, backlog).chain((0..KEYS * 10).map(|i| i % KEYS + 1));
+        let keys: Vec<usize> = keys.collect();
+        let mut tx = p.begin().await.unwrap();
+        for chunk in keys.chunks(1000) {
+            let values: Vec<String> = chunk.iter().map(|k| format!("('{{}}', 'k{k}')")).collect();
+            sqlx::query(&format!(
+                "INSERT INTO {t} (payload, ordering_key) VALUES {}",
+                values.join(", ")
+            ))
+            .execute(&mut *tx)
+            .await
+            .expect("enqueue");
+        }
+        tx.commit().await.unwrap();
+        let analyze = match b.db {
+            Server::MariaDb => format!("ANALYZE TABLE {t}"),
+            _ => format!("ANALYZE {t}"),
+        };
+        sqlx::query(&analyze).execute(&p).await.expect("analyze");
+        let queue = || {
+            Queue::new(t, t).form(Form::Lease {
+                ttl: Duration::from_secs(3600),
+            })
+        };
+        let holder = Client::portable(&b.url, 2, queue()).await.expect("connect");
+        let head = holder
+            .claim(1)
+            .await
+            .expect("the head")
+            .pop()
+            .expect("a row");
+        assert_eq!(head.id(), "1", "{}: the backlog's head", d.name());
+        // a new client each time: its first claim starts at the lowest id
+        let mut lowest = Vec::new();
+        for _ in 0..3 {
+            let c = Client::portable(&b.url, 2, queue()).await.expect("connect");
+            let t0 = Instant::now();
+            let ds = c.claim(batch).await.expect("claim");
+            lowest.push(t0.elapsed());
+            assert_eq!(ds.len(), batch, "{}: a full batch", d.name());
+            for d in ds {
+                d.release().await.expect("release");
+            }
+        }
+        row(b.db, "from the lowest id", &lowest);
+        // the holder as a worker: its ack of the head keeps its mark in the backlog
+        head.ack().await.expect("ack the head");
+        let mut marked = Vec::new();
+        for _ in 0..3 {
+            let t0 = Instant::now();
+            let ds = holder.claim(batch).await.expect("claim");
+            marked.push(t0.elapsed());
+            assert_eq!(ds.len(), batch, "{}: a full batch", d.name());
+            for d in ds {
+                d.ack().await.expect("ack");
+            }
+        }
+        row(b.db, "a worker, from its mark", &marked);
+    }
+}
+
+fn row(db: Server, what: &str, took: &[Duration]) {
+    let ms: Vec<String> = took
+        .iter()
+        .map(|d| format!("{:.1}", d.as_secs_f64() * 1e3))
+        .collect();
+    println!(
+        "{:<9} {:<22} {:>8} {:>8} {:>8}",
+        db.name(),
+        what,
+        ms[0],
+        ms[1],
+        ms[2]
+    );
+}
