@@ -31,7 +31,7 @@ impl Server {
             Server::Sqlite => "sqlite",
         }
     }
-    pub(crate) fn dialect(self) -> settle::Dialect {
+    fn dialect(self) -> settle::Dialect {
         match self {
             Server::PgExt | Server::Postgres => settle::Dialect::Postgres,
             Server::MariaDb => settle::Dialect::MySql,

@@ -7,7 +7,7 @@
 
 use crate::portable::{backends, pool, prepare, Server};
 use crate::Args;
-use settle::{Client, Form, Queue};
+use settle::{Client, Delivery, Form, Queue};
 use std::time::{Duration, Instant};
 
 const KEYS: usize = 100;
@@ -29,7 +29,6 @@ pub(crate) async fn keyed_backlog(a: &Args, backlog: usize) {
         let p = pool(&b, 4).await;
         let t = "keyed_backlog";
         prepare(&p, &b, t, 0).await;
-        let d = b.db.dialect();
         for s in [
             format!("ALTER TABLE {t} ADD COLUMN ordering_key VARCHAR(64)"),
             format!("CREATE INDEX {t}_key ON {t} (ordering_key, id)"),
@@ -67,16 +66,12 @@ pub(crate) async fn keyed_backlog(a: &Args, backlog: usize) {
             .expect("the head")
             .pop()
             .expect("a row");
-        assert_eq!(head.id(), "1", "{}: the backlog's head", d.name());
+        assert_eq!(head.id(), "1", "{}: the backlog's head", b.db.name());
         // a new client each time: its first claim starts at the lowest id
         let mut lowest = Vec::new();
         for _ in 0..3 {
             let c = Client::portable(&b.url, 2, queue()).await.expect("connect");
-            let t0 = Instant::now();
-            let ds = c.claim(batch).await.expect("claim");
-            lowest.push(t0.elapsed());
-            assert_eq!(ds.len(), batch, "{}: a full batch", d.name());
-            for d in ds {
+            for d in timed_claim(&c, batch, b.db, &mut lowest).await {
                 d.release().await.expect("release");
             }
         }
@@ -85,16 +80,26 @@ pub(crate) async fn keyed_backlog(a: &Args, backlog: usize) {
         head.ack().await.expect("ack the head");
         let mut marked = Vec::new();
         for _ in 0..3 {
-            let t0 = Instant::now();
-            let ds = holder.claim(batch).await.expect("claim");
-            marked.push(t0.elapsed());
-            assert_eq!(ds.len(), batch, "{}: a full batch", d.name());
-            for d in ds {
+            for d in timed_claim(&holder, batch, b.db, &mut marked).await {
                 d.ack().await.expect("ack");
             }
         }
         row(b.db, "a worker, from its mark", &marked);
     }
+}
+
+/// A claim of `batch`, its time pushed onto `took`; every claim comes back full.
+async fn timed_claim(
+    c: &Client,
+    batch: usize,
+    db: Server,
+    took: &mut Vec<Duration>,
+) -> Vec<Delivery> {
+    let t0 = Instant::now();
+    let ds = c.claim(batch).await.expect("claim");
+    took.push(t0.elapsed());
+    assert_eq!(ds.len(), batch, "{}: a full batch", db.name());
+    ds
 }
 
 fn row(db: Server, what: &str, took: &[Duration]) {
