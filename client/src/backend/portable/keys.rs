@@ -9,9 +9,9 @@
 //! [`KEYS_WALKED`], a claim from the lowest id visits them, and a claim from
 //! the mark of a queue with integer ids reads the ids of [`read_bound`] past
 //! it and visits the keys for the rest when that came back short. With more
-//! keys, or non-integer ids past the mark, claims read in id order, all the way.
-//! The client counts a queue's keys at its first claim and again when its
-//! count is a second old.
+//! keys, or non-integer ids past the mark, claims read in id order, all the
+//! way. The client counts a queue's keys at its first claim and again when
+//! its count is a second old.
 
 use super::dialect::IdKind;
 use super::sql::{read_bound, KEYS_ALWAYS_WALKED, KEYS_WALKED};

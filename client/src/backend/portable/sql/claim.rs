@@ -61,7 +61,7 @@ impl ClaimPlan {
         if s.walks_keys() {
             // (lists shown with two ids, a batch of one)
             out.push(("key count", s.key_count_sql(KEYS_WALKED + 1)));
-            if s.id_kind == IdKind::Integer {
+            if s.id_kind == IdKind::Integer && s.d.keeps_settled_rows_in_index() {
                 out.push((
                     "… from the mark, bounded",
                     first(s, Scan::Below, Phase::All),
