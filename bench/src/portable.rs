@@ -221,27 +221,36 @@ pub(crate) async fn prepare(p: &AnyPool, b: &Backend, t: &str, jobs: usize) {
             .await
             .expect("create the queue table");
     }
-    let mut tx = p.begin().await.unwrap();
-    let mut n = 1;
-    while n <= jobs {
-        let end = (n + 999).min(jobs);
-        let values: Vec<String> = (n..=end).map(|i| format!("('{{\"n\": {i}}}')")).collect();
-        sqlx::query(&format!(
-            "INSERT INTO {t} (payload) VALUES {}",
-            values.join(", ")
-        ))
-        .execute(&mut *tx)
-        .await
-        .expect("enqueue");
-        n = end + 1;
-    }
-    tx.commit().await.unwrap();
+    let rows = (1..=jobs).map(|i| format!("('{{\"n\": {i}}}')"));
+    insert_rows(p, t, "payload", rows).await;
     let analyze = match b.db {
         Server::Postgres | Server::PgExt => format!("VACUUM ANALYZE {t}"),
         Server::MariaDb => format!("ANALYZE TABLE {t}"),
         Server::Sqlite => format!("ANALYZE {t}"),
     };
     sqlx::query(&analyze).execute(p).await.expect("analyze");
+}
+
+/// `rows` (each a parenthesized VALUES tuple of `cols`) into `t`, 1,000 per
+/// statement, in one transaction.
+pub(crate) async fn insert_rows(
+    p: &AnyPool,
+    t: &str,
+    cols: &str,
+    rows: impl IntoIterator<Item = String>,
+) {
+    let rows: Vec<String> = rows.into_iter().collect();
+    let mut tx = p.begin().await.unwrap();
+    for chunk in rows.chunks(1000) {
+        sqlx::query(&format!(
+            "INSERT INTO {t} ({cols}) VALUES {}",
+            chunk.join(", ")
+        ))
+        .execute(&mut *tx)
+        .await
+        .expect("enqueue");
+    }
+    tx.commit().await.unwrap();
 }
 
 /// CPU seconds of the database server: PostgreSQL's postmaster and backends,

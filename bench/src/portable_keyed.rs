@@ -5,7 +5,7 @@
 //! claims from its mark once the head is acked (each batch acked before the
 //! next claim). The portable twin of `bench/keyed-backlog.sql`.
 
-use crate::portable::{backends, pool, prepare, Server};
+use crate::portable::{backends, insert_rows, pool, prepare, Server};
 use crate::Args;
 use settle::{Client, Delivery, Form, Queue};
 use std::time::{Duration, Instant};
@@ -36,19 +36,8 @@ pub(crate) async fn keyed_backlog(a: &Args, backlog: usize) {
             sqlx::query(&s).execute(&p).await.expect(&s);
         }
         let keys = std::iter::repeat_n(0, backlog).chain((0..KEYS * 10).map(|i| i % KEYS + 1));
-        let keys: Vec<usize> = keys.collect();
-        let mut tx = p.begin().await.unwrap();
-        for chunk in keys.chunks(1000) {
-            let values: Vec<String> = chunk.iter().map(|k| format!("('{{}}', 'k{k}')")).collect();
-            sqlx::query(&format!(
-                "INSERT INTO {t} (payload, ordering_key) VALUES {}",
-                values.join(", ")
-            ))
-            .execute(&mut *tx)
-            .await
-            .expect("enqueue");
-        }
-        tx.commit().await.unwrap();
+        let rows = keys.map(|k| format!("('{{}}', 'k{k}')"));
+        insert_rows(&p, t, "payload, ordering_key", rows).await;
         let analyze = match b.db {
             Server::MariaDb => format!("ANALYZE TABLE {t}"),
             _ => format!("ANALYZE {t}"),

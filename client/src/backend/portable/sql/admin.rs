@@ -51,14 +51,7 @@ impl Shape {
     /// the oldest ready row's age in microseconds (NULL without created_at).
     pub(crate) fn stats_sql(&self) -> String {
         let d = self.d;
-        let mine = {
-            let m = self.mine("a");
-            if m.is_empty() {
-                "1 = 1".into()
-            } else {
-                m.join(" AND ")
-            }
-        };
+        let mine = join_and(self.mine("a"));
         let delayed = match &self.retry_after {
             Some(r) => format!(
                 "COALESCE(SUM(CASE WHEN {} > {} THEN 1 ELSE 0 END), 0)",

@@ -51,18 +51,20 @@ impl Shape {
                 ),
             );
         }
-        let mine: String = self
-            .mine("_s_b")
-            .into_iter()
-            .map(|c| format!("{c} AND "))
-            .collect();
+        let rows = |cond: String| {
+            let mut v = self.mine("_s_b");
+            v.push(cond);
+            join_and(v)
+        };
         (
             format!(
                 "WITH RECURSIVE _s_k(v, n) AS (\
-                   SELECT (SELECT {bk} FROM {t} _s_b WHERE {mine}{bk} IS NOT NULL ORDER BY {bk} LIMIT 1), 1 \
+                   SELECT (SELECT {bk} FROM {t} _s_b WHERE {first} ORDER BY {bk} LIMIT 1), 1 \
                    UNION ALL \
-                   SELECT (SELECT {bk} FROM {t} _s_b WHERE {mine}{bk} > _s_k.v ORDER BY {bk} LIMIT 1), _s_k.n + 1 \
-                   FROM _s_k WHERE _s_k.v IS NOT NULL AND _s_k.n < {cap}) "
+                   SELECT (SELECT {bk} FROM {t} _s_b WHERE {next} ORDER BY {bk} LIMIT 1), _s_k.n + 1 \
+                   FROM _s_k WHERE _s_k.v IS NOT NULL AND _s_k.n < {cap}) ",
+                first = rows(format!("{bk} IS NOT NULL")),
+                next = rows(format!("{bk} > _s_k.v")),
             ),
             "(SELECT _s_k.v FROM _s_k WHERE _s_k.v IS NOT NULL) _s_ks".into(),
         )
