@@ -209,8 +209,9 @@ pub struct Queue {
     pub keys_counted: std::cell::Cell<Option<crate::keys::Counted>>,
     /// and against `keys::WALK_ON_MAX` (`keys::walk_on`)
     pub keys_counted_on: std::cell::Cell<Option<crate::keys::Counted>>,
-    /// until when this session's keyed claims in id order read bounded (`ops::reach`)
-    pub bounded_until: std::cell::Cell<Option<std::time::Instant>>,
+    /// until when this session's keyed claims in id order may read bounded,
+    /// and over how many ids it last saw rows wait behind their heads (`ops::reach`)
+    pub bounded_until: std::cell::Cell<Option<(std::time::Instant, i64)>>,
 }
 
 /// Most claim plans with a batch size written in, per queue and backend; a

@@ -9,7 +9,9 @@
 //! bound, a walk of its own) at its first claim and again when the count is
 //! more than a second old. A claim in id order that stopped short at its
 //! bounded read (`ops::reach`) walks the keys for the rest when the queue has
-//! at most [`WALK_ON_MAX`] of them, counted the same way.
+//! at most [`WALK_ON_MAX`] of them; with more, it reads on a bounded number of
+//! rows at a time until it has passed as many rows as the queue has keys,
+//! then walks them ([`after_reading`]).
 
 use crate::desc::{spi, PlanKey, Queue};
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
@@ -27,10 +29,22 @@ const RECOUNT: Duration = Duration::from_secs(1);
 #[derive(Clone, Copy)]
 pub struct Counted {
     /// the bound it was counted against
-    max: i32,
-    /// the queue had at least one and at most `max` keys
-    few: bool,
+    max: i64,
+    /// the keys counted, up to `max` + 1 (more than `max`)
+    n: i64,
     at: Instant,
+}
+
+impl Counted {
+    fn fresh(self) -> bool {
+        self.at.elapsed() < RECOUNT
+    }
+
+    /// at least one key and at most `max` (no key at all: nothing waits
+    /// behind a head, and id order reads no row in vain)
+    fn few(self, max: i64) -> bool {
+        self.n >= 1 && self.n <= max
+    }
 }
 
 /// This claim of `q` walks its keys.
@@ -39,43 +53,83 @@ pub fn walk(client: &SpiClient<'_>, q: &Queue) -> bool {
     if max <= 0 || !q.shape.walks_keys() {
         return false;
     }
-    few(client, q, &q.keys_counted, max)
+    let max = i64::from(max);
+    counted(client, q, &q.keys_counted, max).few(max)
 }
 
 /// Keys a queue may have for a claim that stopped short at its bounded read
-/// (`sql::read_bound`) to walk them for the rest: walking a key costs about
-/// what testing two or three rows does, so past this a walk could cost more
-/// than reading on.
+/// (`sql::read_bound`) to walk them for the rest at once: walking a key
+/// costs about what testing two or three rows does, so past this a walk
+/// could cost more than reading on ([`after_reading`]).
 pub const WALK_ON_MAX: i32 = 1024;
 
 /// Whether a claim of `q` in id order may read a bounded number of rows and
-/// walk the keys for the rest when it stops at the bound (`ops::reach`): the
-/// queue has at most [`WALK_ON_MAX`] keys (`settle.key_walk_max = 0`: never).
-pub fn walk_on(client: &SpiClient<'_>, q: &Queue) -> bool {
-    KEY_WALK_MAX.get() > 0 && few(client, q, &q.keys_counted_on, WALK_ON_MAX)
+/// go on past the bound by [`after_reading`] (`ops::reach`): the queue has a
+/// key (`settle.key_walk_max = 0`: never).
+pub fn may_bound(client: &SpiClient<'_>, q: &Queue) -> bool {
+    if KEY_WALK_MAX.get() <= 0 {
+        return false;
+    }
+    match q.keys_counted_on.get().filter(|c| c.fresh()) {
+        Some(c) => c.n >= 1,
+        None => counted(client, q, &q.keys_counted_on, i64::from(WALK_ON_MAX)).n >= 1,
+    }
 }
 
-/// Whether `q` has at least one and at most `max` keys, as this session
-/// last counted them in `cell` (again when that is older than [`RECOUNT`]).
-fn few(client: &SpiClient<'_>, q: &Queue, cell: &Cell<Option<Counted>>, max: i32) -> bool {
-    if let Some(c) = cell.get() {
-        if c.max == max && c.at.elapsed() < RECOUNT {
-            return c.few;
-        }
+/// How a keyed claim in id order goes on after its bounded reads passed
+/// `read` ready rows without filling it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum After {
+    /// walk the keys for the rest
+    Walk,
+    /// read the next rows, bounded again
+    ReadOn,
+    /// read on in id order, all the way (the queue has no key, or
+    /// `settle.key_walk_max = 0`)
+    InOrder,
+}
+
+/// What a claim of `q` whose bounded reads passed `read` rows does next: it
+/// walks the keys when the queue has at most [`WALK_ON_MAX`] or at most
+/// `read` of them (a walk visits each key once; reading on may pass as many
+/// rows again), else reads on. The keys are counted up to the larger of the
+/// two, again only once `read` is twice the bound of a count that found more
+/// (so a claim's counts cost no more than its reads) or the count is a second
+/// old.
+pub fn after_reading(client: &SpiClient<'_>, q: &Queue, read: i64) -> After {
+    if KEY_WALK_MAX.get() <= 0 {
+        return After::InOrder;
+    }
+    let max = read.max(i64::from(WALK_ON_MAX));
+    let c = match q.keys_counted_on.get().filter(|c| c.fresh()) {
+        Some(c) if c.n <= c.max || read < c.max.saturating_mul(2) => c,
+        _ => counted(client, q, &q.keys_counted_on, max),
+    };
+    match c.n {
+        0 => After::InOrder,
+        n if n <= c.max && n <= max => After::Walk,
+        _ => After::ReadOn,
+    }
+}
+
+/// This session's count of `q`'s keys up to `max` + 1 in `cell`, counted
+/// again unless the one there is fresh and against the same bound.
+fn counted(client: &SpiClient<'_>, q: &Queue, cell: &Cell<Option<Counted>>, max: i64) -> Counted {
+    if let Some(c) = cell.get().filter(|c| c.max == max && c.fresh()) {
+        return c;
     }
     let plan = q.plan(client, PlanKey::KeyCount);
     let n = spi(client
-        .select(&*plan, None, &[(i64::from(max) + 1).into()])
+        .select(&*plan, None, &[max.saturating_add(1).into()])
         .and_then(|t| t.first().get_one::<i64>()))
     .unwrap_or(0);
-    // no key at all: nothing waits behind a head, and id order reads no row in vain
-    let few = n >= 1 && n <= i64::from(max);
-    cell.set(Some(Counted {
+    let c = Counted {
         max,
-        few,
+        n,
         at: Instant::now(),
-    }));
-    few
+    };
+    cell.set(Some(c));
+    c
 }
 
 pub fn init() {

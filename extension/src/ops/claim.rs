@@ -175,6 +175,7 @@ fn claim_row_lock(
     let mut want = batch;
     let first = Read::first(client, q, walk, from.as_deref());
     let mut read = first;
+    let mut passed = 0;
     loop {
         // rows this transaction already claimed are locked by it, which
         // SKIP LOCKED does not skip: leave them out, or they come again
@@ -222,8 +223,18 @@ fn claim_row_lock(
         );
         let taken = out[before..].iter().map(|d| d.id.as_str());
         let got = got as i64;
-        let Some(next) = reach::go_on(client, q, read, from.as_deref(), want, got, taken, 0, &held)
-        else {
+        let Some(next) = reach::go_on(
+            client,
+            q,
+            read,
+            from.as_deref(),
+            want,
+            got,
+            taken,
+            0,
+            &held,
+            &mut passed,
+        ) else {
             break;
         };
         (read, from) = next;
@@ -250,6 +261,7 @@ fn claim_lease(
 ) {
     let mut want = batch;
     let mut read = Read::first(client, q, walk, from.as_deref());
+    let mut passed = 0;
     loop {
         let from_mark = from.is_some();
         let plan = q.claim_plan(
@@ -270,8 +282,18 @@ fn claim_lease(
         let before = out.len();
         read_claimed(q, t.len(), out, dead, None);
         let taken = out[before..].iter().map(|d| d.id.as_str());
-        let Some(next) = reach::go_on(client, q, read, from.as_deref(), want, got, taken, got, &[])
-        else {
+        let Some(next) = reach::go_on(
+            client,
+            q,
+            read,
+            from.as_deref(),
+            want,
+            got,
+            taken,
+            got,
+            &[],
+            &mut passed,
+        ) else {
             break;
         };
         (read, from) = next;
@@ -318,6 +340,8 @@ fn advisory_claim(
     // rounds that read on past a bounded keyed read's bound are not counted
     let mut rounds = 0;
     let mut resort = false;
+    // ready rows the bounded reads passed (`reach::after_short`)
+    let mut passed_bounded = 0;
     while rounds < 16 {
         rounds += 1;
         let want = batch - out.len();
@@ -383,8 +407,15 @@ fn advisory_claim(
             if read != Read::Bounded {
                 break;
             }
-            let Some(next) = reach::after_short(client, q, page, 0, page_from.as_deref(), &[])
-            else {
+            let Some(next) = reach::after_short(
+                client,
+                q,
+                page,
+                0,
+                page_from.as_deref(),
+                &[],
+                &mut passed_bounded,
+            ) else {
                 break;
             };
             (read, at) = next;

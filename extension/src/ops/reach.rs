@@ -4,16 +4,17 @@
 //! A bounded read (`sql::bounded`) reads at most `sql::read_bound` ready
 //! rows, so a claim whose first rows all wait behind taken heads stops
 //! there; if it stopped at the bound, the rest of the claim walks the
-//! queue's keys, and if it read fewer rows, the queue has no more. A bounded
-//! read costs a claim whose first rows are free more than reading straight
-//! on, so a session reads bounded only where a walk can follow (at most
-//! `keys::WALK_ON_MAX` keys), from the lowest id (its first claim, its
-//! rescans) and, from its mark, for [`KEEP_BOUNDED`] after it last saw rows
-//! wait behind their heads: a bounded read that reached its bound, or a read
-//! all the way that came back short or passed more rows than the bound.
+//! queue's keys, or reads the next rows bounded again until it has passed
+//! more rows than the queue has keys (`keys::after_reading`), and if it read
+//! fewer rows, the queue has no more. A bounded read costs a claim whose
+//! first rows are free more than reading straight on, so a session reads
+//! bounded only in a queue with keys, from the lowest id (its first claim,
+//! its rescans) and, from its mark, for [`KEEP_BOUNDED`] after it last saw
+//! rows wait behind their heads: a bounded read that reached its bound, or a
+//! read all the way that came back short or passed more rows than the bound.
 
 use crate::desc::{spi, PlanKey, Queue};
-use crate::keys;
+use crate::keys::{self, After};
 use crate::sql::read_bound;
 use pgrx::spi::SpiClient;
 use std::time::{Duration, Instant};
@@ -23,17 +24,30 @@ use std::time::{Duration, Instant};
 const KEEP_BOUNDED: Duration = Duration::from_secs(10);
 
 /// Whether a keyed claim in id order from `from` (the session's mark, or
-/// the lowest id) reads bounded: only where a claim that stops at the bound
-/// can walk the keys (with more, it would read on all the same).
+/// the lowest id) reads bounded: from the lowest id where the queue has a
+/// key; from the mark while this session saw rows wait behind their heads
+/// less than [`KEEP_BOUNDED`] ago, over more rows than it would pass before
+/// walking the keys (`keys::after_reading`: any number with at most
+/// `keys::WALK_ON_MAX` keys, else as many as the keys).
 fn bounded(client: &SpiClient<'_>, q: &Queue, from: Option<&str>) -> bool {
-    q.shape.can_bound_keyed_read()
-        && (from.is_none() || q.bounded_until.get().is_some_and(|t| Instant::now() < t))
-        && keys::walk_on(client, q)
+    if !q.shape.can_bound_keyed_read() {
+        return false;
+    }
+    match (from, q.bounded_until.get()) {
+        (None, _) => keys::may_bound(client, q),
+        (Some(_), Some((until, span))) if Instant::now() < until => {
+            keys::after_reading(client, q, span) == After::Walk
+        }
+        _ => false,
+    }
 }
 
-/// This session saw rows of `q` wait behind their heads.
-fn saw_waiting(q: &Queue) {
-    q.bounded_until.set(Some(Instant::now() + KEEP_BOUNDED));
+/// This session saw rows of `q` wait behind their heads, over `span` rows
+/// (ids, or ready rows passed; `i64::MAX`: a read all the way that came back
+/// short).
+fn saw_waiting(q: &Queue, span: i64) {
+    q.bounded_until
+        .set(Some((Instant::now() + KEEP_BOUNDED, span)));
 }
 
 /// After a read all the way from `from` for `want` rows, which took the ids
@@ -43,19 +57,23 @@ pub fn after_unbounded<'a>(
     q: &Queue,
     from: Option<&str>,
     want: i64,
-    mut taken: impl Iterator<Item = &'a str>,
+    taken: impl Iterator<Item = &'a str>,
     short: bool,
 ) {
     if !q.shape.can_bound_keyed_read() {
         return;
     }
-    let start = from.and_then(|f| f.parse::<i64>().ok());
-    let far = short
-        || start.is_some_and(|f| {
-            taken.any(|i| i.parse::<i64>().is_ok_and(|i| i - f > read_bound(want)))
-        });
-    if far {
-        saw_waiting(q);
+    let span = match from.and_then(|f| f.parse::<i64>().ok()) {
+        _ if short => i64::MAX,
+        Some(f) => taken
+            .filter_map(|i| i.parse::<i64>().ok())
+            .map(|i| i.saturating_sub(f))
+            .max()
+            .unwrap_or(0),
+        None => 0,
+    };
+    if span > read_bound(want) {
+        saw_waiting(q, span);
     }
 }
 
@@ -94,9 +112,9 @@ impl Read {
 /// not counting the rows in `held` (row_lock: those this transaction holds),
 /// came back with fewer, `gone` of which are no longer ready (a lease's): how
 /// the claim reads on, and from where, or `None` when the statement read every
-/// ready row from its start. It walks the keys; it reads on in id order, all
-/// the way, from the last row read when the keys outgrew a walk since the
-/// claim chose to read bounded.
+/// ready row from its start. `passed` counts the ready rows this claim's
+/// bounded reads passed so far; it walks the keys or reads on from the last
+/// row read as `keys::after_reading` says.
 pub fn after_short(
     client: &SpiClient<'_>,
     q: &Queue,
@@ -104,6 +122,7 @@ pub fn after_short(
     gone: i64,
     from: Option<&str>,
     held: &[String],
+    passed: &mut i64,
 ) -> Option<(Read, Option<String>)> {
     // the rows the statement read that are still ready
     let bound = read_bound(want) - gone;
@@ -124,16 +143,18 @@ pub fn after_short(
         Ok((r.get::<i64>(1)?.unwrap_or(0), r.get::<String>(2)?))
     }));
     let last = last.filter(|_| read >= bound)?;
-    saw_waiting(q);
-    Some(match keys::walk_on(client, q) {
-        true => (Read::Keys, None),
-        false => (Read::InOrder, Some(last)),
+    *passed = passed.saturating_add(read);
+    saw_waiting(q, *passed);
+    Some(match keys::after_reading(client, q, *passed) {
+        After::Walk => (Read::Keys, None),
+        After::ReadOn => (Read::Bounded, Some(last)),
+        After::InOrder => (Read::InOrder, Some(last)),
     })
 }
 
 /// After a lease or row_lock claim statement read `read` from `from` for
-/// `want` rows and took `got` (`taken` their ids; `gone` and `held` as
-/// [`after_short`] says): how the claim goes on, if it does.
+/// `want` rows and took `got` (`taken` their ids; `gone`, `held` and
+/// `passed` as [`after_short`] says): how the claim goes on, if it does.
 #[allow(clippy::too_many_arguments)]
 pub fn go_on<'a>(
     client: &SpiClient<'_>,
@@ -145,6 +166,7 @@ pub fn go_on<'a>(
     taken: impl Iterator<Item = &'a str>,
     gone: i64,
     held: &[String],
+    passed: &mut i64,
 ) -> Option<(Read, Option<String>)> {
     let short = got < want;
     if read == Read::InOrder {
@@ -153,5 +175,5 @@ pub fn go_on<'a>(
     if !short || read != Read::Bounded {
         return None;
     }
-    after_short(client, q, want, gone, from, held)
+    after_short(client, q, want, gone, from, held, passed)
 }

@@ -105,5 +105,23 @@ BEGIN
 END $$;
 SELECT * FROM ack_tids_plan('big_rowlock');
 RESET plan_cache_mode;
+-- a claim past one key's backlog of 20,000 rows, its head taken, in front of 1,100 other
+-- keys (more than a claim walks at once) reads the backlog in bounded steps only until it
+-- has passed more rows than the queue has keys, then walks the keys: its primary key's
+-- index returns a few thousand entries, not the backlog (claims from the lowest id)
+CREATE TABLE big_backlog (id bigint PRIMARY KEY, payload jsonb NOT NULL DEFAULT '{}', locked_until timestamptz,
+                          attempt integer NOT NULL DEFAULT 0, ordering_key integer);
+CREATE INDEX ON big_backlog (ordering_key, id);
+INSERT INTO big_backlog (id, ordering_key) SELECT g, 0 FROM generate_series(1, 20000) g;
+INSERT INTO big_backlog (id, ordering_key) SELECT 20000 + g, g FROM generate_series(1, 1100) g;
+SELECT queue_register('big_backlog', 'big_backlog', 'lease');
+ANALYZE big_backlog;
+SET settle.rescan_interval = 0;
+SELECT count(*) AS head FROM queue_claim('big_backlog', 1);
+BEGIN;
+SELECT string_agg(id, ' ') AS claimed FROM queue_claim('big_backlog', 3);
+SELECT pg_stat_get_xact_tuples_returned('big_backlog_pkey'::regclass) < 10000 AS read_less_than_the_backlog;
+ROLLBACK;
+RESET settle.rescan_interval;
 -- the generated SQL of one queue, verbatim (quoted identifiers, qualified operators)
 SELECT statement, sql FROM queue_sql('big_advisory') WHERE statement LIKE 'claim%';

@@ -212,6 +212,38 @@ SELECT flow_work('flow_kbmr', 1) AS head, flow_work('flow_kbmr', 3) AS next, flo
 COMMIT;
 SELECT flow_work('flow_kbma', 1) AS head, flow_work('flow_kbma', 3) AS next, flow_work('flow_kbma', 3) AS next,
        flow_work('flow_kbma', 3) AS next;
+-- one key's backlog in front of more keys than a claim walks at once (1,100
+-- keys, two rows each): a claim reads the rows in bounded steps until it has
+-- passed more of them than the queue has keys, then walks the keys; in every
+-- form, from the lowest id and from a worker's mark
+-- (flow_span: how many rows a claim of n took, the lowest and the highest id)
+CREATE FUNCTION flow_span(q text, n integer) RETURNS text LANGUAGE sql AS $$
+  SELECT count(*) || ' rows, ' || coalesce(min(c.id::int) || '..' || max(c.id::int), '-') FROM queue_claim(q, n) c
+$$;
+SET settle.rescan_interval = 0;
+CREATE TABLE flow_kc (LIKE flow_kb INCLUDING ALL);
+INSERT INTO flow_kc (id, ordering_key) SELECT g, 0 FROM generate_series(1, 3000) g;
+INSERT INTO flow_kc (id, ordering_key) SELECT 3000 + g, (g - 1) % 1100 + 1 FROM generate_series(1, 2200) g;
+CREATE TABLE flow_kcr (LIKE flow_kc INCLUDING ALL);
+CREATE TABLE flow_kca (LIKE flow_kc INCLUDING ALL);
+CREATE TABLE flow_kcm (LIKE flow_kc INCLUDING ALL);
+INSERT INTO flow_kcr SELECT * FROM flow_kc;
+INSERT INTO flow_kca SELECT * FROM flow_kc;
+INSERT INTO flow_kcm SELECT * FROM flow_kc;
+SELECT queue_register('flow_kc', 'flow_kc', 'lease'), queue_register('flow_kcr', 'flow_kcr', 'row_lock'),
+       queue_register('flow_kca', 'flow_kca', 'advisory'), queue_register('flow_kcm', 'flow_kcm', 'lease');
+SELECT flow_ids('flow_kc', 1) AS head, flow_ids('flow_kc', 3) AS walked, flow_span('flow_kc', 2000) AS the_other_heads,
+       flow_ids('flow_kc', 5) AS nothing;
+BEGIN;
+SELECT flow_ids('flow_kcr', 1) AS head, flow_ids('flow_kcr', 3) AS walked, flow_span('flow_kcr', 2000) AS the_other_heads,
+       flow_ids('flow_kcr', 5) AS nothing;
+ROLLBACK;
+SELECT flow_ids('flow_kca', 1) AS head, flow_ids('flow_kca', 3) AS walked, flow_span('flow_kca', 2000) AS the_other_heads,
+       flow_ids('flow_kca', 5) AS nothing;
+SELECT pg_advisory_unlock_all();
+RESET settle.rescan_interval;
+SELECT flow_work('flow_kcm', 1) AS head, flow_work('flow_kcm', 3) AS next, flow_work('flow_kcm', 3) AS next,
+       flow_work('flow_kcm', 3) AS next;
 
 -- processed_at tables: a marked row no longer holds its key
 CREATE TABLE flow_kp (id bigint PRIMARY KEY, payload jsonb NOT NULL DEFAULT '{}', locked_until timestamptz,
