@@ -5,7 +5,7 @@
 //! SQLite (`--sqlite PATH`, a file). `--mixed` settles with a mix of outcomes
 //! instead of ack only, client and floor alike (see [`mixed_outcome`]).
 
-use crate::{pct, Args, Form};
+use crate::{cpu, pct, Args, Form};
 use sqlx::any::AnyPoolOptions;
 use sqlx::{AnyPool, Row};
 use std::fmt::Write as _;
@@ -258,7 +258,7 @@ pub(crate) async fn insert_rows(
 /// so its work is in the client's column).
 async fn server_cpu(p: &AnyPool, db: Server) -> f64 {
     match db {
-        Server::Postgres | Server::PgExt => crate::server_cpu(),
+        Server::Postgres | Server::PgExt => cpu::server_cpu(),
         Server::Sqlite => f64::NAN,
         Server::MariaDb => {
             let file: String = sqlx::query("SELECT CAST(@@pid_file AS CHAR)")
@@ -267,7 +267,7 @@ async fn server_cpu(p: &AnyPool, db: Server) -> f64 {
                 .map(|r| r.get(0))
                 .unwrap_or_default();
             let pid = std::fs::read_to_string(&file).unwrap_or_default();
-            crate::proc_stat(pid.trim()).map_or(f64::NAN, |f| crate::cpu_fields(&f, &[11, 12]))
+            cpu::proc_stat(pid.trim()).map_or(f64::NAN, |f| cpu::cpu_fields(&f, &[11, 12]))
         }
     }
 }
@@ -707,7 +707,7 @@ async fn case(
         drop(futures_util::future::join_all(warm).await);
         None
     };
-    let (s0, c0, t0) = (server_cpu(&p, b.db).await, crate::own_cpu(), Instant::now());
+    let (s0, c0, t0) = (server_cpu(&p, b.db).await, cpu::own_cpu(), Instant::now());
     let hs: Vec<_> = (0..workers)
         .map(|_| match &client {
             Some(c) => tokio::spawn(client_worker(
@@ -734,7 +734,7 @@ async fn case(
         deliveries += h.await.unwrap();
     }
     let secs = t0.elapsed().as_secs_f64();
-    let (s1, c1) = (server_cpu(&p, b.db).await, crate::own_cpu());
+    let (s1, c1) = (server_cpu(&p, b.db).await, cpu::own_cpu());
     let want = if mixed {
         mixed_deliveries(a.jobs)
     } else {
