@@ -207,7 +207,9 @@ pub struct Queue {
     /// what this session last counted of the queue's keys against
     /// `settle.key_walk_max` (`keys::walk`)
     pub keys_counted: std::cell::Cell<Option<crate::keys::Counted>>,
-    /// and against `keys::WALK_ON_MAX` (`keys::walk_on`)
+    /// and for reading bounded and on past the bound, against
+    /// `keys::WALK_ON_MAX` or the rows a claim passed (`keys::may_bound`,
+    /// `keys::after_reading`)
     pub keys_counted_on: std::cell::Cell<Option<crate::keys::Counted>>,
     /// until when this session's keyed claims in id order may read bounded,
     /// and over how many ids it last saw rows wait behind their heads (`ops::reach`)

@@ -10,8 +10,9 @@
 //! first rows are free more than reading straight on, so a session reads
 //! bounded only in a queue with keys, from the lowest id (its first claim,
 //! its rescans) and, from its mark, for [`KEEP_BOUNDED`] after it last saw
-//! rows wait behind their heads: a bounded read that reached its bound, or a
-//! read all the way that came back short or passed more rows than the bound.
+//! rows wait behind their heads — a bounded read that reached its bound, or a
+//! read all the way that came back short or passed more rows than the bound —
+//! over more rows than it would pass before walking the keys.
 
 use crate::desc::{spi, PlanKey, Queue};
 use crate::keys::{self, After};
@@ -63,14 +64,17 @@ pub fn after_unbounded<'a>(
     if !q.shape.can_bound_keyed_read() {
         return;
     }
-    let span = match from.and_then(|f| f.parse::<i64>().ok()) {
-        _ if short => i64::MAX,
-        Some(f) => taken
-            .filter_map(|i| i.parse::<i64>().ok())
-            .map(|i| i.saturating_sub(f))
-            .max()
-            .unwrap_or(0),
-        None => 0,
+    let span = if short {
+        i64::MAX
+    } else {
+        // how far past its start (the mark) the farthest row taken lies
+        from.and_then(|f| f.parse::<i64>().ok()).map_or(0, |f| {
+            taken
+                .filter_map(|i| i.parse::<i64>().ok())
+                .map(|i| i.saturating_sub(f))
+                .max()
+                .unwrap_or(0)
+        })
     };
     if span > read_bound(want) {
         saw_waiting(q, span);
