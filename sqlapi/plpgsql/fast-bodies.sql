@@ -107,7 +107,7 @@ IF NOT walk THEN
 %4$s%6$sEND IF;
 $f$, x.note, sch, @extschema@._settle_key_count(s), @extschema@._settle_fast_mark(sch, s, version, false),
     CASE WHEN @extschema@._settle_can_bound(s) THEN 'true' ELSE 'false' END,
-    CASE WHEN @extschema@._settle_can_bound(s) THEN @extschema@._settle_fast_bounded_start(s, version, x.note) ELSE '' END) END
+    CASE WHEN @extschema@._settle_can_bound(s) THEN @extschema@._settle_fast_bounded_start(sch, s, version, x.note) ELSE '' END) END
   FROM (SELECT 'settle_sql.k' || @extschema@._settle_mark_key(s.queue, version) AS note) x
 $$;
 
@@ -224,21 +224,21 @@ CREATE FUNCTION @extschema@._settle_fast_lease_rows(s @extschema@.settle_queue_s
 $$;
 
 -- The generated take of a row_lock queue s's claim (_settle_fast_claim_code's
--- statements st, wst, bst and into_row; many, by_ctid as there): where the
+-- sch, statements st, wst, bst and into_row; many, by_ctid as there): where the
 -- transaction holds none of its rows yet, and again past those it holds. A
 -- bounded claim of many walks past the rows it took as past those held before.
-CREATE FUNCTION @extschema@._settle_fast_row_lock_take(s @extschema@.settle_queue_shape, version text, st text[], wst text[],
+CREATE FUNCTION @extschema@._settle_fast_row_lock_take(sch text, s @extschema@.settle_queue_shape, version text, st text[], wst text[],
                                                        bst text[], into_row text, many boolean, by_ctid boolean) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT E'IF pg_catalog.cardinality(held_ids) OPERATOR(pg_catalog.=) 0 THEN\n'
     || @extschema@._settle_fast_read(s, version, st[1:2], into_row, many, wst[1] || E'\n    ' || into_row,
-         CASE WHEN x.cb THEN @extschema@._settle_fast_bounded_take(s, version, bst[1:2], into_row, many, x.cols, false,
+         CASE WHEN x.cb THEN @extschema@._settle_fast_bounded_take(sch, s, version, bst[1:2], into_row, many, x.cols, false,
            CASE WHEN many THEN wst[2] ELSE wst[1] END, true) END)
     || E'ELSE\n'
     || CASE WHEN many THEN '' ELSE @extschema@._settle_fast_generic(true) END
     || @extschema@._settle_fast_read(s, version, st[3:4], into_row, many, wst[2] || E'\n    ' || into_row,
-         CASE WHEN x.cb THEN @extschema@._settle_fast_bounded_take(s, version, bst[3:4], into_row, many, x.cols, false,
+         CASE WHEN x.cb THEN @extschema@._settle_fast_bounded_take(sch, s, version, bst[3:4], into_row, many, x.cols, false,
            wst[2], true) END)
     || CASE WHEN many THEN E'END IF;\n' || @extschema@._settle_fast_generic(false) || E'id := ids[pg_catalog.cardinality(ids)];\n'
             ELSE @extschema@._settle_fast_generic(false) || E'END IF;\ndead := false;\n' END
@@ -319,7 +319,7 @@ BEGIN
     END IF;
     IF s.form = 'lease' THEN
         take := @extschema@._settle_fast_read(s, version, st, into_row, many, wst[1] || E'\n    ' || into_row,
-            CASE WHEN cb THEN @extschema@._settle_fast_bounded_take(s, version, bst, into_row, many,
+            CASE WHEN cb THEN @extschema@._settle_fast_bounded_take(sch, s, version, bst, into_row, many,
                                 '{deads,ids,atts,toks,pays}', true, wst[1], false) END);
         IF rows THEN
             take := @extschema@._settle_fast_lease_rows(s, version, take, rst);
@@ -340,7 +340,7 @@ BEGIN
         END IF;
     ELSE
         -- row_lock: the rows this transaction holds (claims.sql, _settle_row_locks)
-        take := @extschema@._settle_fast_row_lock_take(s, version, st, wst, bst, into_row, many, by_ctid);
+        take := @extschema@._settle_fast_row_lock_take(sch, s, version, st, wst, bst, into_row, many, by_ctid);
         b := b || E'    held_ids ALIAS FOR $2;\nBEGIN\n' || one_only
             || E'IF lease IS NOT NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
             || @extschema@._settle_fast_at_version(sch, version, s.rel, dead, places)
@@ -391,7 +391,7 @@ CREATE FUNCTION @extschema@._settle_fast_claim_advisory_body(sch text, s @extsch
     AS $$
   SELECT E'#variable_conflict use_column\nDECLARE\n    mark ALIAS FOR $3;\n    every interval;\n    r text[];\n'
     || E'    started timestamptz;\n    id text;\n    dead boolean := false;\n    caller_mode text;\n    noted text;\n    held_keys bigint[];\n'
-    || E'    cands text[];\n    cand_keys bigint[];\n    keys bigint[];\n    got integer := 0;\n    passed bigint := 0;\n'
+    || E'    cands text[];\n    cand_keys bigint[];\n    keys bigint[];\n    got integer := 0;\n    passed bigint := 0;\n    pass integer := 0;\n'
     || @extschema@._settle_fast_walk_vars(s)
     || E'    last_id text;\n    full_page boolean;\n    given_back integer;\n    t_deads boolean[];\n    t_ids text[];\n    t_atts integer[];\n'
     || E'    t_toks timestamptz[];\n    t_pays jsonb[];\n    t_keys bigint[];\nBEGIN\n'
@@ -404,10 +404,10 @@ CREATE FUNCTION @extschema@._settle_fast_claim_advisory_body(sch text, s @extsch
     || E'held_keys := ARRAY(' || @extschema@._settle_fast_keys_held() || E');\n'
     || E'deads := ''{}'';\nids := ''{}'';\natts := ''{}'';\npays := ''{}'';\n'
     || @extschema@._settle_fast_generic(true)
-    || E'FOR pass IN 1 .. 16 LOOP\n    EXIT WHEN got OPERATOR(pg_catalog.=) batch;\n    $6 := ''{}'';\n    keys := ''{}'';\n    given_back := 0;\n'
+    || E'WHILE pass OPERATOR(pg_catalog.<) 16 LOOP\n    pass := pass OPERATOR(pg_catalog.+) 1;\n    EXIT WHEN got OPERATOR(pg_catalog.=) batch;\n    $6 := ''{}'';\n    keys := ''{}'';\n    given_back := 0;\n'
     -- walking the keys: the heads, then those past the last id seen; or
     -- reading bounded (bounded.sql); or in claim order
-    || @extschema@._settle_fast_advisory_reach(s, version, 'start')
+    || @extschema@._settle_fast_advisory_reach(sch, s, version, 'start')
     || CASE WHEN @extschema@._settle_walks_keys(s) THEN
          E'    IF walk AND last_id IS NULL THEN\n' || @extschema@._settle_candidates(s, false, true, false, true)
          || E'\n    INTO cands, cand_keys;\n    ELSIF walk THEN\n    $2 := last_id;\n'
@@ -417,7 +417,7 @@ CREATE FUNCTION @extschema@._settle_fast_claim_advisory_body(sch text, s @extsch
          || E'    ELSE\n' || @extschema@._settle_fast_candidates(s, false) || E'    END IF;\n'
        ELSE @extschema@._settle_fast_candidates(s, false) END
     || E'    full_page := COALESCE(pg_catalog.cardinality(cands), 0) OPERATOR(pg_catalog.=) $1;\n'
-    || @extschema@._settle_fast_advisory_reach(s, version, 'after')
+    || @extschema@._settle_fast_advisory_reach(sch, s, version, 'after')
     || E'    FOR j IN 1 .. COALESCE(pg_catalog.cardinality(cands), 0) LOOP\n'
     || E'        EXIT WHEN pg_catalog.cardinality($6) OPERATOR(pg_catalog.>=) (batch OPERATOR(pg_catalog.-) got);\n'
     || E'        last_id := cands[j];\n        passed := passed OPERATOR(pg_catalog.+) 1;\n'
@@ -446,10 +446,10 @@ CREATE FUNCTION @extschema@._settle_fast_claim_advisory_body(sch text, s @extsch
     -- this pass did not examine
     || E'    END IF;\n    IF NOT full_page AND (given_back OPERATOR(pg_catalog.=) 0\n'
     || E'        OR last_id OPERATOR(pg_catalog.=) cands[pg_catalog.cardinality(cands)]) THEN\n'
-    || COALESCE(NULLIF(@extschema@._settle_fast_advisory_reach(s, version, 'short'), ''), E'        EXIT;\n')
+    || COALESCE(NULLIF(@extschema@._settle_fast_advisory_reach(sch, s, version, 'short'), ''), E'        EXIT;\n')
     || E'    END IF;\nEND LOOP;\n'
     || @extschema@._settle_fast_generic(false)
-    || @extschema@._settle_fast_advisory_reach(s, version, 'sort')
+    || @extschema@._settle_fast_advisory_reach(sch, s, version, 'sort')
     -- the mark: the last row taken that is not dead
     || E'id := (SELECT x.i FROM ROWS FROM (pg_catalog.unnest(ids), pg_catalog.unnest(deads)) WITH ORDINALITY x(i, d, o)\n'
     || E'       WHERE NOT x.d ORDER BY x.o DESC LIMIT 1);\n'

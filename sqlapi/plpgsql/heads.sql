@@ -82,10 +82,13 @@ CREATE FUNCTION @extschema@._settle_walk_lim() RETURNS text
 -- Whether this session's claims of a queue walk its keys (at most
 -- settle.key_walk_max of them, default 16, 0: never; none at all: id order),
 -- counted (count_sql: _settle_key_count's) and noted in setting note as
--- "epoch bound t|f t|f", which the generated claim reads for a second before
--- it asks again. The second t|f, with bounds (a queue that can read bounded,
--- bounded.sql): whether a claim that stops at its bound could walk the keys
--- (at most _settle_walk_on_max of them; counted that far, then).
+-- "epoch bound t|f t|f t|f epoch max n", which the generated claim reads for
+-- a second before it asks again. With bounds (a queue that can read bounded,
+-- bounded.sql) the second t|f says whether a claim that stops at its bound
+-- walks the keys at once (at most _settle_walk_on_max of them; counted that
+-- far, then), the third whether the queue has a key (its claims read bounded
+-- from the lowest id), and the last three are the count _settle_walks_on
+-- keeps: when, against what bound, how many keys (up to that bound + 1).
 CREATE FUNCTION @extschema@._settle_key_walks(note text, count_sql text, bounds boolean DEFAULT false) RETURNS boolean
     LANGUAGE plpgsql VOLATILE
     AS $$
@@ -95,6 +98,7 @@ DECLARE
     upto integer;
     n bigint := 0;
     few boolean;
+    at text := pg_catalog.date_part('epoch', pg_catalog.clock_timestamp())::pg_catalog.text;
 BEGIN
     BEGIN
         most := bound::integer;
@@ -106,9 +110,35 @@ BEGIN
         EXECUTE count_sql INTO n USING upto::pg_catalog.int8 OPERATOR(pg_catalog.+) 1;
     END IF;
     few := n >= 1 AND n <= most;
-    PERFORM pg_catalog.set_config(note, pg_catalog.date_part('epoch', pg_catalog.clock_timestamp())::pg_catalog.text
-        OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) bound OPERATOR(pg_catalog.||) ' '
-        OPERATOR(pg_catalog.||) CASE WHEN few THEN 't' ELSE 'f' END OPERATOR(pg_catalog.||) ' '
-        OPERATOR(pg_catalog.||) CASE WHEN bounds AND n >= 1 AND n <= upto THEN 't' ELSE 'f' END, false);
+    PERFORM pg_catalog.set_config(note, pg_catalog.concat_ws(' ', at, bound, CASE WHEN few THEN 't' ELSE 'f' END,
+        CASE WHEN bounds AND n >= 1 AND n <= upto THEN 't' ELSE 'f' END, CASE WHEN bounds AND n >= 1 THEN 't' ELSE 'f' END,
+        at, upto, n), false);
     RETURN few;
+END $$;
+
+-- Whether a keyed claim in id order whose bounded reads (bounded.sql) passed
+-- read ready rows without filling it walks the keys for the rest: the queue
+-- has at most the larger of _settle_walk_on_max and read keys (a walk visits
+-- each key once; reading on may pass as many rows again); else it reads the
+-- next rows bounded. The count (note and count_sql as _settle_key_walks's)
+-- is taken up to that larger number + 1, again only once read is twice the
+-- bound of a count that found more (a claim's counts cost no more than its
+-- reads) or the count is a second old.
+CREATE FUNCTION @extschema@._settle_walks_on(note text, count_sql text, read bigint) RETURNS boolean
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    k text[] := pg_catalog.string_to_array(pg_catalog.current_setting(note, true), ' ');
+    most bigint := GREATEST(COALESCE(read, 0), @extschema@._settle_walk_on_max());
+    upto bigint := k[7]::pg_catalog.int8;
+    n bigint := k[8]::pg_catalog.int8;
+BEGIN
+    IF n IS NULL OR pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) >= k[6]::pg_catalog.float8 + 1
+       OR (n > upto AND COALESCE(read, 0) >= upto * 2) THEN
+        EXECUTE count_sql INTO n USING most + 1;
+        upto := most;
+        PERFORM pg_catalog.set_config(note, pg_catalog.array_to_string(k[1:5] OPERATOR(pg_catalog.||)
+            ARRAY[pg_catalog.date_part('epoch', pg_catalog.clock_timestamp())::pg_catalog.text, most::pg_catalog.text, n::pg_catalog.text], ' '), false);
+    END IF;
+    RETURN n >= 1 AND n <= upto AND n <= most;
 END $$;
