@@ -70,6 +70,8 @@ pub(crate) struct Args {
     /// one key's backlog of this many rows in front of the others, on the
     /// portable path (`--keyed-backlog N`)
     pub(crate) keyed_backlog: Option<usize>,
+    /// the other keys behind it, 10 rows each (`--backlog-keys N`, default 100)
+    pub(crate) backlog_keys: usize,
 }
 
 fn list(v: &str, flag: &str) -> Vec<usize> {
@@ -112,6 +114,7 @@ pub(crate) fn args() -> Args {
         transaction_pooler: false,
         chain: false,
         keyed_backlog: None,
+        backlog_keys: 100,
         batches: vec![1, 10, 100],
     };
     let mut i = 0;
@@ -232,6 +235,10 @@ pub(crate) fn args() -> Args {
                 a.keyed_backlog = Some(v[i + 1].parse().expect("--keyed-backlog N"));
                 i += 1;
             }
+            "--backlog-keys" => {
+                a.backlog_keys = v[i + 1].parse().expect("--backlog-keys N");
+                i += 1;
+            }
             "--mixed" => {
                 a.portable = true;
                 a.mixed = true;
@@ -253,7 +260,7 @@ pub(crate) fn args() -> Args {
                 a.workers = vec![1, 4];
                 a.batches = vec![1, 100];
             }
-            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --client-only, --transaction-pooler, --portable, --keyed-backlog N, --mixed, --mariadb URL, --sqlite PATH, --citus CONN, --pgmq CONN, --sql-edition CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --flow, --flow-10m, --sustained SECONDS, --hold-every SECONDS, --horizon, --horizon-jobs N,N, --holder snapshot|row_lock, --horizon-cap SECONDS, --table-options OPTS|reset, --pgmq-table-options OPTS|reset, --max-attempts N, --chain"),
+            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --client-only, --transaction-pooler, --portable, --keyed-backlog N, --backlog-keys N, --mixed, --mariadb URL, --sqlite PATH, --citus CONN, --pgmq CONN, --sql-edition CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --flow, --flow-10m, --sustained SECONDS, --hold-every SECONDS, --horizon, --horizon-jobs N,N, --holder snapshot|row_lock, --horizon-cap SECONDS, --table-options OPTS|reset, --pgmq-table-options OPTS|reset, --max-attempts N, --chain"),
         }
         i += 1;
     }

@@ -1,5 +1,5 @@
-//! `--keyed-backlog N`: one key's N rows in front of 100 other keys' 1,000,
-//! its head leased, on each portable backend (`--conn` PostgreSQL without the
+//! `--keyed-backlog N`: one key's N rows in front of `--backlog-keys` other
+//! keys' 10 rows each (default 100 keys), its head leased, on each portable backend (`--conn` PostgreSQL without the
 //! extension, `--mariadb`, `--sqlite`): how long a claim of the first
 //! `--batches` size takes from the lowest id (a new client), and a worker's
 //! claims from its mark once the head is acked (each batch acked before the
@@ -10,13 +10,12 @@ use crate::Args;
 use settle::{Client, Delivery, Form, Queue};
 use std::time::{Duration, Instant};
 
-const KEYS: usize = 100;
-
 pub(crate) async fn keyed_backlog(a: &Args, backlog: usize) {
     let batch = a.batches.first().copied().unwrap_or(10);
+    let keys = a.backlog_keys;
     println!(
-        "portable path: a claim of {batch} with one key's {backlog} rows in front of {KEYS} other keys' {}, its head leased (ms)",
-        KEYS * 10
+        "portable path: a claim of {batch} with one key's {backlog} rows in front of {keys} other keys' {}, its head leased (ms)",
+        keys * 10
     );
     println!(
         "{:<9} {:<22} {:>8} {:>8} {:>8}",
@@ -35,8 +34,8 @@ pub(crate) async fn keyed_backlog(a: &Args, backlog: usize) {
         ] {
             sqlx::query(&s).execute(&p).await.expect(&s);
         }
-        let keys = std::iter::repeat_n(0, backlog).chain((0..KEYS * 10).map(|i| i % KEYS + 1));
-        let rows = keys.map(|k| format!("('{{}}', 'k{k}')"));
+        let key = std::iter::repeat_n(0, backlog).chain((0..keys * 10).map(|i| i % keys + 1));
+        let rows = key.map(|k| format!("('{{}}', 'k{k}')"));
         insert_rows(&p, t, "payload, ordering_key", rows).await;
         let analyze = match b.db {
             Server::MariaDb => format!("ANALYZE TABLE {t}"),

@@ -130,6 +130,66 @@ async fn backlog_under_load(b: Backend, form: Form) {
     work_keys(b, form, keys).await;
 }
 
+/// One key's 1,000 rows in front of 600 other keys' one each, its head in
+/// flight: more keys than a claim walks at once, so it reads past the
+/// backlog in bounded steps, then walks the keys (docs/semantics.md, "How far
+/// a keyed claim reads"). A new client takes the next heads by id; the
+/// holder, once it acked the head, takes the backlog's next row with them,
+/// and then the heads past its mark.
+async fn backlog_past_many_keys(b: Backend, form: Form) {
+    let pool = admin(b).await;
+    let t = table(b, &pool, "many_keys", 0).await;
+    let q = b.dialect().ident(&t);
+    exec(
+        &pool,
+        &format!("ALTER TABLE {q} ADD COLUMN ordering_key integer"),
+    )
+    .await;
+    let index = b.dialect().ident(&format!("{t}_key"));
+    exec(
+        &pool,
+        &format!("CREATE INDEX {index} ON {q} (ordering_key, id)"),
+    )
+    .await;
+    let rows: Vec<String> = (1..=1600)
+        .map(|i| format!("('{{}}', {})", if i <= 1000 { 0 } else { i }))
+        .collect();
+    let values = rows.join(", ");
+    exec(
+        &pool,
+        &format!("INSERT INTO {q} (payload, ordering_key) VALUES {values}"),
+    )
+    .await;
+    let queue = || Queue::new(&t, &t).form(form);
+    let holder = b.client(queue()).await.unwrap();
+    let mut head = holder.claim(1).await.unwrap();
+    assert_eq!(ids(&head), ["1"], "{b:?} {form:?}: the backlog's head");
+    let c = b.client(queue()).await.unwrap();
+    let next = c.claim(3).await.unwrap();
+    assert_eq!(
+        ids(&next),
+        ["1001", "1002", "1003"],
+        "{b:?} {form:?}: from the lowest id"
+    );
+    for d in next {
+        d.ack().await.unwrap();
+    }
+    head.pop().unwrap().ack().await.unwrap();
+    let worker = holder.claim(3).await.unwrap();
+    assert_eq!(
+        ids(&worker),
+        ["2", "1004", "1005"],
+        "{b:?} {form:?}: from the mark"
+    );
+    let on = holder.claim(3).await.unwrap();
+    assert_eq!(
+        ids(&on),
+        ["1006", "1007", "1008"],
+        "{b:?} {form:?}: past the mark"
+    );
+    drop((worker, on));
+}
+
 /// Eight workers claiming 2 at a time from a queue whose row `id` has the
 /// key `keys[id - 1]`: never two rows of a key at once, each key's rows in
 /// id order, every row once.
@@ -187,6 +247,10 @@ async fn each_form(b: Backend) {
             key_heads(b, form).await;
             keys_under_load(b, form).await;
             backlog_under_load(b, form).await;
+            // (a SQLite row_lock claim holds the database's write lock: no second client meanwhile)
+            if !(b == Backend::Sqlite && form == Form::RowLock) {
+                backlog_past_many_keys(b, form).await;
+            }
         }
     }
 }

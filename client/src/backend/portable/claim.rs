@@ -5,7 +5,7 @@ use super::dialect::PayloadText;
 use super::engine::{again_if_deadlock, exec_with_id, opt_text, text, Engine};
 use super::keys::{self, Reading};
 use super::session::{ClaimConn, Session};
-use super::sql::{unkeyed_read, ClaimPlan, FirstStatement, Phase, Scan, Shape, KEYS_WALKED};
+use super::sql::{ClaimPlan, FirstStatement, Phase, Scan, Shape, KEYS_WALKED};
 use crate::error::Result;
 use crate::outcome::micros;
 use crate::payload::Payload;
@@ -93,26 +93,23 @@ impl Engine {
         let s = &self.s;
         let keys = match s.walks_keys() {
             false => None,
-            true => Some(match self.keys.fresh() {
-                Some(k) => k,
-                None => {
-                    let k: i64 = sqlx::query(&s.key_count_sql(KEYS_WALKED + 1))
-                        .fetch_one(&self.pool)
-                        .await?
-                        .try_get(0)?;
-                    let k = usize::try_from(k).unwrap_or(0);
-                    self.keys.set(k);
-                    k
-                }
-            }),
+            // any count tells few keys from more than KEYS_WALKED
+            true => Some(self.key_count(KEYS_WALKED, |_| true).await?.n),
         };
-        Ok(keys::reading(keys, from, n, s.id_kind))
+        Ok(keys::reading(
+            keys,
+            from,
+            n,
+            s.id_kind,
+            self.waited.lately(),
+        ))
     }
 
     /// Up to `n` rows of a claim's first statement (`sql`) read as `how`
     /// says, in claim order: in id order, one scan or one per [`Phase`] until
-    /// `n`; bounded, then over the heads for the rest; over the heads. `ttl`
-    /// is bound after the limit (the one-statement lease claim).
+    /// `n` (noting whether rows waited past the mark); bounded, then over the
+    /// heads for the rest; in steps; over the heads. `ttl` is bound after the
+    /// limit (the one-statement lease claim).
     async fn scan(
         &self,
         conn: &mut sqlx::AnyConnection,
@@ -137,6 +134,12 @@ impl Engine {
                     let q = with_ids(sqlx::query(&text), from.iter());
                     rows.extend(fetch(q, n - rows.len(), ttl, conn).await?);
                 }
+                if let (Some(from), true) = (from, self.s.walks_keys()) {
+                    let last = rows.last().map(|r| text(r, 0)).transpose()?;
+                    if keys::saw_waiting(from, n, last.as_deref(), rows.len() < n) {
+                        self.waited.saw();
+                    }
+                }
             }
             Reading::Bounded { from, below } => {
                 let text_sql = sql(&self.s, Scan::Below, Phase::All);
@@ -144,7 +147,7 @@ impl Engine {
                 rows = fetch(q, n, ttl, conn).await?;
                 if rows.len() < n {
                     let taken = rows.iter().map(|r| text(r, 0)).collect::<Result<_>>()?;
-                    let more = self.over_heads(conn, n - rows.len(), &taken, sql, ttl);
+                    let more = self.over_heads(conn, n - rows.len(), &taken, sql, ttl, KEYS_WALKED);
                     rows.extend(more.await?);
                     // the heads may lie below the rows read first (integer ids)
                     rows.sort_by_cached_key(|r| {
@@ -152,47 +155,15 @@ impl Engine {
                     });
                 }
             }
-            Reading::Heads => rows = self.over_heads(conn, n, &HashSet::new(), sql, ttl).await?,
-        }
-        Ok(rows)
-    }
-
-    /// Up to `n` rows of a claim's first statement `sql` over the queue's
-    /// heads and rows without a key, but `taken`: the candidates in id order,
-    /// a page of them per statement until `n`.
-    async fn over_heads(
-        &self,
-        conn: &mut sqlx::AnyConnection,
-        n: usize,
-        taken: &HashSet<String>,
-        sql: FirstStatement,
-        ttl: Option<i64>,
-    ) -> Result<Vec<sqlx::any::AnyRow>> {
-        let heads = self.s.heads_sql(KEYS_WALKED * 2, unkeyed_read(n));
-        // prepared for each run where running it again prepared fails
-        let keep = !self.s.d.fails_rerun_of_derived_subqueries();
-        let cands: Vec<String> = sqlx::query(&heads)
-            .persistent(keep)
-            .fetch_all(&mut *conn)
-            .await?
-            .iter()
-            .map(|r| text(r, 0))
-            .filter(|i| i.as_ref().map_or(true, |i| !taken.contains(i)))
-            .collect::<Result<_>>()?;
-        // one statement text per batch size: a short page repeats its last id
-        let page = n * 2 + 16;
-        let sql = sql(&self.s, Scan::Listed(page), Phase::All);
-        let mut rows = Vec::new();
-        for ids in cands.chunks(page) {
-            if rows.len() >= n {
-                break;
+            Reading::Steps { from } => {
+                rows = self.steps(conn, n, from.as_deref(), sql, ttl).await?
             }
-            let last = ids.last().expect("a page has an id");
-            let padded = ids
-                .iter()
-                .chain(std::iter::repeat_n(last, page - ids.len()));
-            let q = with_ids(sqlx::query(&sql), padded);
-            rows.extend(fetch(q, n - rows.len(), ttl, conn).await?);
+            Reading::Heads => {
+                let taken = HashSet::new();
+                rows = self
+                    .over_heads(conn, n, &taken, sql, ttl, KEYS_WALKED)
+                    .await?
+            }
         }
         Ok(rows)
     }
@@ -455,7 +426,7 @@ impl Engine {
 type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
 
 /// A claim statement with the ids of its [`Scan`] bound first.
-fn with_ids<'q, 'a>(
+pub(super) fn with_ids<'q, 'a>(
     mut q: AnyQuery<'q>,
     ids: impl IntoIterator<Item = &'a String>,
 ) -> AnyQuery<'q> {
@@ -467,7 +438,7 @@ fn with_ids<'q, 'a>(
 
 /// The rows of a claim's first statement, its limit `n` (and `ttl`, the
 /// one-statement lease claim's) bound after its ids.
-async fn fetch<'q>(
+pub(super) async fn fetch<'q>(
     q: AnyQuery<'q>,
     n: usize,
     ttl: Option<i64>,

@@ -20,6 +20,8 @@ pub(crate) struct Engine {
     pub(super) mark: super::mark::Mark,
     /// how many keys this client last counted in the queue
     pub(super) keys: super::keys::KeyCount,
+    /// when this client last saw rows wait behind their heads
+    pub(super) waited: super::keys::Waited,
     pub(crate) meters: Meters,
 }
 

@@ -12,6 +12,7 @@ mod introspect;
 mod keys;
 mod locks;
 mod mark;
+mod reach;
 mod session;
 mod sql;
 mod write;
@@ -112,6 +113,7 @@ impl Engine {
             pool,
             mark,
             keys: keys::KeyCount::default(),
+            waited: keys::Waited::default(),
             s,
             meters: Meters::new(&queue.name),
             queue,

@@ -61,11 +61,11 @@ impl ClaimPlan {
         if s.walks_keys() {
             // (lists shown with two ids, a batch of one)
             out.push(("key count", s.key_count_sql(KEYS_WALKED + 1)));
-            if s.id_kind == IdKind::Integer && s.d.keeps_settled_rows_in_index() {
-                out.push((
-                    "… from the mark, bounded",
-                    first(s, Scan::Below, Phase::All),
-                ));
+            if s.id_kind == IdKind::Integer {
+                // from the mark, and each step past more keys than a walk serves at once
+                out.push(("… between two ids", first(s, Scan::Below, Phase::All)));
+                out.push(("step's reach", s.step_extent_sql(false)));
+                out.push(("… from an id", s.step_extent_sql(true)));
             }
             out.push(("heads", s.heads_sql(KEYS_WALKED * 2, unkeyed_read(1))));
             out.push(("… of the heads", first(s, Scan::Listed(2), Phase::All)));

@@ -76,6 +76,29 @@ impl Shape {
         format!("{with}SELECT COUNT(*) FROM {keys}")
     }
 
+    /// How far a claim's step in id order reaches (integer ids): of the first
+    /// rows ready by themselves from the id bound first (`from`; else the
+    /// lowest), at most the limit bound next, how many there are and the last
+    /// one's id (as text). The step's claim then reads those ids
+    /// ([`Scan::Below`]).
+    pub(crate) fn step_extent_sql(&self, from: bool) -> String {
+        let d = self.d;
+        let rid = self.c("_s_r", &self.id);
+        let mut own = self.ready_own("_s_r");
+        let mut limit = 1;
+        if from {
+            own.push(format!("{rid} >= {}", d.id_param(&d.p(1), self.id_kind)));
+            limit = 2;
+        }
+        format!(
+            "SELECT COUNT(*), {} FROM (SELECT {rid} AS _s_i FROM {} _s_r WHERE {} ORDER BY {rid} LIMIT {}) _s_x",
+            d.id_text("MAX(_s_x._s_i)"),
+            self.table,
+            join_and(own),
+            d.p(limit),
+        )
+    }
+
     /// The ids (as text) of the ready rows a claim may take, in id order:
     /// the first row of each key (at most `cap` keys) if it is ready by
     /// itself, and the first `unkeyed` ready rows without a key. The claim's
