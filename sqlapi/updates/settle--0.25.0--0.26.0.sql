@@ -164,11 +164,11 @@ $$;
 -- the mark, into_row their INTO; many: a claim of more than one row (arrays
 -- cols, as the statements fill them), else of one row (id); gone: the rows it
 -- took are no longer ready (a lease's). While it comes back short having read
--- its bound, it reads on from the last row read (takes[2], the mark set to
--- it; for many, $1 lowered to what is left, into w_ arrays, w_ and each of
--- cols, added after the others), until the rows passed make walking the keys
--- cheaper (_settle_fast_walks_on): then walk (the walk's statement, with
--- LIMIT $1) takes the rest, many's rows put in id order with the others;
+-- its bound, it reads on past the last row read (takes[2], the mark set to
+-- the next id; for many, $1 lowered to what is left, into w_ arrays, w_ and
+-- each of cols, added after the others), until the rows passed make walking
+-- the keys cheaper (_settle_fast_walks_on): then walk (the walk's statement,
+-- with LIMIT $1) takes the rest, many's rows put in id order with the others;
 -- again: the rows taken are left out of the walk as the transaction's held
 -- rows ($2, held_ids) are (row_lock).
 CREATE OR REPLACE FUNCTION @extschema@._settle_fast_bounded_take(sch text, s @extschema@.settle_queue_shape, version text, takes text[],
@@ -187,6 +187,9 @@ DECLARE
     got text := CASE WHEN many THEN E'xg := COALESCE(pg_catalog.cardinality(%s), 0);\n'
                      ELSE E'xg := CASE WHEN id IS NULL THEN 0 ELSE 1 END;\n' END;
     w_into text := (SELECT 'INTO ' || pg_catalog.string_agg('w_' || c, ', ' ORDER BY o) FROM pg_catalog.unnest(cols) WITH ORDINALITY u(c, o));
+    -- reading on past the last row read: a row_lock take may have locked it,
+    -- and SKIP LOCKED does not skip the transaction's own rows (integer ids)
+    read_on text := E'mark := ((xl)::pg_catalog.int8 OPERATOR(pg_catalog.+) 1)::pg_catalog.text;\n';
     b text;
 BEGIN
     b := E'IF mark IS NULL THEN\n' || takes[1] || E'\n    ' || into_row || E';\nELSE\n' || takes[2] || E'\n    ' || into_row
@@ -202,7 +205,7 @@ BEGIN
         || 'IF ' || @extschema@._settle_fast_walks_on(sch, s, version, 'xp') || E' THEN\n';
     IF NOT many THEN
         RETURN b || walk || E'\n    ' || into_row || E';\nEXIT;\nEND IF;\n'
-            || E'mark := xl;\n' || takes[2] || E'\n    ' || into_row || E';\n' || got || E'END LOOP;\n';
+            || read_on || takes[2] || E'\n    ' || into_row || E';\n' || got || E'END LOOP;\n';
     END IF;
     RETURN b || CASE WHEN again THEN E'xh := held_ids;\nheld_ids := held_ids OPERATOR(pg_catalog.||) ids;\n' ELSE '' END
         || walk || E'\n    ' || w_into || E';\n'
@@ -217,7 +220,7 @@ BEGIN
         || ') x(' || (SELECT pg_catalog.string_agg('c' || o, ', ' ORDER BY o) FROM pg_catalog.generate_series(1, pg_catalog.cardinality(cols)) o)
         || E');\nEND IF;\nEXIT;\nEND IF;\n'
         -- reading on: the rows come after every row taken so far
-        || E'mark := xl;\n' || takes[2] || E'\n    ' || w_into || E';\n' || pg_catalog.format(got, 'w_ids')
+        || read_on || takes[2] || E'\n    ' || w_into || E';\n' || pg_catalog.format(got, 'w_ids')
         || (SELECT pg_catalog.string_agg(pg_catalog.format(E'%1$s := %1$s OPERATOR(pg_catalog.||) w_%1$s;\n', c), '' ORDER BY o)
               FROM pg_catalog.unnest(cols) WITH ORDINALITY c(c, o))
         || E'END LOOP;\n';

@@ -244,6 +244,18 @@ SELECT pg_advisory_unlock_all();
 RESET settle.rescan_interval;
 SELECT flow_work('flow_kcm', 1) AS head, flow_work('flow_kcm', 3) AS next, flow_work('flow_kcm', 3) AS next,
        flow_work('flow_kcm', 3) AS next;
+-- a row_lock claim whose bounded read's last row was a free head it took
+-- reads on past that row, not from it (SKIP LOCKED does not skip a
+-- transaction's own rows): the backlog's head delayed, a claim of 2 reads
+-- 272 rows, ids 2 to 273, and takes 273, key 1's head, then 3272
+CREATE TABLE flow_kd (LIKE flow_kc INCLUDING ALL, retry_after timestamptz);
+INSERT INTO flow_kd (id, ordering_key) SELECT g, CASE WHEN g = 273 THEN 1 ELSE 0 END FROM generate_series(1, 3271) g;
+INSERT INTO flow_kd (id, ordering_key) SELECT 3271 + g, (g - 1) % 1100 + 2 FROM generate_series(1, 2200) g;
+UPDATE flow_kd SET retry_after = now() + interval '1 hour' WHERE id = 1;
+SELECT queue_register('flow_kd', 'flow_kd', 'row_lock');
+BEGIN;
+SELECT flow_ids('flow_kd', 2) AS heads;
+ROLLBACK;
 
 -- processed_at tables: a marked row no longer holds its key
 CREATE TABLE flow_kp (id bigint PRIMARY KEY, payload jsonb NOT NULL DEFAULT '{}', locked_until timestamptz,
