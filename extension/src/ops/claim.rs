@@ -15,7 +15,7 @@ use pgrx::PgMemoryContexts;
 // Fx: the keys are ids this backend chose or was given, and SipHash cost a
 // measurable share of a 100-row settle
 use super::dead::{move_taken_dead, warn_dead_at_claim};
-use super::reach::{self, Read};
+use super::reach::{self, Reach, Read};
 use super::rows::{in_transaction_block, spi_rows, text_of};
 use super::time::{lease_interval, lease_token};
 use rustc_hash::FxHashSet as HashSet;
@@ -169,13 +169,12 @@ fn claim_row_lock(
     queue: &str,
     batch: i64,
     walk: bool,
-    mut from: Option<String>,
+    from: Option<String>,
     out: &mut Vec<Delivery>,
 ) {
     let mut want = batch;
-    let first = Read::first(client, q, walk, from.as_deref());
-    let mut read = first;
-    let mut passed = 0;
+    let mut reach = Reach::first(client, q, walk, from);
+    let first = reach.read;
     loop {
         // rows this transaction already claimed are locked by it, which
         // SKIP LOCKED does not skip: leave them out, or they come again
@@ -185,7 +184,7 @@ fn claim_row_lock(
         if except {
             args.push(held.clone().into());
         }
-        let from_mark = from.is_some();
+        let (read, from_mark) = (reach.read, reach.from.is_some());
         let plan = q.claim_plan(
             client,
             |limit| match (read, except) {
@@ -201,7 +200,7 @@ fn claim_row_lock(
             },
             want,
         );
-        args.extend(from.clone().map(Into::into));
+        args.extend(reach.from.clone().map(Into::into));
         let t = spi(client.select(&*plan, None, &args));
         let got = t.len();
         let before = out.len();
@@ -223,25 +222,13 @@ fn claim_row_lock(
         );
         let taken = out[before..].iter().map(|d| d.id.as_str());
         let got = got as i64;
-        let Some(next) = reach::go_on(
-            client,
-            q,
-            read,
-            from.as_deref(),
-            want,
-            got,
-            taken,
-            0,
-            &held,
-            &mut passed,
-        ) else {
+        if !reach.go_on(client, q, want, got, taken, 0, &held) {
             break;
-        };
-        (read, from) = next;
+        }
         want -= got;
     }
     // one statement's rows come in claim order
-    if read != first {
+    if reach.read != first {
         oldest_first(q, out);
     }
 }
@@ -254,16 +241,15 @@ fn claim_lease(
     q: &Queue,
     batch: i64,
     walk: bool,
-    mut from: Option<String>,
+    from: Option<String>,
     token: TimestampWithTimeZone,
     out: &mut Vec<Delivery>,
     dead: &mut Vec<String>,
 ) {
     let mut want = batch;
-    let mut read = Read::first(client, q, walk, from.as_deref());
-    let mut passed = 0;
+    let mut reach = Reach::first(client, q, walk, from);
     loop {
-        let from_mark = from.is_some();
+        let (read, from_mark) = (reach.read, reach.from.is_some());
         let plan = q.claim_plan(
             client,
             |limit| match read {
@@ -276,27 +262,15 @@ fn claim_lease(
             want,
         );
         let mut args = vec![want.into(), token.into()];
-        args.extend(from.clone().map(Into::into));
+        args.extend(reach.from.clone().map(Into::into));
         let t = spi(client.select(&*plan, None, &args));
         let got = t.len() as i64;
         let before = out.len();
         read_claimed(q, t.len(), out, dead, None);
         let taken = out[before..].iter().map(|d| d.id.as_str());
-        let Some(next) = reach::go_on(
-            client,
-            q,
-            read,
-            from.as_deref(),
-            want,
-            got,
-            taken,
-            got,
-            &[],
-            &mut passed,
-        ) else {
+        if !reach.go_on(client, q, want, got, taken, got, &[]) {
             break;
-        };
-        (read, from) = next;
+        }
         want -= got;
     }
     oldest_first(q, out);
@@ -329,19 +303,18 @@ fn advisory_claim(
 ) {
     let page = (batch as i64) * 2 + 16;
     let mark = held::claim_mark();
-    let mut read = Read::first(client, q, walk, from.as_deref());
-    // the first page starts at the session's mark, each next one past the last
     let (mut start, mut at) = match from {
-        Some(from) => (Start::From, Some(from)),
+        Some(_) => (Start::From, from.clone()),
         None => (Start::Bottom, None),
     };
+    // the first page starts at the session's mark, each next one past the
+    // last (reach.from: the page's start when a bounded read came back short)
+    let mut reach = Reach::first(client, q, walk, from);
     // candidates examined so far: where a page in priority order starts
     let mut passed = 0usize;
     // rounds that read on past a bounded keyed read's bound are not counted
     let mut rounds = 0;
     let mut resort = false;
-    // ready rows the bounded reads passed (`reach::after_short`)
-    let mut passed_bounded = 0;
     while rounds < 16 {
         rounds += 1;
         let want = batch - out.len();
@@ -352,6 +325,7 @@ fn advisory_claim(
             Start::Bottom => None,
             Start::From | Start::After => at.clone(),
         };
+        let read = reach.read;
         let plan = q.claim_plan(
             client,
             |limit| match read {
@@ -404,28 +378,18 @@ fn advisory_claim(
         // touched row's key only once the session holds it) and the page has
         // candidates this round did not examine
         if !full_page && (given_back == 0 || examined >= cands.len()) {
-            if read != Read::Bounded {
+            reach.from = page_from;
+            if read != Read::Bounded || !reach.after_short(client, q, page, 0, &[]) {
                 break;
             }
-            let Some(next) = reach::after_short(
-                client,
-                q,
-                page,
-                0,
-                page_from.as_deref(),
-                &[],
-                &mut passed_bounded,
-            ) else {
-                break;
-            };
-            (read, at) = next;
+            at = reach.from.clone();
             start = if at.is_some() {
                 Start::From
             } else {
                 Start::Bottom
             };
             // the heads may lie below the rows taken so far
-            resort |= read == Read::Keys;
+            resort |= reach.read == Read::Keys;
             rounds -= 1;
         }
     }

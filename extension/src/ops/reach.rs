@@ -95,7 +95,7 @@ pub enum Read {
 impl Read {
     /// A claim's first statement from `from`: walking the keys when
     /// `keys::walk` said so.
-    pub fn first(client: &SpiClient<'_>, q: &Queue, walk: bool, from: Option<&str>) -> Read {
+    fn first(client: &SpiClient<'_>, q: &Queue, walk: bool, from: Option<&str>) -> Read {
         match walk {
             true => Read::Keys,
             false if bounded(client, q, from) => Read::Bounded,
@@ -112,72 +112,92 @@ impl Read {
     }
 }
 
-/// After a bounded keyed read of `want` rows from `from` (or the lowest id),
-/// not counting the rows in `held` (row_lock: those this transaction holds),
-/// came back with fewer, `gone` of which are no longer ready (a lease's): how
-/// the claim reads on, and from where, or `None` when the statement read every
-/// ready row from its start. `passed` counts the ready rows this claim's
-/// bounded reads passed so far; it walks the keys or reads on from the last
-/// row read as `keys::after_reading` says.
-pub fn after_short(
-    client: &SpiClient<'_>,
-    q: &Queue,
-    want: i64,
-    gone: i64,
-    from: Option<&str>,
-    held: &[String],
-    passed: &mut i64,
-) -> Option<(Read, Option<String>)> {
-    // the rows the statement read that are still ready
-    let bound = read_bound(want) - gone;
-    let plan = q.plan(
-        client,
-        PlanKey::KeyedReadExtent {
-            from: from.is_some(),
-            except: !held.is_empty(),
-        },
-    );
-    let mut args = vec![bound.into()];
-    args.extend(from.map(Into::into));
-    if !held.is_empty() {
-        args.push(held.to_vec().into());
-    }
-    let (read, last) = spi(client.select(&*plan, None, &args).and_then(|t| {
-        let r = t.first();
-        Ok((r.get::<i64>(1)?.unwrap_or(0), r.get::<String>(2)?))
-    }));
-    let last = last.filter(|_| read >= bound)?;
-    *passed = passed.saturating_add(read);
-    saw_waiting(q, *passed);
-    Some(match keys::after_reading(client, q, *passed) {
-        After::Walk => (Read::Keys, None),
-        After::ReadOn => (Read::Bounded, Some(last)),
-        After::InOrder => (Read::InOrder, Some(last)),
-    })
+/// How a keyed claim in id order reads as it goes on: its next statement's
+/// way and start, and the ready rows its bounded reads passed so far.
+pub struct Reach {
+    /// how the next statement finds its rows
+    pub read: Read,
+    /// where it starts: the session's mark, the last row a bounded read
+    /// passed, or `None`: the lowest id
+    pub from: Option<String>,
+    passed: i64,
 }
 
-/// After a lease or row_lock claim statement read `read` from `from` for
-/// `want` rows and took `got` (`taken` their ids; `gone`, `held` and
-/// `passed` as [`after_short`] says): how the claim goes on, if it does.
-#[allow(clippy::too_many_arguments)]
-pub fn go_on<'a>(
-    client: &SpiClient<'_>,
-    q: &Queue,
-    read: Read,
-    from: Option<&str>,
-    want: i64,
-    got: i64,
-    taken: impl Iterator<Item = &'a str>,
-    gone: i64,
-    held: &[String],
-    passed: &mut i64,
-) -> Option<(Read, Option<String>)> {
-    let short = got < want;
-    if read == Read::InOrder {
-        after_unbounded(q, from, want, taken, short);
+impl Reach {
+    /// A claim's first statement from `from`, as [`Read::first`] says.
+    pub fn first(client: &SpiClient<'_>, q: &Queue, walk: bool, from: Option<String>) -> Reach {
+        Reach {
+            read: Read::first(client, q, walk, from.as_deref()),
+            from,
+            passed: 0,
+        }
     }
-    if !short || read != Read::Bounded {
-        return None;
+
+    /// After a lease or row_lock claim statement read for `want` rows and
+    /// took `got` (`taken` their ids; `gone` and `held` as
+    /// [`Reach::after_short`] says): whether the claim goes on, and if so
+    /// how and from where.
+    #[allow(clippy::too_many_arguments)]
+    pub fn go_on<'a>(
+        &mut self,
+        client: &SpiClient<'_>,
+        q: &Queue,
+        want: i64,
+        got: i64,
+        taken: impl Iterator<Item = &'a str>,
+        gone: i64,
+        held: &[String],
+    ) -> bool {
+        let short = got < want;
+        if self.read == Read::InOrder {
+            after_unbounded(q, self.from.as_deref(), want, taken, short);
+        }
+        short && self.read == Read::Bounded && self.after_short(client, q, want, gone, held)
     }
-    after_short(client, q, want, gone, from, held, passed)
+
+    /// After a bounded keyed read of `want` rows from `self.from`, not
+    /// counting the rows in `held` (row_lock: those this transaction holds),
+    /// came back with fewer, `gone` of which are no longer ready (a
+    /// lease's): whether the claim goes on — walking the keys, or reading on
+    /// from the last row read, as `keys::after_reading` says for the ready
+    /// rows its bounded reads passed — or the statement read every ready row
+    /// from its start.
+    pub fn after_short(
+        &mut self,
+        client: &SpiClient<'_>,
+        q: &Queue,
+        want: i64,
+        gone: i64,
+        held: &[String],
+    ) -> bool {
+        // the rows the statement read that are still ready
+        let bound = read_bound(want) - gone;
+        let plan = q.plan(
+            client,
+            PlanKey::KeyedReadExtent {
+                from: self.from.is_some(),
+                except: !held.is_empty(),
+            },
+        );
+        let mut args = vec![bound.into()];
+        args.extend(self.from.as_deref().map(Into::into));
+        if !held.is_empty() {
+            args.push(held.to_vec().into());
+        }
+        let (read, last) = spi(client.select(&*plan, None, &args).and_then(|t| {
+            let r = t.first();
+            Ok((r.get::<i64>(1)?.unwrap_or(0), r.get::<String>(2)?))
+        }));
+        let Some(last) = last.filter(|_| read >= bound) else {
+            return false;
+        };
+        self.passed = self.passed.saturating_add(read);
+        saw_waiting(q, self.passed);
+        (self.read, self.from) = match keys::after_reading(client, q, self.passed) {
+            After::Walk => (Read::Keys, None),
+            After::ReadOn => (Read::Bounded, Some(last)),
+            After::InOrder => (Read::InOrder, Some(last)),
+        };
+        true
+    }
 }
