@@ -4,7 +4,7 @@
 //! Every backend: both PostgreSQL editions, the portable path on PostgreSQL,
 //! MariaDB and SQLite.
 
-use settle::{Form, Queue};
+use settle::{Form, PoolOptions, Queue};
 use settle_conformance::*;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -130,12 +130,14 @@ async fn backlog_under_load(b: Backend, form: Form) {
     work_keys(b, form, keys).await;
 }
 
-/// One key's 1,000 rows in front of 600 other keys' one each, its head in
+/// One key's 2,000 rows in front of 600 other keys' one each, its head in
 /// flight: more keys than a claim walks at once, so it reads past the
-/// backlog in bounded steps, then walks the keys (docs/semantics.md, "How far
+/// backlog in bounded steps (counting the keys again on the way), then walks
+/// the keys (docs/semantics.md, "How far
 /// a keyed claim reads"). A new client takes the next heads by id; the
 /// holder, once it acked the head, takes the backlog's next row with them,
-/// and then the heads past its mark.
+/// and then the heads past its mark. The new client has one connection,
+/// which its claim holds as it reads.
 async fn backlog_past_many_keys(b: Backend, form: Form) {
     let pool = admin(b).await;
     let t = table(b, &pool, "many_keys", 0).await;
@@ -151,8 +153,8 @@ async fn backlog_past_many_keys(b: Backend, form: Form) {
         &format!("CREATE INDEX {index} ON {q} (ordering_key, id)"),
     )
     .await;
-    let rows: Vec<String> = (1..=1600)
-        .map(|i| format!("('{{}}', {})", if i <= 1000 { 0 } else { i }))
+    let rows: Vec<String> = (1..=2600)
+        .map(|i| format!("('{{}}', {})", if i <= 2000 { 0 } else { i }))
         .collect();
     let values = rows.join(", ");
     exec(
@@ -164,11 +166,12 @@ async fn backlog_past_many_keys(b: Backend, form: Form) {
     let holder = b.client(queue()).await.unwrap();
     let mut head = holder.claim(1).await.unwrap();
     assert_eq!(ids(&head), ["1"], "{b:?} {form:?}: the backlog's head");
-    let c = b.client(queue()).await.unwrap();
+    // one connection: the claim's steps count the keys on its own
+    let c = b.client_with(queue(), PoolOptions::new(1)).await.unwrap();
     let next = c.claim(3).await.unwrap();
     assert_eq!(
         ids(&next),
-        ["1001", "1002", "1003"],
+        ["2001", "2002", "2003"],
         "{b:?} {form:?}: from the lowest id"
     );
     for d in next {
@@ -178,13 +181,13 @@ async fn backlog_past_many_keys(b: Backend, form: Form) {
     let worker = holder.claim(3).await.unwrap();
     assert_eq!(
         ids(&worker),
-        ["2", "1004", "1005"],
+        ["2", "2004", "2005"],
         "{b:?} {form:?}: from the mark"
     );
     let on = holder.claim(3).await.unwrap();
     assert_eq!(
         ids(&on),
-        ["1006", "1007", "1008"],
+        ["2006", "2007", "2008"],
         "{b:?} {form:?}: past the mark"
     );
     drop((worker, on));

@@ -94,7 +94,7 @@ impl Engine {
         let keys = match s.walks_keys() {
             false => None,
             // any count tells few keys from more than KEYS_WALKED
-            true => Some(self.key_count(KEYS_WALKED, |_| true).await?.n),
+            true => Some(self.key_count(&self.pool, KEYS_WALKED, |_| true).await?.n),
         };
         Ok(keys::reading(
             keys,

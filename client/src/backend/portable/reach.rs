@@ -11,9 +11,11 @@ use std::collections::HashSet;
 
 impl Engine {
     /// This client's count of the queue's keys, counted again (up to `max` +
-    /// 1) unless `serves` accepts the fresh one.
-    pub(super) async fn key_count(
+    /// 1, on `db`: a claim's own connection where it holds one) unless
+    /// `serves` accepts the fresh one.
+    pub(super) async fn key_count<'c>(
         &self,
+        db: impl sqlx::Executor<'c, Database = sqlx::Any>,
         max: usize,
         serves: impl Fn(Counted) -> bool,
     ) -> Result<Counted> {
@@ -21,7 +23,7 @@ impl Engine {
             return Ok(c);
         }
         let n: i64 = sqlx::query(&self.s.key_count_sql(max + 1))
-            .fetch_one(&self.pool)
+            .fetch_one(db)
             .await?
             .try_get(0)?;
         let c = Counted {
@@ -74,8 +76,11 @@ impl Engine {
             }
             self.waited.saw();
             passed = passed.saturating_add(read as usize);
+            // (on the claim's connection: the pool may have no other free)
             let c = self
-                .key_count(keys::count_bound(passed), |c| keys::count_serves(c, passed))
+                .key_count(&mut *conn, keys::count_bound(passed), |c| {
+                    keys::count_serves(c, passed)
+                })
                 .await?;
             if keys::walks_after(c, passed) {
                 let taken = rows.iter().map(|r| text(r, 0)).collect::<Result<_>>()?;
