@@ -146,13 +146,8 @@ impl Engine {
                 let q = with_ids(sqlx::query(&text_sql), [from, below]);
                 rows = fetch(q, n, ttl, conn).await?;
                 if rows.len() < n {
-                    let taken = rows.iter().map(|r| text(r, 0)).collect::<Result<_>>()?;
-                    let more = self.over_heads(conn, n - rows.len(), &taken, sql, ttl, KEYS_WALKED);
-                    rows.extend(more.await?);
-                    // the heads may lie below the rows read first (integer ids)
-                    rows.sort_by_cached_key(|r| {
-                        text(r, 0).ok().and_then(|i| i.parse::<i64>().ok())
-                    });
+                    self.rest_over_heads(conn, &mut rows, n, sql, ttl, KEYS_WALKED)
+                        .await?;
                 }
             }
             Reading::Steps { from } => {

@@ -83,16 +83,33 @@ impl Engine {
                 })
                 .await?;
             if keys::walks_after(c, passed) {
-                let taken = rows.iter().map(|r| text(r, 0)).collect::<Result<_>>()?;
-                let more = self.over_heads(conn, n - rows.len(), &taken, sql, ttl, c.n);
-                rows.extend(more.await?);
-                // the heads may lie below the rows read first (integer ids)
-                rows.sort_by_cached_key(|r| text(r, 0).ok().and_then(|i| i.parse::<i64>().ok()));
+                self.rest_over_heads(conn, &mut rows, n, sql, ttl, c.n)
+                    .await?;
                 break;
             }
             from = Some(below);
         }
         Ok(rows)
+    }
+
+    /// The rest of a claim of `n` whose first `rows` were read in id order,
+    /// over the heads (of up to `keys` keys) but those rows, all of them then
+    /// put in id order: the heads may lie below the rows read first (integer
+    /// ids).
+    pub(super) async fn rest_over_heads(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        rows: &mut Vec<sqlx::any::AnyRow>,
+        n: usize,
+        sql: FirstStatement,
+        ttl: Option<i64>,
+        keys: usize,
+    ) -> Result<()> {
+        let taken = rows.iter().map(|r| text(r, 0)).collect::<Result<_>>()?;
+        let more = self.over_heads(conn, n - rows.len(), &taken, sql, ttl, keys);
+        rows.extend(more.await?);
+        rows.sort_by_cached_key(|r| text(r, 0).ok().and_then(|i| i.parse::<i64>().ok()));
+        Ok(())
     }
 
     /// Up to `n` rows of a claim's first statement `sql` over the queue's
