@@ -1,9 +1,10 @@
 //! `--keyed-backlog N`: one key's N rows in front of `--backlog-keys` other
-//! keys' 10 rows each (default 100 keys), its head leased, on each portable backend (`--conn` PostgreSQL without the
-//! extension, `--mariadb`, `--sqlite`): how long a claim of the first
-//! `--batches` size takes from the lowest id (a new client), and a worker's
-//! claims from its mark once the head is acked (each batch acked before the
-//! next claim). The portable twin of `bench/keyed-backlog.sql`.
+//! keys' 10 rows each (default 100 keys), its head leased, on each portable
+//! backend (`--conn` PostgreSQL without the extension, `--mariadb`,
+//! `--sqlite`): how long a claim of the first `--batches` size takes from the
+//! lowest id (a new client), and a worker's claims from its mark once the
+//! head is acked (each batch acked before the next claim). The portable twin
+//! of `bench/keyed-backlog.sql`.
 
 use crate::portable::{backends, insert_rows, pool, prepare, Server};
 use crate::Args;

@@ -31,16 +31,7 @@ async fn table_with(
     values: &[Option<&str>],
 ) -> String {
     let t = table(b, pool, role, values.len()).await;
-    let q = b.dialect().ident(&t);
-    exec(pool, &format!("ALTER TABLE {q} ADD COLUMN {role} {ty}")).await;
-    exec(
-        pool,
-        &format!(
-            "CREATE INDEX {} ON {q} ({role}, id)",
-            b.dialect().ident(&format!("{t}_{role}"))
-        ),
-    )
-    .await;
+    let q = add_role(b, pool, &t, role, ty).await;
     for (i, v) in values.iter().enumerate() {
         let v = v.map_or("NULL".to_owned(), |v| format!("'{v}'"));
         exec(
@@ -50,6 +41,16 @@ async fn table_with(
         .await;
     }
     t
+}
+
+/// `role`'s column of type `ty` added to table `t`, with the index the claim
+/// needs; the table's quoted name.
+async fn add_role(b: Backend, pool: &sqlx::AnyPool, t: &str, role: &str, ty: &str) -> String {
+    let q = b.dialect().ident(t);
+    exec(pool, &format!("ALTER TABLE {q} ADD COLUMN {role} {ty}")).await;
+    let index = b.dialect().ident(&format!("{t}_{role}"));
+    exec(pool, &format!("CREATE INDEX {index} ON {q} ({role}, id)")).await;
+    q
 }
 
 async fn priority_order(b: Backend, form: Form) {
@@ -133,26 +134,14 @@ async fn backlog_under_load(b: Backend, form: Form) {
 /// One key's 2,000 rows in front of 600 other keys' one each, its head in
 /// flight: more keys than a claim walks at once, so it reads past the
 /// backlog in bounded steps (counting the keys again on the way), then walks
-/// the keys (docs/semantics.md, "How far
-/// a keyed claim reads"). A new client takes the next heads by id; the
+/// the keys (docs/semantics.md, "How far a keyed claim reads"). A new client takes the next heads by id; the
 /// holder, once it acked the head, takes the backlog's next row with them,
 /// and then the heads past its mark. The new client has one connection,
 /// which its claim holds as it reads.
 async fn backlog_past_many_keys(b: Backend, form: Form) {
     let pool = admin(b).await;
     let t = table(b, &pool, "many_keys", 0).await;
-    let q = b.dialect().ident(&t);
-    exec(
-        &pool,
-        &format!("ALTER TABLE {q} ADD COLUMN ordering_key integer"),
-    )
-    .await;
-    let index = b.dialect().ident(&format!("{t}_key"));
-    exec(
-        &pool,
-        &format!("CREATE INDEX {index} ON {q} (ordering_key, id)"),
-    )
-    .await;
+    let q = add_role(b, &pool, &t, "ordering_key", "integer").await;
     let rows: Vec<String> = (1..=2600)
         .map(|i| format!("('{{}}', {})", if i <= 2000 { 0 } else { i }))
         .collect();
