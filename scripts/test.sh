@@ -21,7 +21,8 @@
 #   6. Rust tests of every other backend (portable PostgreSQL, MariaDB, SQLite), the settle
 #      command on each, its dashboard in headless Chromium (screenshots in the output folder),
 #      the worker's metrics and the Prometheus example, rustdoc
-#   7. reliability: load, mixed outcomes and faults on every backend x form (reduced size)
+#   7. reliability: load, mixed outcomes, keyed rows and faults on every backend x form (reduced
+#      size); load, mixed outcomes and keyed rows on the SQL edition
 #   8. the benchmark harness with its peers, the quickstart (SQLite) and the PostgreSQL example;
 #      the Python, Node.js and Java workers of examples/ (examples/check.sh), on both editions
 #   9. Citus (built from ../shared/citus into PostgreSQL 15 when it lacks it; skipped, saying
@@ -307,6 +308,21 @@ dump_round_trip() {
     || { echo "got: ${got:-nothing}"; return 1; }
 }
 
+# reliability LOG ARGS...: the reliability suite (its cases counted one by one), its lines in LOG
+reliability() {
+  local log=$1
+  shift
+  set +e
+  cargo run -q -p settle-conformance --bin settle-reliability -- --jobs "${SETTLE_RELIABILITY_JOBS:-600}" "$@" 2>&1 \
+    | grep -v '^waiting for server\|^server st\|^ *$' | tee "$log"
+  set -e
+  local r_pass r_fail
+  r_pass=$(sed -n 's/^reliability: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$log")
+  r_fail=$(sed -n 's/^reliability: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$log")
+  passed=$((passed + ${r_pass:-0}))
+  failed=$((failed + ${r_fail:-1}))
+}
+
 # sql_edition_install: the SQL edition into database settle_sqled, run with psql by its
 # owner, a role that is no superuser; a second run of the same file changes nothing
 sql_edition_install() {
@@ -534,15 +550,8 @@ for MAJOR in "${MAJORS[@]}"; do
     step "reliability (load, mixed outcomes, killed connections, server restarts; reduced size)"
     # the full size is: SETTLE_RELIABILITY_JOBS=100000 scripts/test.sh
     export SETTLE_TEST_PGCTL="runuser -u postgres -- $PG_BIN/pg_ctl -D $CLUSTER/data -l $CLUSTER/server.log -w restart -m"
-    set +e
     # shellcheck disable=SC2086 # SETTLE_RELIABILITY_ARGS is a list of arguments, e.g. "--backends PgExtension"
-    cargo run -q -p settle-conformance --bin settle-reliability -- --jobs "${SETTLE_RELIABILITY_JOBS:-600}" ${SETTLE_RELIABILITY_ARGS:-} 2>&1 \
-      | grep -v '^waiting for server\|^server st\|^ *$' | tee "$WORK/reliability.log"
-    set -e
-    r_pass=$(sed -n 's/^reliability: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$WORK/reliability.log")
-    r_fail=$(sed -n 's/^reliability: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$WORK/reliability.log")
-    passed=$((passed + ${r_pass:-0}))
-    failed=$((failed + ${r_fail:-1}))
+    reliability "$WORK/reliability.log" ${SETTLE_RELIABILITY_ARGS:-}
 
     step "rustdoc of the client builds without warnings"
     rustdoc_done() { wait "$rustdoc" || { cat "$WORK/rustdoc.log"; return 1; }; }
@@ -641,6 +650,10 @@ for MAJOR in "${MAJORS[@]}"; do
   if [ "$MAJOR" = "$ONCE" ]; then
     step "PostgreSQL $MAJOR: the Python, Node.js and Java workers (examples/) on the SQL edition"
     language_examples settle_sqled sql
+    step "PostgreSQL $MAJOR: load, mixed outcomes and keyed rows on the SQL edition (reliability, no faults)"
+    SETTLE_TEST_PG="host=$PGHOST port=$PGPORT user=postgres dbname=settle_sqled" \
+      SETTLE_TEST_PG_EXT_URL="postgres://postgres@localhost/settle_sqled?host=$PGHOST&port=$PGPORT" \
+      reliability "$WORK/reliability-sqled.log" --no-faults --backends PgExtension
     check "bench/keyed-few-keys.sql runs on the SQL edition" \
       bench_few_keys "host=$PGHOST port=$PGPORT user=postgres dbname=settle_sqled"
     check "bench/keyed-backlog.sql runs on the SQL edition" \
