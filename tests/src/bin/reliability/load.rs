@@ -21,11 +21,11 @@ struct Tally {
     lease_lost: u64,
     errors: u64,
     handled: u64,
-    /// KeyedLoad: the row of each key whose handler is running
+    /// keyed scenarios: the row of each key whose handler is running
     key_running: HashMap<i64, i64>,
-    /// KeyedLoad: the last row of each key a handler started
+    /// keyed scenarios: the last row of each key a handler started
     key_last: HashMap<i64, i64>,
-    /// KeyedLoad: rows started while a row of their key ran, or before a lower id of their key
+    /// keyed scenarios: rows started while a row of their key ran, or before a lower id of their key
     key_breaches: u64,
 }
 

@@ -1,4 +1,5 @@
-//! settle-reliability: load, mixed outcomes and faults on every backend × form.
+//! settle-reliability: load, mixed outcomes, keyed rows and faults on every
+//! backend × form.
 //!
 //!     SETTLE_RELIABILITY_JOBS=100000 scripts/test.sh
 //!
@@ -7,7 +8,8 @@
 //! PostgreSQL server additionally needs SETTLE_TEST_PGCTL (a command that
 //! restarts it, given `fast` or `immediate`), and the network cut a namespace
 //! (SETTLE_TEST_NETNS, _NET_HOST, _NET_LINK); without them those faults are skipped.
-//! `--backends PgExtension,MariaDb` limits the run to those backends.
+//! `--backends PgExtension,MariaDb` limits the run to those backends,
+//! `--scenarios KeyedLoad,KeyedBacklog` to those scenarios.
 //!
 //! For every case it prints: scenario, backend, form, jobs, lost, settled twice,
 //! concurrent runs of one row, settle errors, seconds — and closes with
