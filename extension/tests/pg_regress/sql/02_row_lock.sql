@@ -172,3 +172,22 @@ SELECT id FROM queue_claim('rl_part', 1);
 SELECT queue_complete('rl_part', '1', 'ack');
 COMMIT;
 SELECT id FROM rl_part;
+-- an ack deletes the only row held: settling it again is SQ006, and the
+-- transaction's next claims and settles go on as before
+CREATE TABLE rl_one (id bigint PRIMARY KEY, attempt int NOT NULL DEFAULT 0);
+SELECT queue_register('rl_one', 'rl_one', 'row_lock');
+INSERT INTO rl_one SELECT generate_series(1, 5);
+BEGIN;
+SELECT id FROM queue_claim('rl_one');
+SELECT queue_complete('rl_one', '1', 'ack');
+SELECT try($$SELECT queue_complete('rl_one', '1', 'ack')$$);
+SELECT try($$SELECT queue_complete('rl_one', '1', 'retry')$$);
+SELECT id FROM queue_claim('rl_one');
+SELECT queue_complete('rl_one', '2', 'ack');
+SELECT id FROM queue_claim('rl_one', 2);
+SELECT * FROM queue_complete_many('rl_one', '{1,3,4}', 'ack') ORDER BY id;
+SELECT try($$SELECT queue_complete('rl_one', '3', 'ack')$$);
+SELECT id FROM queue_claim('rl_one');
+SELECT queue_complete('rl_one', '5', 'retry');
+COMMIT;
+SELECT id, attempt FROM rl_one;
