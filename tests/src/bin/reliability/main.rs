@@ -111,6 +111,7 @@ async fn main() {
         Scenario::Mixed,
         Scenario::KeyedLoad,
         Scenario::KeyedBacklog,
+        Scenario::KeyedMixed,
     ];
     if a.faults {
         scenarios.push(Scenario::KillConnections);

@@ -16,6 +16,9 @@ pub enum Scenario {
     /// as KeyedLoad, with one key's backlog in front of more keys than a
     /// claim visits at once: claims read bounded, in steps, and walk the keys
     KeyedBacklog,
+    /// as Mixed, the rows of 16 ordering keys: a retried or delayed row
+    /// holds its key back until it is settled for good or dead-lettered
+    KeyedMixed,
     /// every worker connection terminated twice mid-run
     KillConnections,
     /// the PostgreSQL server restarted (fast, then immediate) mid-run
@@ -25,6 +28,16 @@ pub enum Scenario {
     /// one worker process cut off the network (its link down) mid-run while another
     /// works on; the link comes back after the server has dropped its connections
     NetCut,
+}
+
+impl Scenario {
+    /// Whether the rows carry ordering keys (the case checks the key rule).
+    pub fn is_keyed(self) -> bool {
+        matches!(
+            self,
+            Scenario::KeyedLoad | Scenario::KeyedBacklog | Scenario::KeyedMixed
+        )
+    }
 }
 
 /// One case's result: a line of the report.
