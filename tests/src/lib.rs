@@ -194,6 +194,24 @@ pub async fn table(b: Backend, pool: &sqlx::AnyPool, prefix: &str, n: usize) -> 
     t
 }
 
+/// `role`'s column (type `ty`, e.g. `ordering_key` or `priority`) added to
+/// queue table `t`, with the `(role, id)` index the claim needs; the table's
+/// quoted name.
+pub async fn add_role(b: Backend, pool: &sqlx::AnyPool, t: &str, role: &str, ty: &str) -> String {
+    let q = b.dialect().ident(t);
+    let index = b.dialect().ident(&format!("{t}_{role}"));
+    for stmt in [
+        format!("ALTER TABLE {q} ADD COLUMN {role} {ty}"),
+        format!("CREATE INDEX {index} ON {q} ({role}, id)"),
+    ] {
+        sqlx::query(&stmt)
+            .execute(pool)
+            .await
+            .unwrap_or_else(|e| panic!("{b:?}: {stmt}: {e}"));
+    }
+    q
+}
+
 /// Wait (polling every 20 ms, `tries` times at most) until the queue table is
 /// empty; the rows still in it.
 pub async fn wait_until_empty(b: Backend, pool: &sqlx::AnyPool, t: &str, tries: usize) -> usize {

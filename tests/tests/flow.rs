@@ -43,16 +43,6 @@ async fn table_with(
     t
 }
 
-/// `role`'s column of type `ty` added to table `t`, with the index the claim
-/// needs; the table's quoted name.
-async fn add_role(b: Backend, pool: &sqlx::AnyPool, t: &str, role: &str, ty: &str) -> String {
-    let q = b.dialect().ident(t);
-    exec(pool, &format!("ALTER TABLE {q} ADD COLUMN {role} {ty}")).await;
-    let index = b.dialect().ident(&format!("{t}_{role}"));
-    exec(pool, &format!("CREATE INDEX {index} ON {q} ({role}, id)")).await;
-    q
-}
-
 async fn priority_order(b: Backend, form: Form) {
     let pool = admin(b).await;
     let prio = [
@@ -134,10 +124,10 @@ async fn backlog_under_load(b: Backend, form: Form) {
 /// One key's 2,000 rows in front of 600 other keys' one each, its head in
 /// flight: more keys than a claim walks at once, so it reads past the
 /// backlog in bounded steps (counting the keys again on the way), then walks
-/// the keys (docs/semantics.md, "How far a keyed claim reads"). A new client takes the next heads by id; the
-/// holder, once it acked the head, takes the backlog's next row with them,
-/// and then the heads past its mark. The new client has one connection,
-/// which its claim holds as it reads.
+/// the keys (docs/semantics.md, "How far a keyed claim reads"). A new client
+/// takes the next heads by id; the holder, once it acked the head, takes the
+/// backlog's next row with them, and then the heads past its mark. The new
+/// client has one connection, which its claim holds as it reads.
 async fn backlog_past_many_keys(b: Backend, form: Form) {
     let pool = admin(b).await;
     let t = table(b, &pool, "many_keys", 0).await;

@@ -3,7 +3,7 @@
 
 use crate::report::{Line, Scenario};
 use settle::{Error, Form, Outcome, Queue, Settled, WorkerOptions};
-use settle_conformance::{admin, final_rows, mixed_outcome, table, Backend};
+use settle_conformance::{add_role, admin, final_rows, mixed_outcome, table, Backend};
 use sqlx::Row;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -66,19 +66,12 @@ async fn queue_table(b: Backend, pool: &sqlx::AnyPool, scenario: Scenario, jobs:
     }
     let d = b.dialect();
     let t = table(b, pool, "rel", 0).await;
-    let q = d.ident(&t);
-    let mut stmts = vec![
-        format!("ALTER TABLE {q} ADD COLUMN ordering_key bigint"),
-        // a dead-letter table has every column of its queue's
-        format!(
-            "ALTER TABLE {} ADD COLUMN ordering_key bigint",
-            d.ident(&format!("{t}_dead"))
-        ),
-        format!(
-            "CREATE INDEX {} ON {q} (ordering_key, id)",
-            d.ident(&format!("{t}_key"))
-        ),
-    ];
+    let q = add_role(b, pool, &t, "ordering_key", "bigint").await;
+    // a dead-letter table has every column of its queue's
+    let mut stmts = vec![format!(
+        "ALTER TABLE {} ADD COLUMN ordering_key bigint",
+        d.ident(&format!("{t}_dead"))
+    )];
     // in id order, 500 rows a statement
     let ids: Vec<i64> = (1..=jobs as i64).collect();
     for chunk in ids.chunks(500) {
