@@ -169,7 +169,11 @@ impl Res {
 
 pub(crate) async fn pool(b: &Backend, max: u32) -> AnyPool {
     sqlx::any::install_default_drivers();
-    let mut o = AnyPoolOptions::new().max_connections(max);
+    // no reaper task (sqlx #3645), as the client's own pool
+    let mut o = AnyPoolOptions::new()
+        .max_connections(max)
+        .idle_timeout(None)
+        .max_lifetime(None);
     if b.db == Server::MariaDb {
         // InnoDB's locking reads in REPEATABLE READ also lock the rows they pass
         // over (leased rows, for instance) and the gaps, so concurrent claims and

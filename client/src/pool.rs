@@ -9,6 +9,10 @@ use std::time::Duration;
 /// be live at once; a claim or settle that finds every connection busy waits
 /// `wait_timeout` and then fails with [`crate::Error::PoolTimeout`] — it never waits
 /// forever, and nothing is claimed or written by the call that timed out.
+///
+/// Open connections stay open while the pool lives, on both backends: no
+/// idle timeout or maximum lifetime closes them. A connection the server or
+/// a network cut closed fails its next statement and is replaced.
 #[derive(Clone, Debug)]
 pub struct PoolOptions {
     /// Connections in the pool (at least 1).

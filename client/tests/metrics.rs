@@ -60,7 +60,13 @@ async fn sqlite_queue(name: &str, rows: usize) -> String {
         dir.join(format!("{name}.db")).display()
     );
     sqlx::any::install_default_drivers();
-    let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+    // no reaper task (sqlx #3645)
+    let pool = sqlx::any::AnyPoolOptions::new()
+        .idle_timeout(None)
+        .max_lifetime(None)
+        .connect(&url)
+        .await
+        .unwrap();
     for stmt in Dialect::Sqlite.create_queue_sql(name) {
         sqlx::query(&stmt).execute(&pool).await.unwrap();
     }

@@ -152,11 +152,19 @@ pub fn sqlite_url() -> String {
     format!("sqlite://{}?mode=rwc", dir.join("queue.db").display())
 }
 
-pub async fn admin(b: Backend) -> sqlx::AnyPool {
+/// A sqlx pool for setup and checks, without the idle and lifetime reaper
+/// task that can spin a core for good in sqlx 0.8 (sqlx #3645).
+pub fn pool_options(max: u32) -> sqlx::any::AnyPoolOptions {
     sqlx::any::install_default_drivers();
+    sqlx::any::AnyPoolOptions::new()
+        .max_connections(max)
+        .idle_timeout(None)
+        .max_lifetime(None)
+}
+
+pub async fn admin(b: Backend) -> sqlx::AnyPool {
     let url = b.admin_url();
-    let pool = sqlx::any::AnyPoolOptions::new()
-        .max_connections(2)
+    let pool = pool_options(2)
         .connect(&url)
         .await
         .expect("admin connection");

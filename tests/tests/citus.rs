@@ -48,6 +48,8 @@ async fn admin(url: &str) -> PgPool {
     let sep = if url.contains('?') { '&' } else { '?' };
     sqlx::postgres::PgPoolOptions::new()
         .max_connections(2)
+        .idle_timeout(None)
+        .max_lifetime(None)
         .connect(&format!("{url}{sep}sslmode=disable"))
         .await
         .expect("coordinator connection")

@@ -6,7 +6,7 @@
 
 use proptest::prelude::*;
 use settle::{Client, Dialect, Form, Outcome, Queue, Role, Settled};
-use settle_conformance::{env, register, sqlite_url, SEQ};
+use settle_conformance::{env, pool_options, register, sqlite_url, SEQ};
 use sqlx::Row;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -60,13 +60,13 @@ async fn round_trip(
             ident(id)
         ),
     ];
-    sqlx::any::install_default_drivers();
     let url = if pg {
         env("SETTLE_TEST_PG_EXT_URL")
     } else {
         sqlite_url()
     };
-    let pool = sqlx::AnyPool::connect(&url)
+    let pool = pool_options(2)
+        .connect(&url)
         .await
         .map_err(|e| e.to_string())?;
     for s in &ddl {

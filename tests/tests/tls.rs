@@ -47,9 +47,7 @@ fn host_port(conn: &str) -> (String, String) {
 
 /// A sqlx pool on a TLS database, for setup and checks.
 async fn setup_pool(url: &str) -> sqlx::AnyPool {
-    sqlx::any::install_default_drivers();
-    sqlx::any::AnyPoolOptions::new()
-        .max_connections(2)
+    settle_conformance::pool_options(2)
         .connect(url)
         .await
         .unwrap_or_else(|e| panic!("{url}: {e}"))

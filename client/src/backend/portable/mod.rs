@@ -75,30 +75,7 @@ impl Engine {
                 d.name()
             )));
         }
-        let max = u32::try_from(pool.max_size.max(1)).unwrap_or(u32::MAX);
-        // sqlx has one timeout for waiting, which includes opening a connection
-        // when the pool has room; None = a century
-        let acquire = pool
-            .wait_timeout
-            .unwrap_or(Duration::from_secs(100 * 365 * 86_400));
-        // no ping before each acquire (sqlx's default): it is a round trip per
-        // statement — the lease ack is one statement — and a broken connection
-        // fails its statement anyway (as deadpool's fast recycling, on the
-        // extension backend)
-        let mut opts = AnyPoolOptions::new()
-            .max_connections(max)
-            .acquire_timeout(acquire)
-            .test_before_acquire(false);
-        if !d.session_setup().is_empty() {
-            opts = opts.after_connect(move |conn: &mut sqlx::AnyConnection, _| {
-                Box::pin(async move {
-                    for stmt in d.session_setup() {
-                        sqlx::Executor::execute(&mut *conn, *stmt).await?;
-                    }
-                    Ok(())
-                })
-            });
-        }
+        let opts = pool_options(d, pool);
         let url = probe(url, pool.connect_timeout).await?;
         let rescan_interval = pool.rescan_interval;
         let pool = opts.connect(&url).await?;
@@ -235,5 +212,55 @@ impl LeaseSettler for Engine {
             .zip(rs)
             .map(|(id, r)| r.ok_or_else(|| Error::lease_lost(&self.s.queue, id)))
             .collect())
+    }
+}
+
+/// The sqlx pool the portable path claims through.
+fn pool_options(d: Dialect, pool: &PoolOptions) -> AnyPoolOptions {
+    let max = u32::try_from(pool.max_size.max(1)).unwrap_or(u32::MAX);
+    // sqlx has one timeout for waiting, which includes opening a connection
+    // when the pool has room; None = a century
+    let acquire = pool
+        .wait_timeout
+        .unwrap_or(Duration::from_secs(100 * 365 * 86_400));
+    // no ping before each acquire (sqlx's default): it is a round trip per
+    // statement — the lease ack is one statement — and a broken connection
+    // fails its statement anyway (as deadpool's fast recycling, on the
+    // extension backend). No idle or lifetime reaping: sqlx 0.8's reaper task
+    // can spin a core for good (sqlx #3645); connections live as long as the
+    // pool, as deadpool's do.
+    let mut opts = AnyPoolOptions::new()
+        .max_connections(max)
+        .acquire_timeout(acquire)
+        .test_before_acquire(false)
+        .idle_timeout(None)
+        .max_lifetime(None);
+    if !d.session_setup().is_empty() {
+        opts = opts.after_connect(move |conn: &mut sqlx::AnyConnection, _| {
+            Box::pin(async move {
+                for stmt in d.session_setup() {
+                    sqlx::Executor::execute(&mut *conn, *stmt).await?;
+                }
+                Ok(())
+            })
+        });
+    }
+    opts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pool_runs_no_reaper_task() {
+        for d in [Dialect::Postgres, Dialect::MySql, Dialect::Sqlite] {
+            let o = pool_options(d, &PoolOptions::new(4));
+            // both None: sqlx spawns no maintenance task (min_connections 0)
+            assert_eq!(o.get_idle_timeout(), None);
+            assert_eq!(o.get_max_lifetime(), None);
+            assert_eq!(o.get_min_connections(), 0);
+            assert_eq!(o.get_max_connections(), 4);
+        }
     }
 }
