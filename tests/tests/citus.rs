@@ -22,10 +22,10 @@ use std::time::{Duration, Instant};
 static SEQ: AtomicUsize = AtomicUsize::new(0);
 
 /// The tests share one cluster and one restarts a node of it: one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().await
 }
 
 fn cluster() -> Option<(String, String)> {
@@ -291,7 +291,7 @@ const LEASE: Form = Form::Lease {
 /// by two handlers at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn load_in_every_form() {
-    let _one_at_a_time = serial();
+    let _one_at_a_time = serial().await;
     let Some((coord, worker)) = cluster() else {
         return;
     };
@@ -314,7 +314,7 @@ async fn load_in_every_form() {
         }
         let tally: Arc<Mutex<Tally>> = Arc::default();
         run(sets, &tally, &pool, &t, Duration::from_secs(300), async {}).await;
-        let tally = tally.lock().unwrap();
+        let tally = std::mem::take(&mut *tally.lock().unwrap());
         let (lost, twice) = check(&pool, &t, &groups, 1250, &tally, false).await;
         println!(
             "citus load {form:?}: 5000 jobs, lost {lost}, settled twice {twice}, overlaps {}, errors {}, {:.1} s",
@@ -335,7 +335,7 @@ async fn load_in_every_form() {
 /// works through the coordinator.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forms_through_a_worker_node() {
-    let _one_at_a_time = serial();
+    let _one_at_a_time = serial().await;
     let Some((coord, worker)) = cluster() else {
         return;
     };
@@ -381,7 +381,7 @@ async fn forms_through_a_worker_node() {
 /// on the first worker were settled on while the second was down.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn worker_node_restart() {
-    let _one_at_a_time = serial();
+    let _one_at_a_time = serial().await;
     let Some((coord, _)) = cluster() else { return };
     let (Ok(restart), Ok(port)) = (
         std::env::var("SETTLE_TEST_CITUS_RESTART"),
@@ -447,7 +447,7 @@ async fn worker_node_restart() {
             }
         };
         run(sets, &tally, &pool, &t, Duration::from_secs(300), fault).await;
-        let tally = tally.lock().unwrap();
+        let tally = std::mem::take(&mut *tally.lock().unwrap());
         let (lost, twice) = check(&pool, &t, &groups, 300, &tally, true).await;
         let (from, to) = window.lock().unwrap().expect("the node was restarted");
         // the node is away from the restart until its groups are settled on again
