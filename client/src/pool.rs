@@ -11,8 +11,9 @@ use std::time::Duration;
 /// forever, and nothing is claimed or written by the call that timed out.
 ///
 /// Open connections stay open while the pool lives, on both backends: no
-/// idle timeout or maximum lifetime closes them. A connection the server or
-/// a network cut closed fails its next statement and is replaced.
+/// idle timeout or maximum lifetime closes them. One that the server or the
+/// network closed is replaced (on the portable path, once a statement on it
+/// has failed).
 #[derive(Clone, Debug)]
 pub struct PoolOptions {
     /// Connections in the pool (at least 1).
