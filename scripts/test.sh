@@ -451,14 +451,21 @@ language_examples() {
     -- java -cp "$WORK/examples/java:/usr/share/java/postgresql.jar" Worker
 }
 
-# cargo_tests LOG ARGS...: cargo test, its passed/failed counts into the totals
+# cargo_tests LOG ARGS...: cargo test, its passed/failed counts into the totals. A run
+# that outlives SETTLE_CARGO_TEST_LIMIT (25m, its build included) is stopped and counted
+# failed, so a hung test ends with its name in the log, not at the CI's own limit.
+CARGO_TEST_LIMIT=${SETTLE_CARGO_TEST_LIMIT:-25m}
 cargo_tests() {
   local log=$1
   shift
   set +e
-  cargo test "$@" --no-fail-fast 2>&1 | tee "$log"
+  timeout -k 30s "$CARGO_TEST_LIMIT" cargo test "$@" --no-fail-fast 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
   set -e
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    echo "cargo test $* stopped after $CARGO_TEST_LIMIT; still running then:" \
+      "$(grep -E '^test .* has been running for over' "$log" | sed 's/ has been.*//' | sort -u | tr '\n' ' ')" | tee -a "$log"
+  fi
   local p f
   p=$(grep -Eo 'test result: [a-zA-Z]+\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}')
   # from cargo's result lines only: a test's own output may say "… 55464 failed …"
