@@ -11,9 +11,10 @@ use std::time::Duration;
 /// forever, and nothing is claimed or written by the call that timed out.
 ///
 /// Open connections stay open while the pool lives, on both backends: no
-/// idle timeout or maximum lifetime closes them. One that the server or the
-/// network closed is replaced (on the portable path, once a statement on it
-/// has failed).
+/// idle timeout or maximum lifetime closes them. One that the server closed
+/// while it sat idle is replaced before a call gets it (the portable path
+/// also pings a connection idle for 30 s or more first); one that breaks
+/// under a statement fails that statement and is replaced.
 #[derive(Clone, Debug)]
 pub struct PoolOptions {
     /// Connections in the pool (at least 1).

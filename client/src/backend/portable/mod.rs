@@ -215,6 +215,12 @@ impl LeaseSettler for Engine {
     }
 }
 
+/// How long a pooled connection may sit unused before it is pinged when next
+/// taken: a server restart, MySQL's `wait_timeout` or a load balancer's idle
+/// cut may have closed it meanwhile, and a broken one is then replaced instead
+/// of failing the caller's statement. A busy pool never waits this long.
+const IDLE_CHECK_AFTER: Duration = Duration::from_secs(30);
+
 /// The sqlx pool the portable path claims through.
 fn pool_options(d: Dialect, pool: &PoolOptions) -> AnyPoolOptions {
     let max = u32::try_from(pool.max_size.max(1)).unwrap_or(u32::MAX);
@@ -234,7 +240,16 @@ fn pool_options(d: Dialect, pool: &PoolOptions) -> AnyPoolOptions {
         .acquire_timeout(acquire)
         .test_before_acquire(false)
         .idle_timeout(None)
-        .max_lifetime(None);
+        .max_lifetime(None)
+        .before_acquire(|conn: &mut sqlx::AnyConnection, meta| {
+            Box::pin(async move {
+                // an error closes the connection and sqlx takes or opens another
+                if meta.idle_for >= IDLE_CHECK_AFTER {
+                    conn.ping().await?;
+                }
+                Ok(true)
+            })
+        });
     if !d.session_setup().is_empty() {
         opts = opts.after_connect(move |conn: &mut sqlx::AnyConnection, _| {
             Box::pin(async move {
