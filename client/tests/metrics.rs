@@ -9,7 +9,9 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 /// (name, sorted labels) → counter value or histogram sample count
-fn read(snap: &Snapshotter) -> HashMap<(String, Vec<(String, String)>), u64> {
+type Counts = HashMap<(String, Vec<(String, String)>), u64>;
+
+fn read(snap: &Snapshotter) -> Counts {
     snap.snapshot()
         .into_vec()
         .into_iter()
@@ -30,11 +32,7 @@ fn read(snap: &Snapshotter) -> HashMap<(String, Vec<(String, String)>), u64> {
         .collect()
 }
 
-fn get(
-    m: &HashMap<(String, Vec<(String, String)>), u64>,
-    name: &str,
-    labels: &[(&str, &str)],
-) -> u64 {
+fn get(m: &Counts, name: &str, labels: &[(&str, &str)]) -> u64 {
     let mut l: Vec<(String, String)> = labels
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))

@@ -362,7 +362,8 @@ async fn error_kinds() {
         .get()
         .await
         .unwrap();
-    let cases: [(&str, fn(&Error) -> bool); 5] = [
+    type Case = (&'static str, fn(&Error) -> bool);
+    let cases: [Case; 5] = [
         ("SELECT * FROM queue_claim('no such queue')", |e| {
             matches!(e, Error::UnknownQueue(_))
         }),
@@ -627,7 +628,7 @@ async fn batch_settle_on_the_claims_connection() {
         let t = table(&db, "pinned_many", 6).await;
         let q = Queue::new(&t, &t)
             .form(form)
-            .custom_outcome("only_odd", &format!("UPDATE {t} SET payload = jsonb_build_object('odd', 1 / (id % 2)) WHERE id = $1::bigint"));
+            .custom_outcome("only_odd", format!("UPDATE {t} SET payload = jsonb_build_object('odd', 1 / (id % 2)) WHERE id = $1::bigint"));
         let c = connect(config(), 2, q).await.unwrap();
         let mut ds = c.claim(6).await.unwrap();
         assert_eq!(ds.len(), 6, "{form:?}");
