@@ -49,10 +49,23 @@ async fn closed_while_idle(b: Backend) {
         _ => format!("SELECT pg_terminate_backend({id})"),
     };
     sqlx::query(&kill).execute(&pool).await.unwrap();
+    let gone = match b {
+        Backend::MariaDb => {
+            format!("SELECT COUNT(*) FROM information_schema.processlist WHERE id = {id}")
+        }
+        _ => format!("SELECT COUNT(*) FROM pg_stat_activity WHERE pid = {id}"),
+    };
+    for _ in 0..100 {
+        let n: i64 = sqlx::query_scalar(&gone).fetch_one(&pool).await.unwrap();
+        if n == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     // past the portable path's idle check; the extension's pool needs only
     // its connection task to have seen the end
     let idle = match b {
-        Backend::PgExtension => Duration::from_millis(500),
+        Backend::PgExtension => Duration::from_secs(1),
         _ => Duration::from_secs(31),
     };
     tokio::time::sleep(idle).await;
