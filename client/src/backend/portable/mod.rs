@@ -229,12 +229,11 @@ fn pool_options(d: Dialect, pool: &PoolOptions) -> AnyPoolOptions {
     let acquire = pool
         .wait_timeout
         .unwrap_or(Duration::from_secs(100 * 365 * 86_400));
-    // no ping before each acquire (sqlx's default): it is a round trip per
-    // statement — the lease ack is one statement — and a broken connection
-    // fails its statement anyway (as deadpool's fast recycling, on the
-    // extension backend). No idle or lifetime reaping: sqlx 0.8's reaper task
-    // can spin a core for good (sqlx #3645); connections live as long as the
-    // pool, as deadpool's do.
+    // no ping before every acquire (sqlx's default): it is a round trip per
+    // statement — the lease ack is one statement; only a connection idle for
+    // IDLE_CHECK_AFTER is pinged (before_acquire). No idle or lifetime
+    // reaping: sqlx 0.8's reaper task can spin a core for good (sqlx #3645);
+    // connections live as long as the pool, as deadpool's do.
     let mut opts = AnyPoolOptions::new()
         .max_connections(max)
         .acquire_timeout(acquire)
