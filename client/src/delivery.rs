@@ -5,6 +5,8 @@ use crate::error::{Error, Result};
 use crate::outcome::{Outcome, Settled};
 use crate::payload::Payload;
 use serde::de::DeserializeOwned;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 use tracing::Instrument;
 
@@ -21,7 +23,51 @@ pub struct Delivery {
     /// delivery is settled or given back
     hold: Option<Held>,
     /// the worker's count of deliveries dropped unsettled
-    unsettled: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    unsettled: Option<Arc<std::sync::atomic::AtomicU64>>,
+    /// where the worker takes the row this delivery's settle claims
+    next: Option<Arc<NextSlot>>,
+}
+
+/// Where a worker's delivery leaves the row its settle claimed in the same
+/// statement, for the worker's task to run next ([`crate::WorkerOptions::chain`]).
+pub(crate) struct NextSlot {
+    row: Mutex<Option<Claimed>>,
+    /// the worker stopped claiming: settles claim nothing more
+    stopped: Arc<AtomicBool>,
+}
+
+impl NextSlot {
+    pub(crate) fn new(stopped: Arc<AtomicBool>) -> NextSlot {
+        NextSlot {
+            row: Mutex::new(None),
+            stopped,
+        }
+    }
+
+    /// The row a settle claimed, once.
+    pub(crate) fn take(&self) -> Option<Claimed> {
+        self.row.lock().unwrap().take()
+    }
+
+    fn put(&self, row: Claimed) {
+        let old = self.row.lock().unwrap().replace(row);
+        // one settle per delivery, and the task takes each row before the next
+        debug_assert!(old.is_none(), "a slot holds one row");
+        drop(old.map(Delivery::new));
+    }
+}
+
+impl Drop for NextSlot {
+    /// A row nobody took is given back (through its delivery's drop).
+    fn drop(&mut self) {
+        drop(
+            self.row
+                .get_mut()
+                .unwrap_or_else(|e| e.into_inner())
+                .take()
+                .map(Delivery::new),
+        );
+    }
 }
 
 impl std::fmt::Debug for Delivery {
@@ -43,6 +89,7 @@ impl Delivery {
             payload: c.payload,
             hold: Some(c.hold),
             unsettled: None,
+            next: None,
         }
     }
 
@@ -50,9 +97,17 @@ impl Delivery {
     /// by a panic (the worker's report).
     pub(crate) fn count_unsettled_in(
         mut self,
-        unsettled: std::sync::Arc<std::sync::atomic::AtomicU64>,
+        unsettled: Arc<std::sync::atomic::AtomicU64>,
     ) -> Delivery {
         self.unsettled = Some(unsettled);
+        self
+    }
+
+    /// Let this delivery's settle claim the next row into `slot`, unless the
+    /// worker has stopped by then (where the backend can: see
+    /// [`crate::Capabilities::settle_and_claim`]).
+    pub(crate) fn claim_next_into(mut self, slot: Arc<NextSlot>) -> Delivery {
+        self.next = Some(slot);
         self
     }
 
@@ -165,7 +220,7 @@ impl Delivery {
 
     /// Settle with `outcome`. On error nothing was written for this delivery
     /// (a lease lost, a row not held, a database failure) and it is given back.
-    pub async fn settle(self, outcome: Outcome) -> Result<Settled> {
+    pub async fn settle(mut self, outcome: Outcome) -> Result<Settled> {
         let span = tracing::debug_span!(
             "settle.settle",
             queue = %self.hold.as_ref().map_or("", |h| h.queue().name.as_str()),
@@ -173,8 +228,19 @@ impl Delivery {
             attempt = self.attempt,
             outcome = %outcome.sql_name()
         );
+        let next = self
+            .next
+            .take()
+            .filter(|s| !s.stopped.load(Ordering::Acquire));
         let (id, hold) = self.into_parts();
-        hold.settle(id, outcome).instrument(span).await
+        let Some(slot) = next else {
+            return hold.settle(id, outcome).instrument(span).await;
+        };
+        let (settled, row) = hold.settle_and_claim(id, outcome).instrument(span).await?;
+        if let Some(row) = row {
+            slot.put(row);
+        }
+        Ok(settled)
     }
 }
 
@@ -184,7 +250,7 @@ impl Drop for Delivery {
             if let Some(n) = &self.unsettled {
                 // a panicking handler's delivery is counted as its panic
                 if !std::thread::panicking() {
-                    n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    n.fetch_add(1, Ordering::Relaxed);
                 }
             }
             let id = std::mem::take(&mut self.id);

@@ -91,6 +91,12 @@ impl Meters {
         }
     }
 
+    /// Rows claimed by a settle's own statement (the worker's chain): counted
+    /// as claimed, timed with the settle.
+    pub(crate) fn claimed_in_settle(&self, rows: u64) {
+        self.claimed.increment(rows);
+    }
+
     /// One settle's result (of a batch: each delivery's).
     pub(crate) fn settled(&self, r: &Result<Settled>) {
         match r {

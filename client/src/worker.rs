@@ -3,7 +3,7 @@
 //! one queue ([`Client::run`]) or round robin over several ([`QueueSet`]).
 
 use crate::client::Client;
-use crate::delivery::Delivery;
+use crate::delivery::{Delivery, NextSlot};
 use crate::error::Result;
 use crate::outcome::Settled;
 use crate::queue::Form;
@@ -11,6 +11,7 @@ use futures_util::FutureExt;
 use std::collections::HashMap;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{Notify, Semaphore};
@@ -42,6 +43,14 @@ pub struct WorkerOptions {
     /// `settle_horizon_age_seconds` gauges. `None`: never. Needs extension
     /// 0.7.0; elsewhere the worker does not sample.
     pub health_every: Option<Duration>,
+    /// At `batch` 1, on one queue ([`Client::run`]; a [`QueueSet`]'s claims
+    /// take turns instead), where the backend can
+    /// ([`crate::Capabilities::settle_and_claim`]: the lease form on the
+    /// extension), a delivery's settle claims the next row for its handler
+    /// slot in the same statement (`queue_complete_and_claim`): one round trip
+    /// per job instead of two. The next row's lease starts at that settle, so
+    /// a handler that works on after settling holds it meanwhile.
+    pub chain: bool,
 }
 
 impl Default for WorkerOptions {
@@ -54,6 +63,7 @@ impl Default for WorkerOptions {
             listen: true,
             max_backoff: Duration::from_secs(10),
             health_every: Some(Duration::from_secs(30)),
+            chain: true,
         }
     }
 }
@@ -74,6 +84,9 @@ pub struct WorkerReport {
     pub errors: u64,
     /// claims that failed (the worker backed that queue off and went on)
     pub claim_errors: u64,
+    /// deliveries claimed by the settle of the one before
+    /// ([`WorkerOptions::chain`])
+    pub chained: u64,
 }
 
 impl WorkerReport {
@@ -245,7 +258,12 @@ where
     let handler = Arc::new(handler);
     let report = Arc::new(Mutex::new(WorkerReport::default()));
     // counted by the deliveries themselves when they are dropped unsettled
-    let unsettled = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let unsettled = Arc::new(AtomicU64::new(0));
+    // set when the worker stops claiming, so that settles claim no more either
+    let stopped = Arc::new(AtomicBool::new(false));
+    // a QueueSet's claims take turns between its queues; a chain would keep a
+    // slot on the queue it started on
+    let chain = (opts.chain && opts.batch == 1 && clients.len() == 1).then_some(&stopped);
     let sem = Arc::new(Semaphore::new(opts.concurrency.max(1)));
     let wake = Arc::new(Notify::new());
     let mut tasks = JoinSet::new();
@@ -305,24 +323,26 @@ where
             continue;
         };
         permits.truncate(deliveries.len());
-        let deliveries: Vec<Delivery> = deliveries
-            .into_iter()
-            .map(|d| d.count_unsettled_in(unsettled.clone()))
-            .collect();
+        let from = &clients[from];
         let run = Run {
             handler: handler.clone(),
             report: report.clone(),
-            from: clients[from].clone(),
+            unsettled: unsettled.clone(),
+            chain: chain
+                .filter(|_| from.capabilities().settle_and_claim)
+                .cloned(),
+            from: from.clone(),
         };
         run.spawn(&mut tasks, deliveries, permits);
     }
     // graceful stop: no more claims; finish or give back what is running
+    stopped.store(true, Ordering::Release);
     for l in listeners.into_iter().chain(samplers) {
         l.abort();
     }
     drain(tasks, &report, opts.drain_timeout).await;
     let mut r = report.lock().unwrap().clone();
-    r.unsettled = unsettled.load(std::sync::atomic::Ordering::Relaxed);
+    r.unsettled = unsettled.load(Ordering::Relaxed);
     Ok(r)
 }
 
@@ -348,6 +368,10 @@ async fn sample_health(client: Client, every: Duration) {
 struct Run<H> {
     handler: Arc<H>,
     report: Arc<Mutex<WorkerReport>>,
+    /// the worker's count of deliveries dropped unsettled
+    unsettled: Arc<AtomicU64>,
+    /// the worker's stop flag, when each delivery's settle claims the next
+    chain: Option<Arc<AtomicBool>>,
     from: Client,
 }
 
@@ -356,31 +380,54 @@ where
     H: Fn(Delivery) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = HandlerResult> + Send + 'static,
 {
-    /// One task per delivery, each freeing its permit when done; a row_lock
-    /// claim's deliveries share one transaction, so one task runs their
-    /// handlers in order.
+    /// One task per delivery, each freeing its permit when done (with the
+    /// chain, when a settle claimed nothing more); a row_lock claim's
+    /// deliveries share one transaction, so one task runs their handlers in
+    /// order.
     fn spawn(
         self,
         tasks: &mut JoinSet<()>,
         deliveries: Vec<Delivery>,
         permits: Vec<tokio::sync::OwnedSemaphorePermit>,
     ) {
-        if self.from.queue().form == Form::RowLock {
+        let run = Arc::new(self);
+        if run.from.queue().form == Form::RowLock {
             tasks.spawn(async move {
                 for d in deliveries {
-                    run_one(&*self.handler, d, &self.report, &self.from).await;
+                    run.one(d).await;
                 }
                 drop(permits);
             });
             return;
         }
         for (d, p) in deliveries.into_iter().zip(permits) {
-            let (h, r, c) = (self.handler.clone(), self.report.clone(), self.from.clone());
+            let run = run.clone();
             tasks.spawn(async move {
-                run_one(&*h, d, &r, &c).await;
+                run.chained(d).await;
                 drop(p);
             });
         }
+    }
+
+    /// Run `first`, then, with the chain, each row its delivery's settle
+    /// claimed, until one claims nothing.
+    async fn chained(&self, first: Delivery) {
+        let Some(stopped) = &self.chain else {
+            return self.one(first).await;
+        };
+        let slot = Arc::new(NextSlot::new(stopped.clone()));
+        let mut d = first;
+        loop {
+            self.one(d.claim_next_into(slot.clone())).await;
+            let Some(row) = slot.take() else { return };
+            self.report.lock().unwrap().chained += 1;
+            d = Delivery::new(row);
+        }
+    }
+
+    async fn one(&self, d: Delivery) {
+        let d = d.count_unsettled_in(self.unsettled.clone());
+        run_one(&*self.handler, d, &self.report, &self.from).await;
     }
 }
 

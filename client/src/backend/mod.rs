@@ -49,6 +49,10 @@ pub struct Capabilities {
     /// The handler can write in the row_lock claim transaction through
     /// [`crate::Delivery::any_transaction`] (sqlx).
     pub any_transaction: bool,
+    /// A delivery's settle can claim the next row in the same statement
+    /// (`queue_complete_and_claim`: the lease form on the extension, 0.12.0
+    /// or later); the worker does so at batch 1 ([`crate::WorkerOptions::chain`]).
+    pub settle_and_claim: bool,
 }
 
 /// The backend of one client.
@@ -118,6 +122,7 @@ impl Backend {
                 requeue_dead: true,
                 transaction: true,
                 any_transaction: false,
+                settle_and_claim: e.chains(),
             },
             #[allow(deprecated)]
             Backend::Portable(_) => Capabilities {
@@ -125,6 +130,7 @@ impl Backend {
                 requeue_dead: true,
                 transaction: false,
                 any_transaction: true,
+                settle_and_claim: false,
             },
         }
     }
@@ -346,6 +352,45 @@ impl Held {
         b.meters().settle_took(start.elapsed());
         b.meters().settled(&r);
         r
+    }
+
+    /// Settle, and where the backend can ([`Capabilities::settle_and_claim`])
+    /// claim one more row in the same statement; elsewhere only settle.
+    pub(crate) async fn settle_and_claim(
+        self,
+        id: String,
+        outcome: Outcome,
+    ) -> Result<(Settled, Option<Claimed>)> {
+        let (e, token) = match self {
+            Held::Ext(e, hold::Hold::Lease(t)) if e.chains() => (e, t),
+            h => return Ok((h.settle(id, outcome).await?, None)),
+        };
+        let start = Instant::now();
+        let r = e.settle_and_claim(&id, token, &outcome).await;
+        let m = &e.meters;
+        match r {
+            Ok((settled, next)) => {
+                m.settle_took(start.elapsed());
+                m.settled(&Ok(settled));
+                m.claimed_in_settle(u64::from(next.is_some()));
+                Ok((settled, next.map(|c| c.map(|h| Held::Ext(e.clone(), h)))))
+            }
+            Err(err @ Error::LeaseLost(_)) => {
+                m.settle_took(start.elapsed());
+                let r: Result<Settled> = Err(err);
+                m.settled(&r);
+                r.map(|s| (s, None))
+            }
+            // the statement wrote nothing: settle alone, which runs it again
+            // after a passing failure and gives the row back after any other
+            Err(err) => {
+                tracing::debug!(queue = %e.queue.name, id = %id, error = %err, "a settle with the next claim failed: settling alone");
+                let s = Held::Ext(e, hold::Hold::Lease(token))
+                    .settle(id, outcome)
+                    .await?;
+                Ok((s, None))
+            }
+        }
     }
 
     /// Give back without an outcome, counted as `released`.

@@ -283,20 +283,56 @@ impl Ext {
             form => Some(Session::new(obj, form, rows.len(), self.statements)),
         };
         rows.iter()
-            .map(|r| {
-                let id: String = r.get(0);
-                let attempt: Option<i32> = r.get(1);
-                let token: Option<SystemTime> = r.get(2);
-                let payload: Option<JsonText> = r.get(3);
-                let hold = Hold::of_claim(session.as_ref(), token, &id)?;
-                Ok(Claimed {
-                    id,
-                    attempt: attempt.map_or(1, |a| a.max(0) as u32),
-                    payload: Payload::json(payload.map(|JsonText(t)| t)),
-                    hold,
-                })
-            })
+            .map(|r| claimed(r, 0, session.as_ref()))
             .collect()
+    }
+
+    /// Whether a lease settle can claim the next row in the same statement
+    /// (`queue_complete_and_claim`): the lease form, extension 0.12.0.
+    pub(crate) fn chains(&self) -> bool {
+        matches!(self.queue.form, Form::Lease { .. })
+            && version_at_least(&self.installed.version, CHAIN_SINCE)
+    }
+
+    /// Settle a lease and claim one more row in one statement: the settle's
+    /// result and the row, if one was ready. An error writes nothing and
+    /// claims nothing.
+    pub(crate) async fn settle_and_claim(
+        &self,
+        id: &str,
+        token: SystemTime,
+        outcome: &Outcome,
+    ) -> Result<(Settled, Option<Claimed<Hold>>)> {
+        let Form::Lease { ttl } = self.queue.form else {
+            return Err(Error::invalid("settle_and_claim is for the lease form"));
+        };
+        self.before_settle(outcome);
+        let c = self.pool.get().await?;
+        let rows = self
+            .statements
+            .query(
+                &c,
+                &COMPLETE_AND_CLAIM,
+                &[
+                    &self.queue.name,
+                    &id,
+                    &outcome.sql_name(),
+                    &outcome.delay_micros(),
+                    &Some(token),
+                    &micros(ttl),
+                ],
+            )
+            .await?;
+        drop(c);
+        let first = rows
+            .first()
+            .ok_or_else(|| Error::database(None, "queue_complete_and_claim returned no row"))?;
+        let settled = self.settled(id, &first.get::<_, String>(0))?;
+        let next = match first.get::<_, Option<&str>>(1) {
+            Some(_) => Some(claimed(first, 1, None)?),
+            None => None,
+        };
+        Ok((settled, next))
     }
 
     /// This queue's [`Health`] (`queue_health`, extension 0.7.0).
@@ -357,6 +393,25 @@ impl Ext {
             }
         }))
     }
+}
+
+/// The claimed row whose `id, attempt, token, payload` start at column `at`.
+fn claimed(
+    r: &tokio_postgres::Row,
+    at: usize,
+    session: Option<&Arc<Session>>,
+) -> Result<Claimed<Hold>> {
+    let id: String = r.get(at);
+    let attempt: Option<i32> = r.get(at + 1);
+    let token: Option<SystemTime> = r.get(at + 2);
+    let payload: Option<JsonText> = r.get(at + 3);
+    let hold = Hold::of_claim(session, token, &id)?;
+    Ok(Claimed {
+        id,
+        attempt: attempt.map_or(1, |a| a.max(0) as u32),
+        payload: Payload::json(payload.map(|JsonText(t)| t)),
+        hold,
+    })
 }
 
 impl HoldBackend for Ext {

@@ -26,6 +26,15 @@ pub(crate) const COMPLETE_MANY: Stmt = Stmt {
     sql: "SELECT id, result FROM queue_complete_many($1, $2, $3, $4::bigint * interval '1 microsecond', $5)",
     types: &[TEXT, TEXTS, TEXT, INT8, TSTZS],
 };
+/// A lease settle and the next one-row claim in one statement (extension
+/// 0.12.0, [`CHAIN_SINCE`]).
+pub(crate) const COMPLETE_AND_CLAIM: Stmt = Stmt {
+    sql: "SELECT settled, id, attempt, token, payload FROM queue_complete_and_claim($1, $2, $3, \
+          $4::bigint * interval '1 microsecond', $5, 1, $6::bigint * interval '1 microsecond')",
+    types: &[TEXT, TEXT, TEXT, INT8, TSTZ, INT8],
+};
+/// The extension version that has `queue_complete_and_claim`.
+pub(crate) const CHAIN_SINCE: &str = "0.12.0";
 pub(crate) const RELEASE: Stmt = Stmt {
     sql: "SELECT queue_release($1, $2, $3)",
     types: &[TEXT, TEXT, TSTZ],
