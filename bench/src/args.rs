@@ -67,6 +67,9 @@ pub(crate) struct Args {
     /// in the statement that claims the next (`--chain`: settle's
     /// `queue_complete_and_claim`, the floor's DELETE in a WITH of its claim)
     pub(crate) chain: bool,
+    /// the Rust client's worker with its chain on and off, beside pgmq
+    /// (`--worker`), instead of the grid
+    pub(crate) worker: bool,
     /// one key's backlog of this many rows in front of the others, on the
     /// portable path (`--keyed-backlog N`)
     pub(crate) keyed_backlog: Option<usize>,
@@ -113,6 +116,7 @@ pub(crate) fn args() -> Args {
         citus: None,
         transaction_pooler: false,
         chain: false,
+        worker: false,
         keyed_backlog: None,
         backlog_keys: 100,
         batches: vec![1, 10, 100],
@@ -143,6 +147,7 @@ pub(crate) fn args() -> Args {
             }
             "--scaling" => a.backlogs = vec![10_000, 1_000_000],
             "--chain" => a.chain = true,
+            "--worker" => a.worker = true,
             "--table-options" => {
                 a.table_options = Some(v[i + 1].clone());
                 i += 1;
@@ -260,7 +265,7 @@ pub(crate) fn args() -> Args {
                 a.workers = vec![1, 4];
                 a.batches = vec![1, 100];
             }
-            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --client-only, --transaction-pooler, --portable, --keyed-backlog N, --backlog-keys N, --mixed, --mariadb URL, --sqlite PATH, --citus CONN, --pgmq CONN, --sql-edition CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --flow, --flow-10m, --sustained SECONDS, --hold-every SECONDS, --horizon, --horizon-jobs N,N, --holder snapshot|row_lock, --horizon-cap SECONDS, --table-options OPTS|reset, --pgmq-table-options OPTS|reset, --max-attempts N, --chain"),
+            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --client-only, --transaction-pooler, --portable, --keyed-backlog N, --backlog-keys N, --mixed, --mariadb URL, --sqlite PATH, --citus CONN, --pgmq CONN, --sql-edition CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --flow, --flow-10m, --sustained SECONDS, --hold-every SECONDS, --horizon, --horizon-jobs N,N, --holder snapshot|row_lock, --horizon-cap SECONDS, --table-options OPTS|reset, --pgmq-table-options OPTS|reset, --max-attempts N, --chain, --worker"),
         }
         i += 1;
     }

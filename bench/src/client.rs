@@ -2,7 +2,7 @@
 //! batched with `settle_many`) and, for its CPU target, a raw tokio-postgres
 //! loop that sends the same statements with the same batch and concurrency.
 
-use crate::Args;
+use crate::{case, median_by, Args, Form, Impl, Result_};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 use tokio_postgres::types::{FromSql, Type};
@@ -155,4 +155,45 @@ pub(crate) async fn raw_run(
         conns.push(c);
     }
     (n, conns)
+}
+
+/// The Rust client (lease) beside a raw driver loop sending its statements:
+/// the client's own CPU per job, same batch and concurrency, same run, at
+/// the largest W; its rows added to `results`.
+pub(crate) async fn cpu_rows(a: &Args, admin: &Client, results: &mut Vec<Result_>) {
+    for &b in &a.batches {
+        let w = *a.workers.last().unwrap();
+        // interleaved, so that both meet the same machine
+        let (mut clients, mut raws) = (Vec::new(), Vec::new());
+        for _ in 0..a.repeat {
+            clients.push(case(a, admin, Impl::Client, Form::Lease, w, b).await);
+            raws.push(case(a, admin, Impl::Raw, Form::Lease, w, b).await);
+        }
+        // each with its median CPU per job: the figure the target compares
+        let cpu = |r: &Result_| r.client_cpu_per_k;
+        let (client, raw) = (median_by(clients, cpu), median_by(raws, cpu));
+        for (name, r) in [("client", &client), ("raw", &raw)] {
+            println!(
+                "{:<8} {:<9} {:>3} {:>4} {:>9.0} {:>8.2} {:>8.2} {:>13.3} {:>13.3}",
+                name,
+                "lease",
+                w,
+                b,
+                r.rate(),
+                r.p50_ms,
+                r.p99_ms,
+                r.server_cpu_per_k,
+                r.client_cpu_per_k,
+            );
+        }
+        let ratio = client.client_cpu_per_k / raw.client_cpu_per_k.max(1e-9);
+        println!(
+            "client CPU per job {:.2} us, raw loop's {:.2} us, W={w} B={b}: {ratio:.2}x (target <= 1.15: {})",
+            client.client_cpu_per_k * 1000.0,
+            raw.client_cpu_per_k * 1000.0,
+            if ratio <= 1.15 { "met" } else { "NOT met" }
+        );
+        results.push(client);
+        results.push(raw);
+    }
 }

@@ -287,7 +287,15 @@ async fn worker(
                 }
                 rows.len()
             }
-            (Impl::Client | Impl::Raw | Impl::Graphile | Impl::Awa, _) => {
+            (
+                Impl::Client
+                | Impl::Raw
+                | Impl::Graphile
+                | Impl::Awa
+                | Impl::Worker
+                | Impl::WorkerUnchained,
+                _,
+            ) => {
                 unreachable!("runs in its own case")
             }
         };

@@ -23,6 +23,7 @@ mod portable_horizon;
 mod portable_keyed;
 mod pressure;
 mod scaling;
+mod worker;
 
 use args::{args, Args};
 use cpu::{find_postmaster, own_cpu, server_cpu};
@@ -70,6 +71,10 @@ enum Impl {
     Graphile,
     /// awa 0.6 (bench/awa, built by bench/peers.sh), its own database
     Awa,
+    /// the Rust client's worker (`--worker`), each settle claiming the next
+    Worker,
+    /// the same worker with `WorkerOptions::chain` off
+    WorkerUnchained,
 }
 
 async fn connect(conn: &str) -> Client {
@@ -258,6 +263,8 @@ async fn case(
             Impl::SqlEdition => "sqled",
             Impl::Graphile => "graphile",
             Impl::Awa => "awa",
+            Impl::Worker => "worker",
+            Impl::WorkerUnchained => "workeru",
         }
     );
     let before = other_backends(admin).await;
@@ -274,7 +281,12 @@ async fn case(
     let lat = Arc::new(Mutex::new(Vec::with_capacity(a.jobs)));
     let (s0, c0, t0) = (server_cpu(), own_cpu(), Instant::now());
     // connections stay open until the server's CPU is read (see run_workers)
-    let (done, open) = if imp == Impl::Client {
+    let (done, open) = if matches!(imp, Impl::Worker | Impl::WorkerUnchained) {
+        drop(conns);
+        let chain = imp == Impl::Worker;
+        let (done, client) = worker::worker_run(a, &q, (workers, batch), chain, lat.clone()).await;
+        (done, Open::Client(client))
+    } else if imp == Impl::Client {
         drop(conns);
         let (done, client) = client::client_run(a, &q, workers, batch, lat.clone()).await;
         (done, Open::Client(client))
@@ -447,7 +459,7 @@ fn svg(results: &[Result_]) -> String {
             Impl::Settle => "#3b6fd6",
             Impl::SqlEdition => "#7aa2ec",
             Impl::Floor => "#999999",
-            Impl::Client => "#3a9a4a",
+            Impl::Client | Impl::Worker | Impl::WorkerUnchained => "#3a9a4a",
             Impl::Raw => "#8fd19e",
             Impl::Pgmq => "#d67a3b",
             Impl::Graphile => "#9a3ad6",
@@ -512,6 +524,10 @@ async fn main_() {
     }
     if a.portable {
         portable::grid(&a, &admin).await;
+        return;
+    }
+    if a.worker {
+        worker::grid(&a, &admin).await;
         return;
     }
     if let Some(c) = &a.citus {
@@ -631,42 +647,8 @@ async fn main_() {
             }
         }
     }
-    // the Rust client (lease) beside a raw driver loop sending its statements:
-    // the client's own CPU per job, same batch and concurrency, same run
-    for &b in a.batches.iter().filter(|_| a.client) {
-        let w = *a.workers.last().unwrap();
-        // interleaved, so that both meet the same machine
-        let (mut clients, mut raws) = (Vec::new(), Vec::new());
-        for _ in 0..a.repeat {
-            clients.push(case(&a, &admin, Impl::Client, Form::Lease, w, b).await);
-            raws.push(case(&a, &admin, Impl::Raw, Form::Lease, w, b).await);
-        }
-        // each with its median CPU per job: the figure the target compares
-        let cpu = |r: &Result_| r.client_cpu_per_k;
-        let (client, raw) = (median_by(clients, cpu), median_by(raws, cpu));
-        for (name, r) in [("client", &client), ("raw", &raw)] {
-            println!(
-                "{:<8} {:<9} {:>3} {:>4} {:>9.0} {:>8.2} {:>8.2} {:>13.3} {:>13.3}",
-                name,
-                "lease",
-                w,
-                b,
-                r.rate(),
-                r.p50_ms,
-                r.p99_ms,
-                r.server_cpu_per_k,
-                r.client_cpu_per_k,
-            );
-        }
-        let ratio = client.client_cpu_per_k / raw.client_cpu_per_k.max(1e-9);
-        println!(
-            "client CPU per job {:.2} us, raw loop's {:.2} us, W={w} B={b}: {ratio:.2}x (target <= 1.15: {})",
-            client.client_cpu_per_k * 1000.0,
-            raw.client_cpu_per_k * 1000.0,
-            if ratio <= 1.15 { "met" } else { "NOT met" }
-        );
-        results.push(client);
-        results.push(raw);
+    if a.client {
+        client::cpu_rows(&a, &admin, &mut results).await;
     }
     let _ = std::fs::create_dir_all("results");
     let mut csv = String::from("impl,form,workers,batch,jobs,seconds,jobs_per_s,p50_ms,p99_ms,server_cpu_s_per_1k,client_cpu_s_per_1k\n");
