@@ -14,7 +14,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 /// How a worker runs.
@@ -286,35 +286,23 @@ where
         .unwrap_or_default();
     let mut next = 0;
     let mut backoff = vec![Backoff::default(); clients.len()];
+    // after a claim that got every row it asked for, the next waits this long
+    // (what that claim took) for half a batch of free slots
+    let mut gather: Option<Duration> = None;
     tokio::pin!(shutdown);
     loop {
-        // wait for room for at least one delivery
-        let first = tokio::select! {
-            biased;
-            _ = &mut shutdown => break,
-            p = sem.clone().acquire_owned() => p.expect("semaphore is never closed"),
+        let Some(mut permits) = room(&sem, shutdown.as_mut(), &opts, gather).await else {
+            break;
         };
-        let mut permits = vec![first];
-        while permits.len() < opts.batch.max(1) {
-            match sem.clone().try_acquire_owned() {
-                Ok(p) => permits.push(p),
-                Err(_) => break,
-            }
-        }
         // reap finished tasks so the set does not grow
         while tasks.try_join_next().is_some() {}
-        let Some((from, deliveries)) = claim_round(
-            clients,
-            &mut next,
-            permits.len(),
-            &mut backoff,
-            &opts,
-            &report,
-        )
-        .await
+        let (asked, start) = (permits.len(), Instant::now());
+        let Some((from, deliveries)) =
+            claim_round(clients, &mut next, asked, &mut backoff, &opts, &report).await
         else {
             // nothing ready anywhere (or every claim failed): wait
             drop(permits);
+            gather = None;
             tokio::select! {
                 _ = &mut shutdown => break,
                 _ = wake.notified() => {}
@@ -322,6 +310,7 @@ where
             }
             continue;
         };
+        gather = (deliveries.len() == asked).then(|| start.elapsed());
         permits.truncate(deliveries.len());
         let from = &clients[from];
         let run = Run {
@@ -344,6 +333,48 @@ where
     let mut r = report.lock().unwrap().clone();
     r.unsettled = unsettled.load(Ordering::Relaxed);
     Ok(r)
+}
+
+/// Free handler slots for the next claim, `None` once `shutdown` resolves:
+/// at least one, then every free one up to the batch. With `gather` (the
+/// last claim got all it asked for, so more rows are likely ready), it first
+/// waits up to that long for half a batch, so that handlers which finish
+/// one by one are not each followed by a claim of one row: a wait no longer
+/// than a claim costs a slot no more than the claim it saves.
+async fn room<S: Future<Output = ()>>(
+    sem: &Arc<Semaphore>,
+    mut shutdown: std::pin::Pin<&mut S>,
+    opts: &WorkerOptions,
+    gather: Option<Duration>,
+) -> Option<Vec<OwnedSemaphorePermit>> {
+    let batch = opts.batch.max(1);
+    let first = tokio::select! {
+        biased;
+        _ = &mut shutdown => return None,
+        p = sem.clone().acquire_owned() => p.expect("semaphore is never closed"),
+    };
+    let mut permits = vec![first];
+    if let Some(patience) = gather {
+        let half = batch.min(opts.concurrency.max(1)).div_ceil(2);
+        let until = tokio::time::Instant::now() + patience;
+        while permits.len() < half {
+            tokio::select! {
+                biased;
+                _ = &mut shutdown => return None,
+                p = tokio::time::timeout_at(until, sem.clone().acquire_owned()) => match p {
+                    Ok(p) => permits.push(p.expect("semaphore is never closed")),
+                    Err(_) => break,
+                },
+            }
+        }
+    }
+    while permits.len() < batch {
+        match sem.clone().try_acquire_owned() {
+            Ok(p) => permits.push(p),
+            Err(_) => break,
+        }
+    }
+    Some(permits)
 }
 
 /// Sample `client`'s queue health into its gauges every `every`, until
@@ -388,7 +419,7 @@ where
         self,
         tasks: &mut JoinSet<()>,
         deliveries: Vec<Delivery>,
-        permits: Vec<tokio::sync::OwnedSemaphorePermit>,
+        permits: Vec<OwnedSemaphorePermit>,
     ) {
         let run = Arc::new(self);
         if run.from.queue().form == Form::RowLock {
@@ -500,6 +531,76 @@ mod tests {
         // a cap below the poll interval never shortens the first wait
         let w = Backoff::default().failed(base, Duration::ZERO);
         assert!(w >= base / 2 && w < base, "{w:?}");
+    }
+
+    fn opts(concurrency: usize, batch: usize) -> WorkerOptions {
+        WorkerOptions {
+            concurrency,
+            batch,
+            ..Default::default()
+        }
+    }
+
+    /// Slots taken: `n` of `sem`'s permits, given back one by one every `step`.
+    fn busy(sem: &Arc<Semaphore>, n: usize, step: Duration) {
+        let held: Vec<_> = (0..n)
+            .map(|_| sem.clone().try_acquire_owned().unwrap())
+            .collect();
+        tokio::spawn(async move {
+            for p in held {
+                tokio::time::sleep(step).await;
+                drop(p);
+            }
+        });
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn room_gathers_half_a_batch_for_as_long_as_a_claim_took() {
+        let never = std::future::pending::<()>();
+        tokio::pin!(never);
+        let ms = Duration::from_millis;
+        // no gather: the one free slot at once
+        let sem = Arc::new(Semaphore::new(10));
+        busy(&sem, 9, ms(10));
+        let t = tokio::time::Instant::now();
+        let got = room(&sem, never.as_mut(), &opts(10, 10), None)
+            .await
+            .unwrap();
+        assert_eq!((got.len(), t.elapsed()), (1, ms(0)));
+        drop(got);
+        // gather: half of the batch as slots free, before the patience runs out
+        let sem = Arc::new(Semaphore::new(10));
+        busy(&sem, 9, ms(10));
+        let t = tokio::time::Instant::now();
+        let got = room(&sem, never.as_mut(), &opts(10, 10), Some(ms(100)))
+            .await
+            .unwrap();
+        assert_eq!((got.len(), t.elapsed()), (5, ms(40)));
+        drop(got);
+        // gather: no longer than the patience
+        let sem = Arc::new(Semaphore::new(10));
+        busy(&sem, 9, ms(10));
+        let t = tokio::time::Instant::now();
+        let got = room(&sem, never.as_mut(), &opts(10, 10), Some(ms(25)))
+            .await
+            .unwrap();
+        assert_eq!((got.len(), t.elapsed()), (3, ms(25)));
+        drop(got);
+        // half of the concurrency when it is below the batch; then every free slot
+        let sem = Arc::new(Semaphore::new(4));
+        busy(&sem, 3, ms(10));
+        let got = room(&sem, never.as_mut(), &opts(4, 10), Some(ms(100)))
+            .await
+            .unwrap();
+        assert_eq!(got.len(), 2);
+        // a stop while gathering
+        let sem = Arc::new(Semaphore::new(4));
+        busy(&sem, 3, ms(10));
+        let stop = tokio::time::sleep(ms(5));
+        tokio::pin!(stop);
+        assert!(room(&sem, stop.as_mut(), &opts(4, 4), Some(ms(100)))
+            .await
+            .is_none());
     }
 
     #[test]
