@@ -28,19 +28,7 @@ pub(crate) async fn client_run(
     batch: usize,
     lat: Arc<Mutex<Vec<f64>>>,
 ) -> (usize, settle::Client) {
-    let queue = settle::Queue::new(q, q).form(settle::Form::Lease {
-        ttl: Duration::from_micros(LEASE_MICROS as u64),
-    });
-    settle::Admin::postgres(a.conn.as_str(), 1)
-        .await
-        .unwrap()
-        .register(&queue)
-        .await
-        .unwrap();
-    let pool = settle::PoolOptions::new(workers).transaction_pooler(a.transaction_pooler);
-    let client = settle::Client::connect_with(a.conn.as_str(), pool, queue)
-        .await
-        .unwrap();
+    let client = lease_client(a, q, workers).await;
     let hs: Vec<_> = (0..workers)
         .map(|_| {
             let client = client.clone();
@@ -73,6 +61,23 @@ pub(crate) async fn client_run(
         n += h.await.unwrap();
     }
     (n, client)
+}
+
+/// A client of lease queue `q` (registered here) with a pool of `pool`.
+pub(crate) async fn lease_client(a: &Args, q: &str, pool: usize) -> settle::Client {
+    let queue = settle::Queue::new(q, q).form(settle::Form::Lease {
+        ttl: Duration::from_micros(LEASE_MICROS as u64),
+    });
+    settle::Admin::postgres(a.conn.as_str(), 1)
+        .await
+        .unwrap()
+        .register(&queue)
+        .await
+        .unwrap();
+    let pool = settle::PoolOptions::new(pool).transaction_pooler(a.transaction_pooler);
+    settle::Client::connect_with(a.conn.as_str(), pool, queue)
+        .await
+        .unwrap()
 }
 
 /// A payload as the client keeps it: the bytes of its JSON text, unparsed.

@@ -19,19 +19,7 @@ pub(crate) async fn worker_run(
     chain: bool,
     lat: Arc<Mutex<Vec<f64>>>,
 ) -> (usize, settle::Client) {
-    let queue = settle::Queue::new(q, q).form(settle::Form::Lease {
-        ttl: Duration::from_secs(30),
-    });
-    settle::Admin::postgres(a.conn.as_str(), 1)
-        .await
-        .unwrap()
-        .register(&queue)
-        .await
-        .unwrap();
-    let pool = settle::PoolOptions::new(workers).transaction_pooler(a.transaction_pooler);
-    let client = settle::Client::connect_with(a.conn.as_str(), pool, queue)
-        .await
-        .unwrap();
+    let client = crate::client::lease_client(a, q, workers).await;
     let opts = settle::WorkerOptions {
         concurrency: workers * batch,
         batch,

@@ -533,74 +533,60 @@ mod tests {
         assert!(w >= base / 2 && w < base, "{w:?}");
     }
 
-    fn opts(concurrency: usize, batch: usize) -> WorkerOptions {
-        WorkerOptions {
-            concurrency,
-            batch,
-            ..Default::default()
-        }
-    }
-
-    /// Slots taken: `n` of `sem`'s permits, given back one by one every `step`.
-    fn busy(sem: &Arc<Semaphore>, n: usize, step: Duration) {
-        let held: Vec<_> = (0..n)
+    /// What `room` gives with `free` of `concurrency` slots free and the
+    /// others freeing one every 10 ms: how many slots, after how long.
+    async fn room_of(
+        free: usize,
+        concurrency: usize,
+        batch: usize,
+        gather: Option<Duration>,
+    ) -> (usize, Duration) {
+        let sem = Arc::new(Semaphore::new(concurrency));
+        let held: Vec<_> = (free..concurrency)
             .map(|_| sem.clone().try_acquire_owned().unwrap())
             .collect();
         tokio::spawn(async move {
             for p in held {
-                tokio::time::sleep(step).await;
+                tokio::time::sleep(Duration::from_millis(10)).await;
                 drop(p);
             }
         });
+        let opts = WorkerOptions {
+            concurrency,
+            batch,
+            ..Default::default()
+        };
+        let t = tokio::time::Instant::now();
+        let never = std::pin::pin!(std::future::pending::<()>());
+        let got = room(&sem, never, &opts, gather).await.expect("no stop");
+        (got.len(), t.elapsed())
     }
 
     #[tokio::test(start_paused = true)]
     async fn room_gathers_half_a_batch_for_as_long_as_a_claim_took() {
-        let never = std::future::pending::<()>();
-        tokio::pin!(never);
         let ms = Duration::from_millis;
         // no gather: the one free slot at once
-        let sem = Arc::new(Semaphore::new(10));
-        busy(&sem, 9, ms(10));
-        let t = tokio::time::Instant::now();
-        let got = room(&sem, never.as_mut(), &opts(10, 10), None)
-            .await
-            .unwrap();
-        assert_eq!((got.len(), t.elapsed()), (1, ms(0)));
-        drop(got);
+        assert_eq!(room_of(1, 10, 10, None).await, (1, ms(0)));
         // gather: half of the batch as slots free, before the patience runs out
-        let sem = Arc::new(Semaphore::new(10));
-        busy(&sem, 9, ms(10));
-        let t = tokio::time::Instant::now();
-        let got = room(&sem, never.as_mut(), &opts(10, 10), Some(ms(100)))
-            .await
-            .unwrap();
-        assert_eq!((got.len(), t.elapsed()), (5, ms(40)));
-        drop(got);
-        // gather: no longer than the patience
-        let sem = Arc::new(Semaphore::new(10));
-        busy(&sem, 9, ms(10));
-        let t = tokio::time::Instant::now();
-        let got = room(&sem, never.as_mut(), &opts(10, 10), Some(ms(25)))
-            .await
-            .unwrap();
-        assert_eq!((got.len(), t.elapsed()), (3, ms(25)));
-        drop(got);
-        // half of the concurrency when it is below the batch; then every free slot
-        let sem = Arc::new(Semaphore::new(4));
-        busy(&sem, 3, ms(10));
-        let got = room(&sem, never.as_mut(), &opts(4, 10), Some(ms(100)))
-            .await
-            .unwrap();
-        assert_eq!(got.len(), 2);
+        assert_eq!(room_of(1, 10, 10, Some(ms(100))).await, (5, ms(40)));
+        // no longer than the patience
+        assert_eq!(room_of(1, 10, 10, Some(ms(25))).await, (3, ms(25)));
+        // half of the concurrency when it is below the batch
+        assert_eq!(room_of(1, 4, 10, Some(ms(100))).await, (2, ms(10)));
+        // every free slot, up to the batch, without waiting
+        assert_eq!(room_of(7, 10, 4, Some(ms(100))).await, (4, ms(0)));
         // a stop while gathering
         let sem = Arc::new(Semaphore::new(4));
-        busy(&sem, 3, ms(10));
-        let stop = tokio::time::sleep(ms(5));
-        tokio::pin!(stop);
-        assert!(room(&sem, stop.as_mut(), &opts(4, 4), Some(ms(100)))
-            .await
-            .is_none());
+        let _held: Vec<_> = (0..3)
+            .map(|_| sem.clone().try_acquire_owned().unwrap())
+            .collect();
+        let stop = std::pin::pin!(tokio::time::sleep(ms(5)));
+        let opts = WorkerOptions {
+            concurrency: 4,
+            batch: 4,
+            ..Default::default()
+        };
+        assert!(room(&sem, stop, &opts, Some(ms(100))).await.is_none());
     }
 
     #[test]
