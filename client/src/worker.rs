@@ -287,7 +287,8 @@ where
     let mut next = 0;
     let mut backoff = vec![Backoff::default(); clients.len()];
     // after a claim that got every row it asked for, the next waits this long
-    // (what that claim took) for half a batch of free slots
+    // (what that claim took, at most the poll interval) for half a batch of
+    // free slots
     let mut gather: Option<Duration> = None;
     tokio::pin!(shutdown);
     loop {
@@ -310,7 +311,7 @@ where
             }
             continue;
         };
-        gather = (deliveries.len() == asked).then(|| start.elapsed());
+        gather = (deliveries.len() == asked).then(|| start.elapsed().min(opts.poll_interval));
         permits.truncate(deliveries.len());
         let from = &clients[from];
         let run = Run {
