@@ -268,12 +268,11 @@ async fn client_through_transaction_pooling() {
     const JOBS: usize = 2000;
     let db = connect(&env("SETTLE_TEST_PG")).await;
     let proxied = format!("{} dbname=settle_tx2", env("SETTLE_TEST_BOUNCER"));
-    for form in [
-        Form::Lease {
-            ttl: Duration::from_secs(30),
-        },
-        Form::RowLock,
-    ] {
+    let lease = Form::Lease {
+        ttl: Duration::from_secs(30),
+    };
+    // batch 1 on the lease form: each settle claims the next (the worker's chain)
+    for (form, batch) in [(lease, 10), (Form::RowLock, 10), (lease, 1)] {
         let t = format!(
             "bouncer_client_{}_{}",
             std::process::id(),
@@ -309,7 +308,7 @@ async fn client_through_transaction_pooling() {
             let (c, seen) = (c.clone(), seen.clone());
             let opts = WorkerOptions {
                 concurrency: 8,
-                batch: 10,
+                batch,
                 poll_interval: Duration::from_millis(20),
                 ..Default::default()
             };
@@ -333,7 +332,7 @@ async fn client_through_transaction_pooling() {
         while count(&db, &format!("SELECT count(*) FROM {t}")).await > 0 {
             assert!(
                 start.elapsed() < Duration::from_secs(240),
-                "{form:?}: the queue drains"
+                "{form:?} B={batch}: the queue drains"
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -348,5 +347,10 @@ async fn client_through_transaction_pooling() {
         assert_eq!(report.claim_errors, 0, "{form:?}: {report:?}");
         assert_eq!(report.count(Settled::Deleted), JOBS as u64, "{form:?}");
         assert_eq!(report.count(Settled::Retried), retried as u64, "{form:?}");
+        assert_eq!(
+            report.chained > 0,
+            batch == 1,
+            "{form:?} B={batch}: chained through the pooler: {report:?}"
+        );
     }
 }
