@@ -41,6 +41,9 @@ pub(crate) struct Ext {
     pub(crate) meters: Meters,
     /// the installed edition and version
     installed: Installed,
+    /// a lease settle can claim the next row in the same statement
+    /// (`queue_complete_and_claim`): the lease form, extension 0.12.0
+    chains: bool,
 }
 
 /// What holds a delivery on the extension backend.
@@ -204,6 +207,8 @@ impl Ext {
         let installed = check_version(&c, statements).await?;
         let checked = descriptor::check(&c, statements, &queue).await?;
         drop(c);
+        let chains = matches!(queue.form, Form::Lease { .. })
+            && version_at_least(&installed.version, CHAIN_SINCE);
         Ok(Arc::new(Ext {
             pool,
             meters,
@@ -213,6 +218,7 @@ impl Ext {
             statements,
             acks: Combiner::default(),
             installed,
+            chains,
         }))
     }
 
@@ -290,8 +296,7 @@ impl Ext {
     /// Whether a lease settle can claim the next row in the same statement
     /// (`queue_complete_and_claim`): the lease form, extension 0.12.0.
     pub(crate) fn chains(&self) -> bool {
-        matches!(self.queue.form, Form::Lease { .. })
-            && version_at_least(&self.installed.version, CHAIN_SINCE)
+        self.chains
     }
 
     /// Settle a lease and claim one more row in one statement: the settle's
