@@ -162,6 +162,14 @@ pub fn pool_options(max: u32) -> sqlx::any::AnyPoolOptions {
         .max_lifetime(None)
 }
 
+/// The lease form with a 30 s lease, long enough that no test's delivery
+/// loses it by waiting.
+pub fn lease() -> Form {
+    Form::Lease {
+        ttl: Duration::from_secs(30),
+    }
+}
+
 pub async fn admin(b: Backend) -> sqlx::AnyPool {
     let url = b.admin_url();
     let pool = pool_options(2)

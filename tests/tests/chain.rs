@@ -4,16 +4,10 @@
 //! is still handled once, retries come back, and a worker that stops leaves
 //! no row held. Elsewhere the worker claims as it always does.
 
-use settle::{Form, Queue, Settled, WorkerOptions};
+use settle::{Queue, Settled, WorkerOptions};
 use settle_conformance::*;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-fn lease() -> Form {
-    Form::Lease {
-        ttl: Duration::from_secs(30),
-    }
-}
 
 fn one_at_a_time(chain: bool) -> WorkerOptions {
     WorkerOptions {

@@ -928,12 +928,6 @@ async fn custom_outcome(b: Backend, form: Form) {
     );
 }
 
-fn lease() -> Form {
-    Form::Lease {
-        ttl: Duration::from_secs(30),
-    }
-}
-
 /// One module per backend × form (or per backend, for scenarios that do not
 /// depend on the form), one test per scenario in it.
 /// One test per scenario, in a module per cell: the scenarios that take a
