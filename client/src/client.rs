@@ -1,6 +1,6 @@
 //! The client: one queue over one backend, claims, batch settles, stats.
 
-use crate::backend::{Backend, Capabilities, Dialect, Edition};
+use crate::backend::{AnyConn, Backend, Capabilities, Dialect, Edition};
 use crate::conninfo::IntoConnInfo;
 use crate::delivery::Delivery;
 use crate::error::{Error, Result};
@@ -123,9 +123,15 @@ impl Client {
         self.backend.ext_pool()
     }
 
-    /// The sqlx pool, on the portable path.
-    pub fn any_pool(&self) -> Option<&sqlx::AnyPool> {
-        self.backend.any_pool()
+    /// A connection of the pool this client claims through, on the portable
+    /// path, for statements of your own (it counts against
+    /// [`PoolOptions::max_size`](crate::PoolOptions), and waits for a free
+    /// connection as a claim does). Dropping it gives it back; once used, it
+    /// is checked first, in the background (an open transaction rolled back,
+    /// the connection pinged). `Unsupported` on the extension backend, whose
+    /// pool is [`Client::pool`].
+    pub async fn any_connection(&self) -> Result<AnyConn> {
+        self.backend.any_connection().await
     }
 
     /// Claim up to `n` (1–10000) ready rows.

@@ -60,7 +60,9 @@ mod tls;
 mod worker;
 
 pub use admin::Admin;
-pub use backend::{Capabilities, Dialect, Difference, Edition, Registered, EXTENSION_VERSION};
+pub use backend::{
+    AnyConn, Capabilities, Dialect, Difference, Edition, Registered, EXTENSION_VERSION,
+};
 pub use client::Client;
 pub use conninfo::{ConnInfo, IntoConnInfo};
 pub use delivery::Delivery;

@@ -214,7 +214,7 @@ async fn a_scripted_worker_records_its_counts() {
     assert_eq!(second.ack().await.unwrap(), Settled::Deleted);
     // a claim that fails: a table dropped under the client
     sqlx::query("DROP TABLE leases")
-        .execute(c.any_pool().unwrap())
+        .execute(&mut *c.any_connection().await.unwrap())
         .await
         .unwrap();
     assert!(c.claim(1).await.is_err());

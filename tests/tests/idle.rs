@@ -1,8 +1,11 @@
-//! A pooled connection that the server closed while the pool kept it idle is
-//! replaced when it is next taken, and the claim on it succeeds (docs/rust.md):
-//! the extension's pool sees the closed connection; the portable path pings a
-//! connection idle for 30 s or more before handing it out. SQLite has no
-//! server to close one.
+//! How pools treat the connections given back to them (docs/rust.md,
+//! docs/portable.md). A pooled connection that the server closed while the
+//! pool kept it idle is replaced when it is next taken, and the claim on it
+//! succeeds: the extension's pool sees the closed connection; the portable
+//! path pings a connection idle for 30 s or more before handing it out. SQLite
+//! has no server to close one. And on the portable path a connection given
+//! back with a transaction left open is rolled back at once, not when the
+//! pool next hands it out.
 
 use settle::{Client, Form, PoolOptions, Queue};
 use settle_conformance::*;
@@ -25,10 +28,8 @@ async fn connection_id(b: Backend, c: &Client) -> i64 {
                 Backend::MariaDb => "SELECT CAST(CONNECTION_ID() AS SIGNED)",
                 _ => "SELECT CAST(pg_backend_pid() AS BIGINT)",
             };
-            sqlx::query_scalar(sql)
-                .fetch_one(c.any_pool().expect("the portable pool"))
-                .await
-                .unwrap()
+            let mut conn = c.any_connection().await.expect("the portable pool");
+            sqlx::query_scalar(sql).fetch_one(&mut *conn).await.unwrap()
         }
     }
 }
@@ -85,6 +86,50 @@ async fn closed_while_idle(b: Backend) {
     assert_ne!(connection_id(b, &c).await, id, "{b:?}: a new connection");
 }
 
+/// A transaction dropped without commit on a connection of the portable
+/// path's pool: the row it wrote is unlocked and unchanged while the pool
+/// stays unused, and the connection serves the next claim.
+async fn dropped_transaction_rolled_back(b: Backend) {
+    let pool = admin(b).await;
+    let t = table(b, &pool, "dropped", 2).await;
+    let q = Queue::new(&t, &t).form(Form::Lease {
+        ttl: Duration::from_secs(60),
+    });
+    let c = b.client_with(q, PoolOptions::new(1)).await.unwrap();
+    let quoted = b.dialect().ident(&t);
+    {
+        let mut conn = c.any_connection().await.unwrap();
+        let mut tx = sqlx::Connection::begin(&mut *conn).await.unwrap();
+        sqlx::query(&format!("UPDATE {quoted} SET attempt = 7 WHERE id = 1"))
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+    }
+    let lock = format!(
+        "SELECT {} FROM {quoted} WHERE id = 1 FOR UPDATE NOWAIT",
+        b.dialect().int("attempt")
+    );
+    let mut attempt = None;
+    for _ in 0..50 {
+        let mut tx = pool.begin().await.unwrap();
+        if let Ok(r) = sqlx::query_scalar::<_, i64>(&lock)
+            .fetch_one(&mut *tx)
+            .await
+        {
+            attempt = Some(r);
+            break;
+        }
+        drop(tx);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(attempt, Some(0), "{b:?}: row 1 free and its write undone");
+    let got = c.claim(2).await.expect("a claim on the same connection");
+    assert_eq!(got.len(), 2, "{b:?}");
+    for d in got {
+        d.ack().await.unwrap();
+    }
+}
+
 macro_rules! backend {
     ($name:ident: $b:expr) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -95,6 +140,20 @@ macro_rules! backend {
         }
     };
 }
+
+macro_rules! rolled_back {
+    ($name:ident: $b:expr) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $name() {
+            if selected($b) {
+                dropped_transaction_rolled_back($b).await;
+            }
+        }
+    };
+}
+
+rolled_back!(pg_portable_dropped_transaction: Backend::PgPortable);
+rolled_back!(mariadb_dropped_transaction: Backend::MariaDb);
 
 backend!(pg_extension: Backend::PgExtension);
 backend!(pg_portable: Backend::PgPortable);

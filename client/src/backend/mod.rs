@@ -18,7 +18,7 @@ mod portable;
 
 pub use ext::descriptor::{Difference, Registered};
 pub use ext::{Edition, EXTENSION_VERSION};
-pub use portable::Dialect;
+pub use portable::{AnyConn, Dialect};
 
 use crate::conninfo::ConnInfo;
 use crate::error::{Error, Result};
@@ -265,10 +265,12 @@ impl Backend {
         }
     }
 
-    pub(crate) fn any_pool(&self) -> Option<&sqlx::AnyPool> {
+    pub(crate) async fn any_connection(&self) -> Result<portable::AnyConn> {
         match self {
-            Backend::Portable(p) => Some(p.pool()),
-            Backend::Ext(_) => None,
+            Backend::Portable(p) => p.any_connection().await,
+            Backend::Ext(_) => Err(Error::unsupported(
+                "any_connection() is for the portable path; on the extension use pool()",
+            )),
         }
     }
 

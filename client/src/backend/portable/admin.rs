@@ -8,7 +8,7 @@ use super::Engine;
 use crate::error::{Error, Result};
 use crate::outcome::micros;
 use crate::stats::{age_from_micros, DeadRow, Stats};
-use sqlx::Row;
+use sqlx::{Connection, Row};
 use std::time::Duration;
 
 /// A dead row's JSON text as a value; a text column that holds JSON (a
@@ -32,14 +32,15 @@ fn row_value(json: &str) -> Result<serde_json::Value> {
 
 impl Engine {
     pub(crate) async fn stats(&self) -> Result<Stats> {
+        let mut conn = self.conns.get().await?;
         let r = sqlx::query(&self.s.stats_sql())
-            .fetch_one(&self.pool)
+            .fetch_one(&mut *conn)
             .await?;
         // None too when the role may not read the dead letter (a worker
         // granted only INSERT on it)
         let dead = match self.s.dead_count_sql() {
             None => None,
-            Some(sql) => match sqlx::query(&sql).fetch_one(&self.pool).await {
+            Some(sql) => match sqlx::query(&sql).fetch_one(&mut *conn).await {
                 Ok(r) => Some(r.get(0)),
                 Err(e) => {
                     let e = Error::from(e);
@@ -92,7 +93,8 @@ impl Engine {
             for id in chunk.into_iter().flatten() {
                 q = q.bind(id.as_str());
             }
-            for r in q.bind(limit).fetch_all(&self.pool).await? {
+            let mut conn = self.conns.get().await?;
+            for r in q.bind(limit).fetch_all(&mut *conn).await? {
                 out.push(DeadRow {
                     id: text(&r, 0)?,
                     attempt: r.try_get::<Option<i64>, _>(1)?,
@@ -118,6 +120,7 @@ impl Engine {
         let mut moved = 0i64;
         let given: Vec<&[String]> = ids.map(|i| i.chunks(CHUNK).collect()).unwrap_or_default();
         let mut next = 0;
+        let mut conn = self.conns.get().await?;
         loop {
             let chunk = match ids {
                 Some(_) if next >= given.len() => break,
@@ -125,7 +128,7 @@ impl Engine {
                 None => None,
             };
             next += 1;
-            let mut tx = self.pool.begin_with(self.s.d.begin()).await?;
+            let mut tx = conn.begin_with(self.s.d.begin()).await?;
             let sql = self
                 .s
                 .dead_ids_sql(chunk.map(<[String]>::len))
@@ -199,7 +202,10 @@ impl Engine {
             for id in chunk.into_iter().flatten() {
                 q = q.bind(id.as_str());
             }
-            purged += q.execute(&self.pool).await?.rows_affected() as i64;
+            purged += q
+                .execute(&mut *self.conns.get().await?)
+                .await?
+                .rows_affected() as i64;
         }
         Ok(purged)
     }

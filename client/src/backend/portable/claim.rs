@@ -1,6 +1,7 @@
 //! Claims on the portable path, in each form (docs/semantics.md, "Claim forms"), with crash-looping
 //! rows moved to the dead letter on the way.
 
+use super::conns::AnyTx;
 use super::dialect::PayloadText;
 use super::engine::{again_if_deadlock, exec_with_id, opt_text, text, Engine};
 use super::keys::{self, Reading};
@@ -51,7 +52,7 @@ impl Engine {
         let how = self.reading(n, from).await?;
         match s.plan {
             ClaimPlan::RowLock => {
-                let mut tx = self.pool.begin_with(d.begin()).await?;
+                let mut tx = AnyTx::begin(self.conns.get().await?, d.begin()).await?;
                 let rows = self
                     .scan(&mut tx, n, &how, Shape::claim_rows_sql, None)
                     .await?;
@@ -69,7 +70,8 @@ impl Engine {
             }
             ClaimPlan::LeaseStatement => Ok((self.claim_lease_cte(n, &how).await?, None)),
             ClaimPlan::LeaseSteps => {
-                let mut tx = self.pool.begin_with(d.begin()).await?;
+                let mut conn = self.conns.get().await?;
+                let mut tx = conn.begin_with(d.begin()).await?;
                 let cands: Vec<(String, i64)> = self
                     .scan(&mut tx, n, &how, Shape::lease_candidates_sql, None)
                     .await?
@@ -79,6 +81,7 @@ impl Engine {
                 let live = self.drop_poison(&mut tx, cands).await?;
                 let out = self.take(&mut tx, &live).await?;
                 tx.commit().await?;
+                conn.done();
                 Ok((out, None))
             }
             ClaimPlan::AdvisoryStatement | ClaimPlan::AdvisorySteps => {
@@ -94,7 +97,12 @@ impl Engine {
         let keys = match s.walks_keys() {
             false => None,
             // any count tells few keys from more than KEYS_WALKED
-            true => Some(self.key_count(&self.pool, KEYS_WALKED, |_| true).await?.n),
+            true => {
+                let mut conn = self.conns.get().await?;
+                let n = self.key_count(&mut *conn, KEYS_WALKED, |_| true).await?.n;
+                conn.done();
+                Some(n)
+            }
         };
         Ok(keys::reading(
             keys,
@@ -244,9 +252,10 @@ impl Engine {
         let Form::Lease { ttl } = self.s.form else {
             unreachable!("called for the lease form only");
         };
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conns.get().await?;
         let cte = Shape::claim_lease_cte_sql;
         let rows = self.scan(&mut conn, n, how, cte, Some(micros(ttl))).await?;
+        conn.done();
         drop(conn);
         // the rows delivered are already leased: a failed move must not lose
         // them (the row stays, and a later claim tries again)
@@ -260,7 +269,8 @@ impl Engine {
         let Some(check) = s.poison_check_sql() else {
             return Ok(());
         };
-        let mut tx = self.pool.begin_with(s.d.begin()).await?;
+        let mut conn = self.conns.get().await?;
+        let mut tx = conn.begin_with(s.d.begin()).await?;
         if sqlx::query(&check)
             .bind(id)
             .fetch_optional(&mut *tx)
@@ -273,6 +283,7 @@ impl Engine {
             self.dead_at_claim(id);
         }
         tx.commit().await?;
+        conn.done();
         Ok(())
     }
 
@@ -282,7 +293,7 @@ impl Engine {
         how: &Reading,
     ) -> Result<(Vec<ClaimedRow>, Option<Session>)> {
         let s = &self.s;
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conns.get().await?;
         let cands: Vec<String> = self
             .scan(
                 &mut conn,
@@ -305,12 +316,13 @@ impl Engine {
             match self.try_lock_many(&mut conn, now).await {
                 Ok(got) => locked.extend(got),
                 Err(e) => {
-                    drop(conn.detach()); // closes: the server drops every key
+                    conn.close(); // the server drops every key
                     return Err(e);
                 }
             }
         }
         if locked.is_empty() {
+            conn.done();
             return Ok((Vec::new(), None));
         }
         // re-check with a fresh read now that the keys are ours, count the attempt
@@ -334,7 +346,7 @@ impl Engine {
         let out = match res {
             Ok(v) => v,
             Err(e) => {
-                drop(conn.detach()); // closes: the server drops every key
+                conn.close(); // the server drops every key
                 return Err(e);
             }
         };
@@ -345,10 +357,11 @@ impl Engine {
             .partition(|id| taken.contains(id.as_str()));
         let gone: Vec<&str> = gone.iter().map(String::as_str).collect();
         if let Err(e) = self.unlock_many(&mut conn, &gone).await {
-            drop(conn.detach());
+            conn.close();
             return Err(e);
         }
         if out.is_empty() {
+            conn.done();
             return Ok((out, None));
         }
         Ok((out, Some(Session::new(ClaimConn::Conn(conn), held))))

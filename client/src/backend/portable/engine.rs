@@ -1,4 +1,4 @@
-//! The portable path's state for one queue: its pool and resolved descriptor,
+//! The portable path's state for one queue: its connections and resolved descriptor,
 //! and the helpers every part of the path shares.
 
 use super::sql::Shape;
@@ -6,12 +6,12 @@ use crate::backend::combine::Combiner;
 use crate::error::{Error, Result};
 use crate::meters::Meters;
 use crate::queue::Queue;
-use sqlx::{AnyPool, Row};
+use sqlx::Row;
 use std::time::Duration;
 
 /// The portable path for one queue.
 pub(crate) struct Engine {
-    pub(super) pool: AnyPool,
+    pub(super) conns: super::conns::Conns,
     /// the resolved descriptor, whose statements the path runs
     pub(super) s: Shape,
     pub(super) queue: Queue,

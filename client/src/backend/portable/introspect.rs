@@ -6,7 +6,7 @@ use super::dialect::{Dialect, IdKind, UniqueArg};
 use super::sql::{ClaimPlan, Dead, Shape};
 use crate::error::{Error, Result};
 use crate::queue::{Form, Queue, Role};
-use sqlx::{AnyPool, Row};
+use sqlx::Row;
 use std::collections::HashMap;
 
 /// Split a table name as SQL would read it — `name`, `schema.name`, with
@@ -72,7 +72,7 @@ fn split_table(d: Dialect, t: &str) -> Result<(Option<String>, String)> {
 /// The columns of a table, in order: (name, lower-case type name). Empty when
 /// the table does not exist.
 async fn table_columns(
-    pool: &AnyPool,
+    conn: &mut sqlx::AnyConnection,
     d: Dialect,
     schema: Option<&str>,
     name: &str,
@@ -83,7 +83,7 @@ async fn table_columns(
         q = q.bind(schema);
     }
     Ok(q.bind(name)
-        .fetch_all(pool)
+        .fetch_all(&mut *conn)
         .await?
         .iter()
         .map(|r| (r.get::<String, _>(0), r.get::<String, _>(1).to_lowercase()))
@@ -94,11 +94,15 @@ async fn table_columns(
 type Resolved = HashMap<Role, (String, String)>;
 
 /// Read the table's columns and check the descriptor: InvalidDescriptor names the problem.
-pub(super) async fn introspect(pool: &AnyPool, d: Dialect, q: &Queue) -> Result<Shape> {
+pub(super) async fn introspect(
+    conn: &mut sqlx::AnyConnection,
+    d: Dialect,
+    q: &Queue,
+) -> Result<Shape> {
     let (schema, name) = split_table(d, &q.table)?;
     let (schema, name) = (schema.as_deref(), name.as_str());
     // (column name, lower-case type name)
-    let cols = table_columns(pool, d, schema, name).await?;
+    let cols = table_columns(conn, d, schema, name).await?;
     if cols.is_empty() {
         return Err(Error::descriptor(format!(
             "table {} does not exist",
@@ -120,14 +124,14 @@ pub(super) async fn introspect(pool: &AnyPool, d: Dialect, q: &Queue) -> Result<
     } else {
         IdKind::Text
     };
-    check_unique_id(pool, d, q, (schema, name), &id, &resolved).await?;
+    check_unique_id(conn, d, q, (schema, name), &id, &resolved).await?;
     let payload = payload_of(d, q, &resolved)?;
     check_lease(q, &resolved)?;
     let table = match schema {
         Some(s) => format!("{}.{}", d.ident(s), d.ident(name)),
         None => d.ident(name),
     };
-    let dead = dead_of(pool, d, q, &cols, &resolved).await?;
+    let dead = dead_of(conn, d, q, &cols, &resolved).await?;
     let get = |r: Role| resolved.get(&r).map(|(n, _)| n.clone());
     Ok(Shape {
         d,
@@ -225,7 +229,7 @@ fn check_types(d: Dialect, q: &Queue, resolved: &Resolved) -> Result<()> {
 
 /// The id needs a unique index of its own.
 async fn check_unique_id(
-    pool: &AnyPool,
+    conn: &mut sqlx::AnyConnection,
     d: Dialect,
     q: &Queue,
     (schema, name): (Option<&str>, &str),
@@ -242,7 +246,7 @@ async fn check_unique_id(
             UniqueArg::Column => uq.bind(id),
         };
     }
-    let unique: i64 = uq.fetch_one(pool).await?.get(0);
+    let unique: i64 = uq.fetch_one(&mut *conn).await?.get(0);
     if unique != 0 {
         return Ok(());
     }
@@ -296,7 +300,7 @@ fn check_lease(q: &Queue, resolved: &Resolved) -> Result<()> {
 /// Where dead rows go: a group of the same table (a table with a group
 /// column), or a dead-letter table that has every column of the queue's.
 async fn dead_of(
-    pool: &AnyPool,
+    conn: &mut sqlx::AnyConnection,
     d: Dialect,
     q: &Queue,
     cols: &[(String, String)],
@@ -325,14 +329,14 @@ async fn dead_of(
             }
             Some(Dead::Group(target.clone()))
         }
-        Some((_, target)) => Some(Dead::Table(dead_table(pool, d, q, cols, target).await?)),
+        Some((_, target)) => Some(Dead::Table(dead_table(conn, d, q, cols, target).await?)),
     })
 }
 
 /// The dead-letter table's quoted name; it must exist and have every column
 /// of the queue's table.
 async fn dead_table(
-    pool: &AnyPool,
+    conn: &mut sqlx::AnyConnection,
     d: Dialect,
     q: &Queue,
     cols: &[(String, String)],
@@ -340,7 +344,7 @@ async fn dead_table(
 ) -> Result<String> {
     let (ts, tn) = split_table(d, target)?;
     let (ts, tn) = (ts.as_deref(), tn.as_str());
-    let dcols: Vec<String> = table_columns(pool, d, ts, tn)
+    let dcols: Vec<String> = table_columns(conn, d, ts, tn)
         .await?
         .into_iter()
         .map(|(c, _)| c)

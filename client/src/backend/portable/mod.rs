@@ -6,6 +6,7 @@
 
 mod admin;
 mod claim;
+mod conns;
 pub(crate) mod dialect;
 mod engine;
 mod introspect;
@@ -25,11 +26,11 @@ use crate::outcome::{Outcome, Settled};
 use crate::payload::Claimed;
 use crate::pool::PoolOptions;
 use crate::queue::{Form, Queue};
+pub use conns::AnyConn;
 pub use dialect::Dialect;
 pub(crate) use engine::Engine;
 pub(crate) use session::Session;
-use sqlx::any::AnyPoolOptions;
-use sqlx::{AnyPool, Connection};
+use sqlx::Connection;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -75,11 +76,13 @@ impl Engine {
                 d.name()
             )));
         }
-        let opts = pool_options(d, pool);
         let url = probe(url, pool.connect_timeout).await?;
         let rescan_interval = pool.rescan_interval;
-        let pool = opts.connect(&url).await?;
-        let s = introspect::introspect(&pool, d, &queue).await?;
+        let conns = conns::Conns::new(url, d, pool)?;
+        let mut conn = conns.get().await?;
+        let s = introspect::introspect(&mut conn, d, &queue).await?;
+        conn.done();
+        drop(conn);
         let interval = rescan_interval.unwrap_or(mark::RESCAN_INTERVAL);
         let mark = mark::Mark::new(
             s.id_kind,
@@ -87,7 +90,7 @@ impl Engine {
             (d.keeps_settled_rows_in_index() && s.keeps_mark()).then_some(interval),
         );
         Ok(Arc::new(Engine {
-            pool,
+            conns,
             mark,
             keys: keys::KeyCount::default(),
             waited: keys::Waited::default(),
@@ -102,8 +105,9 @@ impl Engine {
         self.s.d
     }
 
-    pub(crate) fn pool(&self) -> &AnyPool {
-        &self.pool
+    /// A connection of the pool this queue is claimed through.
+    pub(crate) async fn any_connection(&self) -> Result<AnyConn> {
+        self.conns.get().await
     }
 
     pub(crate) fn queue(&self) -> &Queue {
@@ -183,12 +187,14 @@ impl LeaseSettler for Engine {
 
     /// Give a lease back: cleared at once, only while it holds the token.
     async fn release_lease(&self, id: &str, token: i64) -> Result<()> {
+        let mut c = self.conns.get().await?;
         let n = sqlx::query(&self.s.release_lease_sql())
             .bind(id)
             .bind(token)
-            .execute(&self.pool)
+            .execute(&mut *c)
             .await?
             .rows_affected();
+        c.done();
         if n == 0 {
             return Err(Error::lease_lost(&self.s.queue, id));
         }
@@ -212,69 +218,5 @@ impl LeaseSettler for Engine {
             .zip(rs)
             .map(|(id, r)| r.ok_or_else(|| Error::lease_lost(&self.s.queue, id)))
             .collect())
-    }
-}
-
-/// How long a pooled connection may sit unused before it is pinged when next
-/// taken: a server restart, MySQL's `wait_timeout` or a load balancer's idle
-/// cut may have closed it meanwhile, and a broken one is then replaced instead
-/// of failing the caller's statement. A busy pool never waits this long.
-const IDLE_CHECK_AFTER: Duration = Duration::from_secs(30);
-
-/// The sqlx pool the portable path claims through.
-fn pool_options(d: Dialect, pool: &PoolOptions) -> AnyPoolOptions {
-    let max = u32::try_from(pool.max_size.max(1)).unwrap_or(u32::MAX);
-    // sqlx has one timeout for waiting, which includes opening a connection
-    // when the pool has room; None = a century
-    let acquire = pool
-        .wait_timeout
-        .unwrap_or(Duration::from_secs(100 * 365 * 86_400));
-    // no ping before every acquire (sqlx's default): it is a round trip per
-    // statement — the lease ack is one statement; only a connection idle for
-    // IDLE_CHECK_AFTER is pinged (before_acquire). No idle or lifetime
-    // reaping: sqlx 0.8's reaper task can spin a core for good (sqlx #3645);
-    // connections live as long as the pool, as deadpool's do.
-    let mut opts = AnyPoolOptions::new()
-        .max_connections(max)
-        .acquire_timeout(acquire)
-        .test_before_acquire(false)
-        .idle_timeout(None)
-        .max_lifetime(None)
-        .before_acquire(|conn: &mut sqlx::AnyConnection, meta| {
-            Box::pin(async move {
-                // an error closes the connection and sqlx takes or opens another
-                if meta.idle_for >= IDLE_CHECK_AFTER {
-                    conn.ping().await?;
-                }
-                Ok(true)
-            })
-        });
-    if !d.session_setup().is_empty() {
-        opts = opts.after_connect(move |conn: &mut sqlx::AnyConnection, _| {
-            Box::pin(async move {
-                for stmt in d.session_setup() {
-                    sqlx::Executor::execute(&mut *conn, *stmt).await?;
-                }
-                Ok(())
-            })
-        });
-    }
-    opts
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_pool_runs_no_reaper_task() {
-        for d in [Dialect::Postgres, Dialect::MySql, Dialect::Sqlite] {
-            let o = pool_options(d, &PoolOptions::new(4));
-            // both None: sqlx spawns no maintenance task (min_connections 0)
-            assert_eq!(o.get_idle_timeout(), None);
-            assert_eq!(o.get_max_lifetime(), None);
-            assert_eq!(o.get_min_connections(), 0);
-            assert_eq!(o.get_max_connections(), 4);
-        }
     }
 }

@@ -2,12 +2,12 @@
 //! claim transaction (row_lock) or the connection holding the keys (advisory),
 //! shared by the claim's deliveries, and the outcomes written on it.
 
+use super::conns::{AnyConn, AnyTx};
 use super::engine::Engine;
 use crate::backend::hold::{self, ClaimSession};
 use crate::error::{Error, Result};
 use crate::outcome::{Outcome, Settled};
 use sqlx::any::Any;
-use sqlx::pool::PoolConnection;
 use sqlx::{Connection, Transaction};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -17,8 +17,8 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 /// The connection of a row_lock / advisory claim: the claim transaction, or
 /// the connection holding the advisory keys.
 pub(crate) enum ClaimConn {
-    Tx(Transaction<'static, Any>),
-    Conn(PoolConnection<Any>),
+    Tx(AnyTx),
+    Conn(AnyConn),
 }
 
 /// Deliveries of one row_lock / advisory claim share this.
@@ -72,13 +72,13 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
-        // not finished cleanly: close the connection rather than return it with a
-        // transaction or locks (sqlx rolls a dropped transaction back; a detached
-        // connection closes, and the server drops its locks)
+        // not finished cleanly: a dropped transaction is rolled back before its
+        // connection is pooled again; a connection holding keys is closed, and
+        // the server drops them
         if let Some(p) = self.conn.try_lock().ok().and_then(|mut g| g.take()) {
             match p {
                 ClaimConn::Tx(tx) => drop(tx),
-                ClaimConn::Conn(c) => drop(c.detach()),
+                ClaimConn::Conn(c) => c.close(),
             }
         }
     }
@@ -299,8 +299,9 @@ impl Engine {
                 // keys of deliveries that were never settled nor released
                 let left: Vec<String> = session.held.lock().unwrap().drain().collect();
                 let left: Vec<&str> = left.iter().map(String::as_str).collect();
-                if self.unlock_many(&mut conn, &left).await.is_err() {
-                    drop(conn.detach());
+                match self.unlock_many(&mut conn, &left).await {
+                    Ok(()) => conn.done(),
+                    Err(_) => conn.close(),
                 }
                 Ok(())
             }
@@ -311,8 +312,7 @@ impl Engine {
 
 const HANDLER_SP: &str = "settle_handler";
 
-async fn end_handler_savepoint(tx: &mut Transaction<'static, Any>, keep: bool) -> Result<()> {
-    let conn: &mut sqlx::AnyConnection = tx;
+async fn end_handler_savepoint(conn: &mut sqlx::AnyConnection, keep: bool) -> Result<()> {
     if !keep {
         sqlx::Executor::execute(
             &mut *conn,

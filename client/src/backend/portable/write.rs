@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::outcome::{micros, Outcome, Settled};
 use crate::queue::Form;
 use sqlx::any::Any;
-use sqlx::{Row, Transaction};
+use sqlx::{Connection, Row, Transaction};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, SystemTime};
 
@@ -238,15 +238,12 @@ impl Engine {
     ///   (deliveries of one claim);
     /// - `Tokens::PerItem`: distinct ids each still holding its own token —
     ///   deliveries of several claims settled together (see `combine`).
-    async fn ack_returning<'c, E>(
+    async fn ack_returning(
         &self,
-        exec: E,
+        conn: &mut sqlx::AnyConnection,
         items: &[(String, Option<i64>)],
         tokens: Tokens,
-    ) -> Result<Vec<Option<Settled>>>
-    where
-        E: sqlx::Executor<'c, Database = Any>,
-    {
+    ) -> Result<Vec<Option<Settled>>> {
         let s = &self.s;
         let (sql, settled) = match tokens {
             Tokens::None => s.ack_sql(items.len(), false),
@@ -265,7 +262,7 @@ impl Engine {
             q = q.bind(t);
         }
         let done: HashSet<String> = q
-            .fetch_all(exec)
+            .fetch_all(conn)
             .await?
             .iter()
             .map(|r| text(r, 0))
@@ -274,6 +271,18 @@ impl Engine {
             .iter()
             .map(|(id, _)| done.contains(id).then_some(settled))
             .collect())
+    }
+
+    /// [`Self::ack_returning`] as one autocommitted statement.
+    async fn ack_alone(
+        &self,
+        items: &[(String, Option<i64>)],
+        tokens: Tokens,
+    ) -> Result<Vec<Option<Settled>>> {
+        let mut conn = self.conns.get().await?;
+        let r = self.ack_returning(&mut conn, items, tokens).await?;
+        conn.done();
+        Ok(r)
     }
 
     /// Settle many lease deliveries with one ack, drop, retry or retry_after in
@@ -289,20 +298,20 @@ impl Engine {
                 if items.iter().all(|(_, t)| *t == first) {
                     // claimed together, one deadline: one autocommitted statement, as for
                     // one delivery, reporting the rows it wrote
-                    return self
-                        .ack_returning(&self.pool, items, Tokens::Shared(token))
-                        .await;
+                    return self.ack_alone(items, Tokens::Shared(token)).await;
                 }
                 let ids: HashSet<&str> = items.iter().map(|(id, _)| id.as_str()).collect();
                 if ids.len() == items.len() && items.iter().all(|(_, t)| t.is_some()) {
-                    return self.ack_returning(&self.pool, items, Tokens::PerItem).await;
+                    return self.ack_alone(items, Tokens::PerItem).await;
                 }
             }
         }
         again_if_deadlock(|| async {
-            let mut tx = self.pool.begin_with(self.s.d.begin()).await?;
+            let mut conn = self.conns.get().await?;
+            let mut tx = conn.begin_with(self.s.d.begin()).await?;
             let r = self.write_many(&mut tx, items, outcome).await?;
             tx.commit().await?;
+            conn.done();
             Ok(r)
         })
         .await
@@ -319,20 +328,25 @@ impl Engine {
         if let Outcome::Ack | Outcome::Drop = outcome {
             return self.ack_lease(id, token).await;
         }
-        let tx = self.pool.begin_with(self.s.d.begin()).await?;
-        self.write_in(tx, id, Some(token), outcome).await
+        let mut conn = self.conns.get().await?;
+        let tx = conn.begin_with(self.s.d.begin()).await?;
+        let r = self.write_in(tx, id, Some(token), outcome).await?;
+        conn.done();
+        Ok(r)
     }
 
     /// Ack or drop one lease delivery: one autocommitted statement that writes
     /// only while the row still holds the delivery's token.
     async fn ack_lease(&self, id: &str, token: i64) -> Result<Settled> {
         let (sql, settled) = self.s.ack_sql(1, true);
+        let mut conn = self.conns.get().await?;
         let n = sqlx::query(&sql)
             .bind(id)
             .bind(token)
-            .execute(&self.pool)
+            .execute(&mut *conn)
             .await?
             .rows_affected();
+        conn.done();
         if n == 0 {
             return Err(self.not_held(id));
         }
@@ -389,7 +403,8 @@ impl HoldBackend for Engine {
     /// Lease heartbeat: a new token, or LeaseLost.
     async fn extend_lease(&self, id: &str, token: i64, ttl: Duration) -> Result<i64> {
         let s = &self.s;
-        let mut tx = self.pool.begin_with(s.d.begin()).await?;
+        let mut conn = self.conns.get().await?;
+        let mut tx = conn.begin_with(s.d.begin()).await?;
         let n = sqlx::query(&s.extend_sql())
             .bind(micros(ttl))
             .bind(id)
@@ -399,6 +414,7 @@ impl HoldBackend for Engine {
             .rows_affected();
         if n == 0 {
             tx.rollback().await?;
+            conn.done();
             return Err(Error::lease_lost(&s.queue, id));
         }
         let t: i64 = sqlx::query(&s.token_sql())
@@ -407,6 +423,7 @@ impl HoldBackend for Engine {
             .await?
             .get(0);
         tx.commit().await?;
+        conn.done();
         Ok(t)
     }
 }

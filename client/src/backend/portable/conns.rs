@@ -1,0 +1,199 @@
+//! The portable path's connections: a deadpool pool of sqlx connections. A
+//! connection whose statements all ended is given back as it is, without a
+//! round trip (sqlx's own pool pings every connection it takes back); one
+//! given back after an error or a cancelled statement is checked first, as
+//! sqlx would.
+
+use super::dialect::Dialect;
+use crate::error::{Error, Result};
+use crate::pool::PoolOptions;
+use deadpool::managed::{self, Metrics, Object, RecycleError, RecycleResult};
+use sqlx::{Any, Connection, Database, TransactionManager};
+use std::ops::{Deref, DerefMut};
+use std::time::Duration;
+
+/// How long a pooled connection may sit unused before it is pinged when next
+/// taken: a server restart, MySQL's `wait_timeout` or a load balancer's idle
+/// cut may have closed it meanwhile, and a broken one is then replaced instead
+/// of failing the caller's statement. A busy pool never waits this long.
+pub(super) const IDLE_CHECK_AFTER: Duration = Duration::from_secs(30);
+
+/// Opens the portable path's connections (deadpool's manager).
+pub(crate) struct AnyManager {
+    url: String,
+    d: Dialect,
+}
+
+type Tm = <Any as Database>::TransactionManager;
+
+impl managed::Manager for AnyManager {
+    type Type = sqlx::AnyConnection;
+    type Error = sqlx::Error;
+
+    async fn create(&self) -> std::result::Result<sqlx::AnyConnection, sqlx::Error> {
+        let mut c = sqlx::AnyConnection::connect(&self.url).await?;
+        for stmt in self.d.session_setup() {
+            sqlx::Executor::execute(&mut c, *stmt).await?;
+        }
+        Ok(c)
+    }
+
+    async fn recycle(
+        &self,
+        c: &mut sqlx::AnyConnection,
+        m: &Metrics,
+    ) -> RecycleResult<sqlx::Error> {
+        if m.last_used() >= IDLE_CHECK_AFTER {
+            c.ping().await.map_err(RecycleError::Backend)?;
+        }
+        Ok(())
+    }
+}
+
+/// The pool the portable path claims and settles through.
+pub(crate) struct Conns(managed::Pool<AnyManager>);
+
+impl Conns {
+    pub(super) fn new(url: String, d: Dialect, pool: &PoolOptions) -> Result<Conns> {
+        managed::Pool::builder(AnyManager { url, d })
+            .max_size(pool.max_size.max(1))
+            .wait_timeout(pool.wait_timeout)
+            .create_timeout(pool.connect_timeout)
+            .runtime(deadpool::Runtime::Tokio1)
+            .build()
+            .map(Conns)
+            .map_err(|e| Error::invalid(format!("pool: {e}")))
+    }
+
+    /// A connection, waiting for one at most the pool's wait timeout.
+    pub(crate) async fn get(&self) -> Result<AnyConn> {
+        match self.0.get().await {
+            Ok(obj) => Ok(AnyConn {
+                obj: Some(obj),
+                used: false,
+            }),
+            Err(managed::PoolError::Backend(e)) => Err(e.into()),
+            Err(e @ managed::PoolError::Timeout(managed::TimeoutType::Wait)) => {
+                Err(Error::pool_timeout(Box::new(e)))
+            }
+            Err(e) => Err(Error::Pool(crate::error::DbError {
+                code: None,
+                message: e.to_string(),
+                source: Some(Box::new(e)),
+            })),
+        }
+    }
+}
+
+/// A connection of the portable path's pool ([`crate::Client::any_connection`]),
+/// a `sqlx::AnyConnection` to run statements on; dropping it gives it back.
+/// Once used, it is given back after a check, in the background: an open
+/// transaction is rolled back and the connection pinged (a broken one is
+/// closed, not pooled).
+pub struct AnyConn {
+    obj: Option<Object<AnyManager>>,
+    /// run on since it was taken or last marked [`done`](AnyConn::done)
+    used: bool,
+}
+
+impl AnyConn {
+    /// Every statement run on it ended, and no transaction is open: it goes
+    /// back to the pool without a check.
+    pub(crate) fn done(&mut self) {
+        self.used = false;
+    }
+
+    /// Close it instead of giving it back (the server drops its locks).
+    pub(crate) fn close(mut self) {
+        if let Some(obj) = self.obj.take() {
+            drop(Object::take(obj));
+        }
+    }
+}
+
+impl Deref for AnyConn {
+    type Target = sqlx::AnyConnection;
+
+    fn deref(&self) -> &sqlx::AnyConnection {
+        self.obj.as_ref().expect("a pooled connection")
+    }
+}
+
+impl DerefMut for AnyConn {
+    fn deref_mut(&mut self) -> &mut sqlx::AnyConnection {
+        self.used = true;
+        self.obj.as_mut().expect("a pooled connection")
+    }
+}
+
+impl std::fmt::Debug for AnyConn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AnyConn").field("used", &self.used).finish()
+    }
+}
+
+impl Drop for AnyConn {
+    fn drop(&mut self) {
+        let Some(mut obj) = self.obj.take() else {
+            return;
+        };
+        if !self.used {
+            return; // back to the pool as it is
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            drop(Object::take(obj));
+            return;
+        };
+        // a statement may have failed or been cancelled midway, or a transaction
+        // left open (a dropped sqlx transaction only queues its rollback): flush
+        // and check it before anyone else takes it
+        rt.spawn(async move {
+            let c: &mut sqlx::AnyConnection = &mut obj;
+            let rolled_back = match c.is_in_transaction() {
+                true => Tm::rollback(c).await,
+                false => Ok(()),
+            };
+            if rolled_back.is_err() || c.ping().await.is_err() {
+                drop(Object::take(obj));
+            }
+        });
+    }
+}
+
+/// A transaction that owns its connection (the row_lock claim transaction,
+/// which its deliveries share until the last settles). Dropped while open,
+/// it is rolled back before its connection is pooled again.
+pub(crate) struct AnyTx(AnyConn);
+
+impl AnyTx {
+    pub(super) async fn begin(mut c: AnyConn, statement: &'static str) -> Result<AnyTx> {
+        Tm::begin(&mut c, Some(statement.into())).await?;
+        Ok(AnyTx(c))
+    }
+
+    pub(super) async fn commit(mut self) -> Result<()> {
+        Tm::commit(&mut self.0).await?;
+        self.0.done();
+        Ok(())
+    }
+
+    pub(super) async fn rollback(mut self) -> Result<()> {
+        Tm::rollback(&mut self.0).await?;
+        self.0.done();
+        Ok(())
+    }
+}
+
+impl Deref for AnyTx {
+    type Target = sqlx::AnyConnection;
+
+    fn deref(&self) -> &sqlx::AnyConnection {
+        &self.0
+    }
+}
+
+impl DerefMut for AnyTx {
+    fn deref_mut(&mut self) -> &mut sqlx::AnyConnection {
+        &mut self.0
+    }
+}
