@@ -43,6 +43,10 @@ impl managed::Manager for AnyManager {
         c: &mut sqlx::AnyConnection,
         m: &Metrics,
     ) -> RecycleResult<sqlx::Error> {
+        // only if its background check never ran (the runtime shutting down)
+        if c.is_in_transaction() {
+            return Err(RecycleError::message("given back inside a transaction"));
+        }
         if m.last_used() >= IDLE_CHECK_AFTER {
             c.ping().await.map_err(RecycleError::Backend)?;
         }
