@@ -360,7 +360,7 @@ impl Dialect {
     /// A locking read of `id IN (…)` may scan past the listed rows (InnoDB reads
     /// the whole table for many ids on a small one, and a record past each id
     /// under load), waiting on rows other workers hold: id lists are read in
-    /// order with a limit, and row_lock batches write one id per statement.
+    /// order with a limit, and row_lock batches join their ids to the table.
     pub(crate) fn locking_scans_pass_listed_ids(self) -> bool {
         self == Dialect::MySql
     }

@@ -4,6 +4,7 @@
 
 use super::dialect::IdKind;
 use super::engine::{again_if_deadlock, exec_with_id, text, Engine};
+use super::sql::Verb;
 use super::{token_time, Session};
 use crate::backend::hold::HoldBackend;
 use crate::error::{Error, Result};
@@ -137,10 +138,10 @@ impl Engine {
             }
         }
         // row_lock with integer ids where a locking scan of a list passes the
-        // listed rows: one statement per id (`id = n`, the unique key, touches
-        // only that row), sent together in one round trip. A deadlock would end
-        // a row_lock claim whole.
-        let one_by_one = d.locking_scans_pass_listed_ids()
+        // listed rows: the ids joined to the table by its key, which reads only
+        // those rows (a wait on another claim's row could deadlock, and a
+        // deadlock would end this row_lock claim whole).
+        let joined = d.locking_scans_pass_listed_ids()
             && s.form == Form::RowLock
             && s.id_kind == IdKind::Integer
             && go.len() > 1;
@@ -152,10 +153,9 @@ impl Engine {
             }
             _ => None,
         };
-        let (verb, settled) = s.outcome_verb(retry, delay, one_by_one);
+        let (verb, settled) = s.outcome_verb(retry, delay, joined);
         if let Some(verb) = verb.filter(|_| !go.is_empty()) {
-            self.write_listed(conn, &verb, &go, delay, one_by_one)
-                .await?;
+            self.write_listed(conn, &verb, &go, delay, joined).await?;
         }
         Ok(items
             .iter()
@@ -195,18 +195,18 @@ impl Engine {
         Ok(dead)
     }
 
-    /// Run an outcome's statement (`verb`, without its WHERE) on the rows
-    /// `go`: one statement over the list, or with `one_by_one` one statement
-    /// per integer id, sent together as one text query.
+    /// Run an outcome's write on the rows `go`: one statement over the list
+    /// of bound ids, or with `joined` over integer ids written in and joined
+    /// to the table by its key.
     async fn write_listed(
         &self,
         conn: &mut sqlx::AnyConnection,
-        verb: &str,
+        verb: &Verb,
         go: &[&str],
         delay: Option<i64>,
-        one_by_one: bool,
+        joined: bool,
     ) -> Result<()> {
-        if one_by_one {
+        if joined {
             let ids = go
                 .iter()
                 .map(|id| {
@@ -214,8 +214,8 @@ impl Engine {
                         .map_err(|_| Error::invalid(format!("row id {id:?} is not an integer")))
                 })
                 .collect::<Result<Vec<i64>>>()?;
-            // no parameters: sent as one text query, the statements run in turn
-            let text = self.s.verb_each_int_id(verb, &ids);
+            // no parameters: sent as text, as its list differs from batch to batch
+            let text = self.s.verb_joined_int_ids(verb, &ids);
             sqlx::Executor::execute(&mut *conn, text.as_str()).await?;
             return Ok(());
         }

@@ -17,12 +17,13 @@ impl Shape {
             add(name, sql);
         }
         add("lock held", s.lock_held_sql(2));
-        let (ack, _) = s.outcome_verb(false, None, false);
-        add("ack verb", ack.unwrap_or_default());
-        let (retry, _) = s.outcome_verb(true, None, false);
-        add("retry verb", retry.unwrap_or_default());
-        let (later, _) = s.outcome_verb(true, Some(1_000_000), false);
-        add("retry_after verb", later.unwrap_or_default());
+        let verb = |retry, delay| {
+            let (v, _) = s.outcome_verb(retry, delay, false);
+            v.map(|v| s.verb_sql(&v)).unwrap_or_default()
+        };
+        add("ack verb", verb(false, None));
+        add("retry verb", verb(true, None));
+        add("retry_after verb", verb(true, Some(1_000_000)));
         add("ack by id", s.ack_sql(2, false).0 + &s.returning_id());
         if let Form::Lease { .. } = s.form {
             add("ack by token", s.ack_sql(2, true).0 + &s.returning_id());

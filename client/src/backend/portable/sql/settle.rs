@@ -4,6 +4,13 @@
 
 use super::*;
 
+/// What an outcome writes to each of its rows.
+pub(crate) enum Verb {
+    Delete,
+    /// an `UPDATE`'s assignments, of unqualified columns
+    Set(String),
+}
+
 impl Shape {
     /// Statements moving one row (`id` = parameter 1) to the dead letter.
     /// `count_delivery`: row_lock counts the failed delivery here.
@@ -94,48 +101,62 @@ impl Shape {
         )
     }
 
-    /// An outcome's write (`verb`, see [`Shape::outcome_verb`]) of the rows
-    /// listed as parameters, after the delay when `delayed`.
-    pub(crate) fn verb_by_ids(&self, verb: &str, delayed: bool, n: usize) -> String {
+    /// An outcome's write (see [`Shape::outcome_verb`]) of the rows listed
+    /// as parameters, after the delay when `delayed`.
+    pub(crate) fn verb_by_ids(&self, verb: &Verb, delayed: bool, n: usize) -> String {
         let first = 1 + usize::from(delayed);
         let (key, tail) = self.by_ids(&self.d.ident(&self.id), first, n);
-        format!("{verb} WHERE {key}{tail}")
+        format!("{} WHERE {key}{tail}", self.verb_sql(verb))
     }
 
-    /// An outcome's write of each integer id in a statement of its own
-    /// (`id = n` touches only that row), as one text without parameters.
-    pub(crate) fn verb_each_int_id(&self, verb: &str, ids: &[i64]) -> String {
-        let idc = self.d.ident(&self.id);
-        ids.iter()
-            .map(|n| format!("{verb} WHERE {idc} = {n};"))
-            .collect()
+    /// An outcome's write of integer ids, written in, as one statement without
+    /// parameters that finds each row by a lookup of its key (the ids as a
+    /// derived table, joined to the table first): it reads no row but the
+    /// listed ones, as one statement per id would.
+    pub(crate) fn verb_joined_int_ids(&self, verb: &Verb, ids: &[i64]) -> String {
+        let mut list = String::new();
+        for (i, n) in ids.iter().enumerate() {
+            match i {
+                0 => list += &format!("SELECT {n} AS _s_id"),
+                _ => list += &format!(" UNION ALL SELECT {n}"),
+            }
+        }
+        let join = format!(
+            "({list}) _s_i STRAIGHT_JOIN {} _s_t ON _s_t.{} = _s_i._s_id",
+            self.table,
+            self.d.ident(&self.id)
+        );
+        match verb {
+            Verb::Delete => format!("DELETE _s_t FROM {join}"),
+            Verb::Set(sets) => format!("UPDATE {join} SET {sets}"),
+        }
     }
 
-    /// The write of an outcome up to its WHERE (`None`: nothing to write), and
-    /// what it writes: ack/drop (`retry` false) or retry/retry_after. A delay
-    /// (µs) is bound first, or written in as a number with `inline_delay`.
+    /// An outcome's write up to its WHERE: `DELETE FROM t` or `UPDATE t SET …`.
+    pub(crate) fn verb_sql(&self, verb: &Verb) -> String {
+        match verb {
+            Verb::Delete => format!("DELETE FROM {}", self.table),
+            Verb::Set(sets) => format!("UPDATE {} SET {sets}", self.table),
+        }
+    }
+
+    /// The write of an outcome (`None`: nothing to write), and what it
+    /// writes: ack/drop (`retry` false) or retry/retry_after. A delay (µs) is
+    /// bound first, or written in as a number with `inline_delay`.
     pub(crate) fn outcome_verb(
         &self,
         retry: bool,
         delay: Option<i64>,
         inline_delay: bool,
-    ) -> (Option<String>, Settled) {
+    ) -> (Option<Verb>, Settled) {
         let d = self.d;
         if !retry {
             return match &self.processed_at {
                 Some(p) => (
-                    Some(format!(
-                        "UPDATE {} SET {} = {}",
-                        self.table,
-                        d.ident(p),
-                        d.now()
-                    )),
+                    Some(Verb::Set(format!("{} = {}", d.ident(p), d.now()))),
                     Settled::Marked,
                 ),
-                None => (
-                    Some(format!("DELETE FROM {}", self.table)),
-                    Settled::Deleted,
-                ),
+                None => (Some(Verb::Delete), Settled::Deleted),
             };
         }
         let mut sets = Vec::new();
@@ -159,8 +180,7 @@ impl Shape {
             Settled::Retried
         };
         // row_lock without an attempt column, advisory retry: nothing to write
-        let verb =
-            (!sets.is_empty()).then(|| format!("UPDATE {} SET {}", self.table, sets.join(", ")));
+        let verb = (!sets.is_empty()).then(|| Verb::Set(sets.join(", ")));
         (verb, settled)
     }
 
