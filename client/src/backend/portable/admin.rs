@@ -84,6 +84,7 @@ impl Engine {
             None => vec![None],
             Some(ids) => ids.chunks(CHUNK).map(Some).collect(),
         };
+        let mut conn = self.conns.get().await?;
         for chunk in chunks {
             let sql = self
                 .s
@@ -93,7 +94,6 @@ impl Engine {
             for id in chunk.into_iter().flatten() {
                 q = q.bind(id.as_str());
             }
-            let mut conn = self.conns.get().await?;
             for r in q.bind(limit).fetch_all(&mut *conn).await? {
                 out.push(DeadRow {
                     id: text(&r, 0)?,
@@ -190,6 +190,7 @@ impl Engine {
             Some(ids) => ids.chunks(CHUNK).map(Some).collect(),
         };
         let mut purged = 0i64;
+        let mut conn = self.conns.get().await?;
         for chunk in chunks {
             let sql = self
                 .s
@@ -202,10 +203,7 @@ impl Engine {
             for id in chunk.into_iter().flatten() {
                 q = q.bind(id.as_str());
             }
-            purged += q
-                .execute(&mut *self.conns.get().await?)
-                .await?
-                .rows_affected() as i64;
+            purged += q.execute(&mut *conn).await?.rows_affected() as i64;
         }
         Ok(purged)
     }
