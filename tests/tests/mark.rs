@@ -122,6 +122,40 @@ async fn row_lock_release(b: Backend) {
     assert_eq!(ids(&got), ["1"], "{b:?}: released, claimable again");
 }
 
+/// row_lock on the portable path, whose workers share their client's mark: a
+/// retry settled in a claim's transaction is claimable once that transaction
+/// commits, though another claim passed it (still locked) in between. (The
+/// extension's marks are its sessions'; another session of the pool may not
+/// see the row until its next rescan.)
+async fn row_lock_retry_committed_late(b: Backend) {
+    let pool = admin(b).await;
+    let t = table(b, &pool, "markrc", 5).await;
+    let a = b
+        .client_with(
+            Queue::new(&t, &t).form(Form::RowLock),
+            PoolOptions::new(3).rescan_interval(Duration::from_secs(3600)),
+        )
+        .await
+        .unwrap();
+    let mut ds = a.claim(2).await.unwrap();
+    assert_eq!(ids(&ds), ["1", "2"], "{b:?}");
+    let two = ds.pop().unwrap();
+    ds.pop().unwrap().retry().await.unwrap();
+    // rows 1 and 2 are locked until the claim's transaction ends
+    let three = a.claim(1).await.unwrap();
+    assert_eq!(ids(&three), ["3"], "{b:?}");
+    two.ack().await.unwrap();
+    let got = a.claim(1).await.unwrap();
+    assert_eq!(
+        got.iter()
+            .map(|d| (d.id(), d.attempt()))
+            .collect::<Vec<_>>(),
+        [("1", 2)],
+        "{b:?}: retried, claimable once its claim committed"
+    );
+    drop((three, got));
+}
+
 macro_rules! backend {
     ($name:ident: $b:expr) => {
         mod $name {
@@ -138,6 +172,15 @@ macro_rules! backend {
             async fn row_lock() {
                 if selected($b) {
                     row_lock_release($b).await;
+                }
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn row_lock_shared_mark() {
+                // a mark shared by concurrent claims: the portable path's, where
+                // the database lets two claim transactions run at once
+                if selected($b) && matches!($b, Backend::PgPortable | Backend::MariaDb) {
+                    row_lock_retry_committed_late($b).await;
                 }
             }
         }

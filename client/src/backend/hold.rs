@@ -81,6 +81,15 @@ pub(crate) trait ClaimSession: Send + Sync + Sized + 'static {
     /// is closed when the session's last reference goes.
     fn abandon(&self, lent: Option<Lent<Self>>);
 
+    /// Rows of this claim made ready again (retried, released, a settle that
+    /// failed) that no other claim can take before the claim ends (row_lock:
+    /// its transaction holds them until it commits): `true` when the session
+    /// keeps them and reports them to its backend then; `false` when they are
+    /// ready now, for the caller to report.
+    fn ready_at_end(&self, _ids: &[&str]) -> bool {
+        false
+    }
+
     /// The claim's connection: the one lent to the handler, or taken now.
     fn claim_conn(&self, lent: Option<Lent<Self>>) -> impl Future<Output = Lent<Self>> + Send {
         async move {
@@ -212,6 +221,14 @@ impl<T, S: ClaimSession> Hold<T, S> {
             )),
         }
     }
+
+    /// The claim's session, when it holds the row.
+    fn session(&self) -> Option<&Arc<S>> {
+        match self {
+            Hold::Session(s, _) => Some(s),
+            Hold::Lease(_) => None,
+        }
+    }
 }
 
 impl<T: Copy, S: ClaimSession> Hold<T, S> {
@@ -235,6 +252,7 @@ pub(crate) async fn settle<B: HoldBackend>(
 ) -> Result<Settled> {
     b.before_settle(&outcome);
     let again = ready_again(&outcome) || b.settles_free_rows();
+    let session = hold.session().cloned();
     let r = match hold {
         // combined with the client's concurrent settles (a custom outcome runs alone)
         Hold::Lease(t) if !matches!(outcome, Outcome::Custom(_)) => {
@@ -244,9 +262,17 @@ pub(crate) async fn settle<B: HoldBackend>(
         Hold::Session(s, lent) => s.settle(b, lent, &id, &outcome).await,
     };
     if again || r.is_err() {
-        b.made_ready(&[&id]);
+        made_ready(&**b, session.as_deref(), &[&id]);
     }
     r
+}
+
+/// Rows that may be ready again, told to the backend now, or when the claim
+/// `session` they belong to ends if it keeps them till then.
+fn made_ready<B: HoldBackend>(b: &B, session: Option<&B::Session>, ids: &[&str]) {
+    if !session.is_some_and(|s| s.ready_at_end(ids)) {
+        b.made_ready(ids);
+    }
 }
 
 /// Whether a row settled with `outcome` may be ready again (a failed settle
@@ -257,7 +283,13 @@ fn ready_again(outcome: &Outcome) -> bool {
 
 /// Tell the backend which of `ids` may be ready again after their settles'
 /// results `out`.
-fn report_ready<B: HoldBackend>(b: &B, ids: &[String], outcome: &Outcome, out: &[Result<Settled>]) {
+fn report_ready<B: HoldBackend>(
+    b: &B,
+    session: Option<&B::Session>,
+    ids: &[String],
+    outcome: &Outcome,
+    out: &[Result<Settled>],
+) {
     let again = ready_again(outcome) || b.settles_free_rows();
     let ready: Vec<&str> = ids
         .iter()
@@ -266,7 +298,7 @@ fn report_ready<B: HoldBackend>(b: &B, ids: &[String], outcome: &Outcome, out: &
         .map(|(id, _)| id.as_str())
         .collect();
     if !ready.is_empty() {
-        b.made_ready(&ready);
+        made_ready(b, session, &ready);
     }
 }
 
@@ -283,13 +315,13 @@ pub(crate) async fn settle_many<B: HoldBackend>(
         if let Some(tokens) = tokens {
             b.before_settle(&outcome);
             let out = combine::many_or_each(&**b, &ids, &tokens, &outcome).await;
-            report_ready(&**b, &ids, &outcome, &out);
+            report_ready(&**b, None, &ids, &outcome, &out);
             return out;
         }
         if let Some(s) = one_session(&items) {
             b.before_settle(&outcome);
             if let Some(out) = s.settle_many(b, &ids, &outcome).await {
-                report_ready(&**b, &ids, &outcome, &out);
+                report_ready(&**b, Some(&s), &ids, &outcome, &out);
                 return out;
             }
         }
@@ -314,11 +346,12 @@ fn one_session<T, S: ClaimSession>(items: &[(String, Hold<T, S>)]) -> Option<Arc
 
 /// Give a delivery back without an outcome.
 pub(crate) async fn release<B: HoldBackend>(b: &B, id: &str, hold: HoldOf<B>) -> Result<()> {
+    let session = hold.session().cloned();
     let r = match hold {
         Hold::Lease(t) => b.release_lease(id, t).await,
         Hold::Session(s, lent) => s.release(b, lent, id).await,
     };
-    b.made_ready(&[id]);
+    made_ready(b, session.as_deref(), &[id]);
     r
 }
 

@@ -8,7 +8,8 @@
 //! as its last such scan took if that is longer, so a row made ready below the
 //! mark behind the client's back waits at most that long longer; a row the
 //! client makes ready itself (a retry, a release, a failed settle) lowers the
-//! mark at once. The client's workers share one mark: a claim that started
+//! mark at once — a row_lock claim's when its transaction ends, for until then
+//! it holds them. The client's workers share one mark: a claim that started
 //! before the mark was lowered or a rescan began leaves it as it is.
 
 use super::dialect::IdKind;

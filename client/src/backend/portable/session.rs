@@ -34,6 +34,20 @@ pub(crate) struct Session {
     /// ids this claim holds and has not settled (row_lock: claimed by the
     /// transaction; advisory: their keys held on the connection)
     held: StdMutex<HashSet<String>>,
+    /// row_lock: what the client's mark learns when the claim transaction
+    /// ends; `None` for advisory, whose outcomes commit as they are written
+    at_end: Option<StdMutex<AtEnd>>,
+}
+
+/// A row_lock claim's rows, for the client's mark when its transaction ends:
+/// the rows its outcomes made ready again are claimable once it commits, and
+/// all of its rows if it rolls back. The client's other workers share the
+/// mark, and a claim of theirs that passes these rows while they are still
+/// locked moves the mark past them.
+struct AtEnd {
+    claimed: Vec<String>,
+    /// `None` once the transaction has ended: rows are ready as reported
+    ready: Option<Vec<String>>,
 }
 
 /// The claim transaction lent to the handler (row_lock transactional mode).
@@ -60,12 +74,19 @@ impl Session {
     }
 
     pub(super) fn new(p: ClaimConn, held: HashSet<String>) -> Session {
+        let at_end = matches!(p, ClaimConn::Tx(_)).then(|| {
+            StdMutex::new(AtEnd {
+                claimed: held.iter().cloned().collect(),
+                ready: Some(Vec::new()),
+            })
+        });
         Session {
             open: AtomicUsize::new(held.len()),
             conn: Arc::new(Mutex::new(Some(p))),
             handler_sp: AtomicBool::new(false),
             broken: StdMutex::new(None),
             held: StdMutex::new(held),
+            at_end,
         }
     }
 }
@@ -282,6 +303,20 @@ impl Engine {
         )
     }
 
+    /// The claim transaction ended (`committed`, or rolled back): the rows it
+    /// made ready again, or all of its rows, are ready now.
+    fn transaction_ended(&self, session: &Session, committed: bool) {
+        let Some(at_end) = &session.at_end else {
+            return;
+        };
+        let mut at_end = at_end.lock().unwrap();
+        let ready = at_end.ready.take().unwrap_or_default();
+        let ids = if committed { &ready } else { &at_end.claimed };
+        if !ids.is_empty() {
+            self.mark.made_ready(ids.iter().map(String::as_str));
+        }
+    }
+
     /// The claim's last delivery is done: row_lock commits, advisory returns
     /// its clean connection to the pool.
     async fn end_claim(&self, session: &Session) -> Result<()> {
@@ -292,9 +327,14 @@ impl Engine {
                 // the rows are free when the error returns (if it fails, the pool
                 // deals with the connection, as it did with a dropped transaction)
                 let _ = tx.rollback().await;
+                self.transaction_ended(session, false);
                 Err(self.rolled_back(None, &session.broken().unwrap_or_default()))
             }
-            Some(ClaimConn::Tx(tx)) => Ok(tx.commit().await?),
+            Some(ClaimConn::Tx(tx)) => {
+                let r = tx.commit().await;
+                self.transaction_ended(session, r.is_ok());
+                Ok(r?)
+            }
             Some(ClaimConn::Conn(mut conn)) => {
                 // keys of deliveries that were never settled nor released
                 let left: Vec<String> = session.held.lock().unwrap().drain().collect();
@@ -407,5 +447,19 @@ impl ClaimSession for Session {
     /// (the session's drop closes the connection)
     fn abandon(&self, lent: Option<Lent>) {
         drop(lent);
+    }
+
+    /// row_lock: kept until the claim transaction ends.
+    fn ready_at_end(&self, ids: &[&str]) -> bool {
+        let Some(at_end) = &self.at_end else {
+            return false;
+        };
+        match &mut at_end.lock().unwrap().ready {
+            Some(ready) => {
+                ready.extend(ids.iter().map(|id| (*id).to_owned()));
+                true
+            }
+            None => false,
+        }
     }
 }
