@@ -123,6 +123,9 @@ impl Mark {
             return;
         }
         let mut s = self.state.lock().expect("mark lock");
+        // a claim under way may have passed these rows before they were ready:
+        // none of them moves the mark past them
+        s.epoch += 1;
         let Some(from) = s.from.clone() else {
             return;
         };
@@ -133,7 +136,6 @@ impl Mark {
                 // ids whose order only the database knows: scan from the lowest
                 _ => {
                     s.from = None;
-                    s.epoch += 1;
                     return;
                 }
             }
@@ -141,7 +143,6 @@ impl Mark {
         if let (Some(low), Ok(mark)) = (lowest, from.parse::<i64>()) {
             if low < mark {
                 s.from = Some(low.to_string());
-                s.epoch += 1;
             }
         }
     }
@@ -210,6 +211,20 @@ mod tests {
         let slow = m.start();
         m.made_ready(["4"]);
         m.claimed(slow, Some("20"));
+        assert_eq!(m.start().from.as_deref(), Some("4"));
+    }
+
+    #[test]
+    fn a_claim_under_way_leaves_the_mark_below_rows_made_ready_above_it() {
+        let m = mark();
+        let s = m.start();
+        m.claimed(s, Some("10"));
+        m.made_ready(["4"]);
+        let from_four = m.start();
+        assert_eq!(from_four.from.as_deref(), Some("4"));
+        // ready while that claim runs, maybe too late for it to see
+        m.made_ready(["8"]);
+        m.claimed(from_four, Some("20"));
         assert_eq!(m.start().from.as_deref(), Some("4"));
     }
 
