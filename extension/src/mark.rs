@@ -11,8 +11,9 @@
 //! row that became ready below the mark behind this session's back (a lease
 //! that ran out, a retry settled by another session, a row committed late with
 //! a lower id, a `retry_after` that passed) waits at most that long longer. What
-//! this session makes ready itself — a retry or release it settles, a claim it
-//! rolls back — lowers its mark at once (docs/semantics.md, "Claim order").
+//! this session makes ready itself — a retry, a retry_after of no delay or a
+//! release it settles, a claim it rolls back — lowers its mark at once
+//! (docs/semantics.md, "Claim order").
 
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use pgrx::{pg_guard, pg_sys};
@@ -126,8 +127,8 @@ pub fn claimed(queue: &str, last: &str) {
     }
 }
 
-/// This session made rows `ids` of `queue` ready again (a retry, a release):
-/// the next claim starts at or below the lowest of them.
+/// This session made rows `ids` of `queue` ready again (a retry, a retry_after
+/// of no delay, a release): the next claim starts at or below the lowest of them.
 pub fn made_ready<'a>(queue: &str, ids: impl IntoIterator<Item = &'a str>, order: Order) {
     let lower = MARKS.with(|m| {
         let m = m.borrow();

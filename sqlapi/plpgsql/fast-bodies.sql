@@ -467,7 +467,8 @@ DECLARE
     b text := E'#variable_conflict use_column\nDECLARE\n    until ALIAS FOR $3;\n    w text;\n    rid text;\n'
               || CASE WHEN s.form = 'row_lock' THEN E'    mine text[];\n    noted text;\n' ELSE '' END
               || CASE WHEN s.form = 'advisory' THEN E'    key bigint;\n' ELSE '' END || E'BEGIN\n';
-    ready text := 'result OPERATOR(pg_catalog.=) ''retried'' OR result OPERATOR(pg_catalog.=) ''released''';
+    ready text := 'result OPERATOR(pg_catalog.=) ''retried'' OR result OPERATOR(pg_catalog.=) ''released'' '
+                  || 'OR (result OPERATOR(pg_catalog.=) ''delayed'' AND delay OPERATOR(pg_catalog.=) ''0''::pg_catalog.interval)';
 BEGIN
     b := b || CASE WHEN s.form = 'lease' THEN 'IF $2 IS NULL THEN' ELSE 'IF $2 IS NOT NULL THEN' END
         || E'\n    hit := false;\n    RETURN;\nEND IF;\n'
@@ -476,7 +477,8 @@ BEGIN
         || CASE WHEN s.retry_after IS NOT NULL THEN
              E'ELSIF outcome OPERATOR(pg_catalog.=) ''retry_after'' AND delay OPERATOR(pg_catalog.>=) ''0''::pg_catalog.interval '
              || E'AND delay OPERATOR(pg_catalog.<=) ''36600 days''::pg_catalog.interval THEN\n    w := ''retry_after'';\n'
-             || E'    until := pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) delay;\n' ELSE '' END
+             || E'    until := CASE WHEN delay OPERATOR(pg_catalog.<>) ''0''::pg_catalog.interval '
+             || E'THEN pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) delay END;\n' ELSE '' END
         || E'ELSE\n    hit := false;\n    RETURN;\nEND IF;\n'
         || E'IF delay IS NOT NULL AND w OPERATOR(pg_catalog.<>) ''retry_after'' THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
         || @extschema@._settle_fast_at_version(sch, version, s.rel, dead, places);
@@ -552,7 +554,8 @@ BEGIN
         || CASE WHEN s.retry_after IS NOT NULL THEN
              E'ELSIF outcome OPERATOR(pg_catalog.=) ''retry_after'' AND delay OPERATOR(pg_catalog.>=) ''0''::pg_catalog.interval '
              || E'AND delay OPERATOR(pg_catalog.<=) ''36600 days''::pg_catalog.interval THEN\n    w := ''retry_after'';\n'
-             || E'    until := pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) delay;\n' ELSE '' END
+             || E'    until := CASE WHEN delay OPERATOR(pg_catalog.<>) ''0''::pg_catalog.interval '
+             || E'THEN pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) delay END;\n' ELSE '' END
         || E'ELSE\n    hit := false;\n    RETURN;\nEND IF;\n'
         || E'IF delay IS NOT NULL AND w OPERATOR(pg_catalog.<>) ''retry_after'' THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
         -- an id given twice: an ack of lease or row_lock rows finds it after
@@ -648,8 +651,10 @@ BEGIN
     RETURN b || pg_catalog.format(E'IF %s THEN\n    PERFORM %s._settle_mark_ready(%L, %L, ARRAY(SELECT u.v FROM '
                                   || E'ROWS FROM (pg_catalog.unnest(given), pg_catalog.unnest(res)) u(v, r) WHERE %s));\nEND IF;\nEND',
         CASE WHEN s.ordering_key IS NOT NULL THEN 'true'
-             ELSE '''retried'' OPERATOR(pg_catalog.=) ANY (res) OR ''released'' OPERATOR(pg_catalog.=) ANY (res)' END,
+             ELSE '''retried'' OPERATOR(pg_catalog.=) ANY (res) OR ''released'' OPERATOR(pg_catalog.=) ANY (res) '
+                  || 'OR (delay OPERATOR(pg_catalog.=) ''0''::pg_catalog.interval AND ''delayed'' OPERATOR(pg_catalog.=) ANY (res))' END,
         sch, s.queue, version,
         CASE WHEN s.ordering_key IS NOT NULL THEN 'u.r IS NOT NULL'
-             ELSE 'u.r OPERATOR(pg_catalog.=) ''retried'' OR u.r OPERATOR(pg_catalog.=) ''released''' END);
+             ELSE 'u.r OPERATOR(pg_catalog.=) ''retried'' OR u.r OPERATOR(pg_catalog.=) ''released'' '
+                  || 'OR (delay OPERATOR(pg_catalog.=) ''0''::pg_catalog.interval AND u.r OPERATOR(pg_catalog.=) ''delayed'')' END);
 END $$;

@@ -76,9 +76,9 @@ BEGIN
     RETURN NULL;
 END $$;
 
--- This session made rows ids of queue ready again (a retry, a release, any
--- settle of a keyed row): its next claim starts at or below the lowest of
--- them. Integer and uuid ids compare as their type; any other id type scans
+-- This session made rows ids of queue ready again (a retry, a retry_after of
+-- no delay, a release, any settle of a keyed row): its next claim starts at
+-- or below the lowest of them. Integer and uuid ids compare as their type; any other id type scans
 -- from the lowest id next. The id type is read from the queue's shape once
 -- per session and registration version (settle_sql.t<…>: int, uuid or
 -- other), since a keyed queue comes here on every settle.

@@ -167,7 +167,10 @@ BEGIN
     IF pg_catalog.cardinality(run) = 0 THEN
         RETURN out;
     END IF;
-    r := @extschema@._settle_write_run($1, e.version, k.w, run, run_tokens, pg_catalog.clock_timestamp() + delay, caller_path);
+    -- no delay: no time at all (NULL), so that no claim whose transaction began
+    -- a moment before this one commits finds the row not ready yet
+    r := @extschema@._settle_write_run($1, e.version, k.w, run, run_tokens,
+                                      CASE WHEN delay <> interval '0' THEN pg_catalog.clock_timestamp() + delay END, caller_path);
     IF n = 1 THEN
         -- the one row the statement settled is the id given, in whatever text form it was given
         out[1] := r.rress[1];
@@ -206,11 +209,13 @@ BEGIN
             END IF;
         END LOOP;
     END IF;
-    -- ready again now: this session's next claim starts at or below them; with
-    -- an ordering key, a row settled any way may have freed its key's next row
-    IF e.keyed OR 'retried' = ANY (out) OR 'released' = ANY (out) THEN
+    -- ready again now (retried, released, delayed by nothing): this session's
+    -- next claim starts at or below them; with an ordering key, a row settled
+    -- any way may have freed its key's next row
+    IF e.keyed OR 'retried' = ANY (out) OR 'released' = ANY (out) OR (delay = interval '0' AND 'delayed' = ANY (out)) THEN
         ignored := @extschema@._settle_mark_ready($1, e.version, ARRAY(SELECT ids[i] FROM pg_catalog.generate_subscripts(out, 1) i
-                                                            WHERE out[i] IN ('retried', 'released') OR (e.keyed AND out[i] IS NOT NULL)));
+                                                            WHERE out[i] IN ('retried', 'released') OR (e.keyed AND out[i] IS NOT NULL)
+                                                               OR (delay = interval '0' AND out[i] = 'delayed')));
     END IF;
     IF e.form = 'row_lock' THEN
         mine := ARRAY(SELECT m FROM pg_catalog.unnest(mine) m WHERE NOT m = ANY (COALESCE(r.rids, '{}')));

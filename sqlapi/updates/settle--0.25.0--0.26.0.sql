@@ -3,7 +3,8 @@
 -- stopped at its bounded read in a queue with more than 1,024 keys reads on in bounded steps
 -- and walks the keys once it has passed more rows than the queue has keys, instead of reading
 -- in id order all the way; a session's claims from its mark read bounded after seeing rows
--- wait over more rows than that. The functions that write that code change; as every step
+-- wait over more rows than that. A retry_after of no delay is ready at once: it writes
+-- retry_after = NULL and lowers the session's mark as a retry does. The functions that write that code change; as every step
 -- does, the functions generated per queue are dropped and the dispatchers and entry points
 -- reset, so that each queue's first call after the update (or its next registration) writes
 -- its code anew.
@@ -523,6 +524,317 @@ BEGIN
         EXECUTE pg_catalog.format('DROP FUNCTION %s', f);
     END LOOP;
 END $settle_update$;
+
+-- _settle_settle: a retry_after of no delay writes no time and lowers the mark, as a retry does
+CREATE OR REPLACE FUNCTION @extschema@._settle_settle(queue text, ids text[], action text, delay interval, tokens timestamptz[],
+                                            caller_path text)
+    RETURNS text[]
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    ignored text;
+    s @extschema@.settle_queue_shape;
+    e record;
+    k record;
+    mine text[];
+    held_keys bigint[];
+    gone_keys bigint[];
+    run text[] := '{}';
+    run_tokens timestamptz[] := '{}';
+    out text[];
+    r record;
+    n integer := pg_catalog.cardinality(ids);
+    canon text;
+    given text;
+BEGIN
+    IF ids IS NULL OR pg_catalog.array_position(ids, NULL) IS NOT NULL THEN
+        PERFORM @extschema@._settle_error('SQ004', 'ids must not be NULL');
+    END IF;
+    IF n > 1 THEN
+        PERFORM @extschema@._settle_no_id_twice(ids);
+    END IF;
+    SELECT * INTO e FROM @extschema@._settle_entry($1);
+    k := @extschema@._settle_write_for($1, e, n, action, delay, tokens);
+    -- the ids that reach the statement: row_lock only those this transaction
+    -- claimed, advisory only those whose key this session holds
+    IF e.form = 'row_lock' THEN
+        mine := @extschema@._settle_row_locks($1);
+        run := ARRAY(SELECT u.v FROM pg_catalog.unnest(ids) u(v) WHERE u.v = ANY (mine));
+    ELSIF e.form = 'advisory' THEN
+        held_keys := @extschema@._settle_keys_held();
+        gone_keys := @extschema@._settle_keys_gone();
+        run := ARRAY(SELECT u.v FROM pg_catalog.unnest(ids) u(v)
+                     WHERE @extschema@.queue_advisory_key($1, u.v) = ANY (held_keys)
+                       AND NOT @extschema@.queue_advisory_key($1, u.v) = ANY (gone_keys));
+        -- each key stays held until this transaction ends: after the outcome
+        -- commits, or after a failed statement rolls it back
+        FOREACH given IN ARRAY run LOOP
+            PERFORM pg_catalog.pg_advisory_xact_lock(@extschema@.queue_advisory_key($1, given));
+            PERFORM pg_catalog.pg_advisory_unlock(@extschema@.queue_advisory_key($1, given));
+        END LOOP;
+        IF pg_catalog.cardinality(run) > 0 THEN
+            ignored := @extschema@._settle_keys_give_up(ARRAY(SELECT @extschema@.queue_advisory_key($1, u.v) FROM pg_catalog.unnest(run) u(v)));
+        END IF;
+    ELSE
+        run := ids;
+        run_tokens := tokens;
+    END IF;
+    out := pg_catalog.array_fill(NULL::text, ARRAY[n]);
+    IF pg_catalog.cardinality(run) = 0 THEN
+        RETURN out;
+    END IF;
+    -- no delay: no time at all (NULL), so that no claim whose transaction began
+    -- a moment before this one commits finds the row not ready yet
+    r := @extschema@._settle_write_run($1, e.version, k.w, run, run_tokens,
+                                      CASE WHEN delay <> interval '0' THEN pg_catalog.clock_timestamp() + delay END, caller_path);
+    IF n = 1 THEN
+        -- the one row the statement settled is the id given, in whatever text form it was given
+        out[1] := r.rress[1];
+    ELSE
+        -- each id its row's result; a text id not in canonical form ('007' for
+        -- a bigint) comes back canonical, and is matched on its own
+        out := ARRAY(SELECT x.r FROM pg_catalog.unnest(ids) WITH ORDINALITY g(v, o)
+                     LEFT JOIN ROWS FROM (pg_catalog.unnest(r.rids), pg_catalog.unnest(r.rress)) x(i, r) ON x.i = g.v
+                     ORDER BY g.o);
+        IF EXISTS (SELECT FROM ROWS FROM (pg_catalog.unnest(ids), pg_catalog.unnest(out)) u(v, r) WHERE u.r IS NULL AND u.v = ANY (run)) THEN
+            s := @extschema@._settle_shape($1);
+            FOR i IN 1 .. n LOOP
+                IF out[i] IS NULL AND ids[i] = ANY (run) THEN
+                    EXECUTE pg_catalog.format('SELECT (($1::pg_catalog.text)::%s)::pg_catalog.text', s.id_type) INTO canon USING ids[i];
+                    out[i] := r.rress[pg_catalog.array_position(r.rids, canon)];
+                END IF;
+            END LOOP;
+        END IF;
+    END IF;
+    IF 'dead_lettered' = ANY (out) OR k.custom IS NOT NULL THEN
+        FOR i IN 1 .. n LOOP
+            IF out[i] = 'dead_lettered' THEN
+                RAISE WARNING USING ERRCODE = '01SQ1', MESSAGE = pg_catalog.format(
+                    'settle: queue "%s": row %s reached max_attempts (%s) and was moved to the dead letter', $1, ids[i], e.max_attempts);
+            END IF;
+            IF k.custom IS NOT NULL AND out[i] IS NOT NULL THEN
+                -- a custom outcome's SQL means what it means to the caller
+                IF s.queue IS NULL THEN
+                    s := @extschema@._settle_shape($1);
+                END IF;
+                ignored := @extschema@._settle_as(caller_path);
+                EXECUTE pg_catalog.format('SELECT @extschema@._settle_run_custom($1, ($2::pg_catalog.text)::%s)', s.id_type)
+                    USING e.outcomes OPERATOR(pg_catalog.->>) k.custom, ids[i];
+                ignored := @extschema@._settle_as('pg_catalog, pg_temp');
+                out[i] := 'custom';
+            END IF;
+        END LOOP;
+    END IF;
+    -- ready again now (retried, released, delayed by nothing): this session's
+    -- next claim starts at or below them; with an ordering key, a row settled
+    -- any way may have freed its key's next row
+    IF e.keyed OR 'retried' = ANY (out) OR 'released' = ANY (out) OR (delay = interval '0' AND 'delayed' = ANY (out)) THEN
+        ignored := @extschema@._settle_mark_ready($1, e.version, ARRAY(SELECT ids[i] FROM pg_catalog.generate_subscripts(out, 1) i
+                                                            WHERE out[i] IN ('retried', 'released') OR (e.keyed AND out[i] IS NOT NULL)
+                                                               OR (delay = interval '0' AND out[i] = 'delayed')));
+    END IF;
+    IF e.form = 'row_lock' THEN
+        mine := ARRAY(SELECT m FROM pg_catalog.unnest(mine) m WHERE NOT m = ANY (COALESCE(r.rids, '{}')));
+        ignored := @extschema@._settle_set_row_locks($1, mine);
+    END IF;
+    RETURN out;
+END $$;
+
+-- _settle_fast_complete_body: the same in the generated settle of one row
+CREATE OR REPLACE FUNCTION @extschema@._settle_fast_complete_body(sch text, s @extschema@.settle_queue_shape, version text, dead oid,
+                                                       places integer[]) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+    b text := E'#variable_conflict use_column\nDECLARE\n    until ALIAS FOR $3;\n    w text;\n    rid text;\n'
+              || CASE WHEN s.form = 'row_lock' THEN E'    mine text[];\n    noted text;\n' ELSE '' END
+              || CASE WHEN s.form = 'advisory' THEN E'    key bigint;\n' ELSE '' END || E'BEGIN\n';
+    ready text := 'result OPERATOR(pg_catalog.=) ''retried'' OR result OPERATOR(pg_catalog.=) ''released'' '
+                  || 'OR (result OPERATOR(pg_catalog.=) ''delayed'' AND delay OPERATOR(pg_catalog.=) ''0''::pg_catalog.interval)';
+BEGIN
+    b := b || CASE WHEN s.form = 'lease' THEN 'IF $2 IS NULL THEN' ELSE 'IF $2 IS NOT NULL THEN' END
+        || E'\n    hit := false;\n    RETURN;\nEND IF;\n'
+        || E'IF outcome OPERATOR(pg_catalog.=) ''ack'' OR outcome OPERATOR(pg_catalog.=) ''drop'' THEN\n    w := ''ack'';\n'
+        || E'ELSIF outcome OPERATOR(pg_catalog.=) ''retry'' THEN\n    w := ''retry'';\n'
+        || CASE WHEN s.retry_after IS NOT NULL THEN
+             E'ELSIF outcome OPERATOR(pg_catalog.=) ''retry_after'' AND delay OPERATOR(pg_catalog.>=) ''0''::pg_catalog.interval '
+             || E'AND delay OPERATOR(pg_catalog.<=) ''36600 days''::pg_catalog.interval THEN\n    w := ''retry_after'';\n'
+             || E'    until := CASE WHEN delay OPERATOR(pg_catalog.<>) ''0''::pg_catalog.interval '
+             || E'THEN pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) delay END;\n' ELSE '' END
+        || E'ELSE\n    hit := false;\n    RETURN;\nEND IF;\n'
+        || E'IF delay IS NOT NULL AND w OPERATOR(pg_catalog.<>) ''retry_after'' THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
+        || @extschema@._settle_fast_at_version(sch, version, s.rel, dead, places);
+    IF s.form = 'row_lock' THEN
+        b := b || 'mine := ' || @extschema@._settle_fast_held(s) || E';\n'
+            || E'IF NOT COALESCE($1 OPERATOR(pg_catalog.=) ANY (mine), false) THEN\n    hit := false;\n    RETURN;\nEND IF;\n';
+    ELSIF s.form = 'advisory' THEN
+        -- the key this session holds; held for this transaction from here, so
+        -- that it stays held until the outcome commits (as _settle_settle)
+        b := b || pg_catalog.format(E'key := %s.queue_advisory_key(%L, $1);\n', sch, s.queue)
+            || pg_catalog.format(E'IF NOT EXISTS (SELECT FROM (%s) h(k) WHERE h.k OPERATOR(pg_catalog.=) key) '
+                                 || E'OR key OPERATOR(pg_catalog.=) ANY (%s._settle_keys_gone()) THEN\n', @extschema@._settle_fast_keys_held(), sch)
+            || E'    hit := false;\n    RETURN;\nEND IF;\n'
+            || E'PERFORM pg_catalog.pg_advisory_xact_lock(key);\nPERFORM pg_catalog.pg_advisory_unlock(key);\n'
+            || pg_catalog.format(E'PERFORM %s._settle_keys_give_up(ARRAY[key]);\n', sch);
+    END IF;
+    b := b || E'IF w OPERATOR(pg_catalog.=) ''ack'' THEN\n' || @extschema@._settle_ack(s, 'one', false)
+        || E'\n    INTO rid, result;\nELSIF w OPERATOR(pg_catalog.=) ''retry'' THEN\n' || @extschema@._settle_write_one(s, 'retry', false)
+        || E'\n    INTO rid, result;\n'
+        || CASE WHEN s.retry_after IS NOT NULL THEN
+             E'ELSE\n' || @extschema@._settle_write_one(s, 'retry_after', false) || E'\n    INTO rid, result;\n' ELSE '' END
+        || E'END IF;\nIF result IS NULL THEN\n    hit := false;\n    RETURN;\nEND IF;\n';
+    IF s.form = 'row_lock' THEN
+        b := b || @extschema@._settle_fast_set_held(s, 'pg_catalog.array_remove(mine, $1)');
+    END IF;
+    IF s.max_attempts IS NOT NULL THEN
+        b := b || pg_catalog.format(E'IF result OPERATOR(pg_catalog.=) ''dead_lettered'' THEN\n'
+            || E'    RAISE WARNING USING ERRCODE = ''01SQ1'', MESSAGE = pg_catalog.format(%L, $1);\nEND IF;\n',
+            pg_catalog.format('settle: queue "%s": row %%s reached max_attempts (%s) and was moved to the dead letter',
+                              s.queue, s.max_attempts));
+    END IF;
+    -- ready again now: this session's next claim starts at or below it (mark.sql)
+    IF s.ordering_key IS NOT NULL THEN
+        ready := 'true';
+    END IF;
+    RETURN b || pg_catalog.format(E'IF %s THEN\n    PERFORM %s._settle_mark_ready(%L, %L, ARRAY[$1]);\nEND IF;\nEND',
+                                  ready, sch, s.queue, version);
+END $$;
+
+-- _settle_fast_complete_many_body: and of many
+CREATE OR REPLACE FUNCTION @extschema@._settle_fast_complete_many_body(sch text, s @extschema@.settle_queue_shape, version text, dead oid,
+                                                            places integer[]) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+    -- row_lock of a plain table: the rows of a whole claim by their ctids
+    -- (a ctid names one row version there, not one per partition)
+    by_ctid boolean := s.form = 'row_lock' AND s.plain_heap;
+    b text := E'#variable_conflict use_column\n<<_settle_fq>>\nDECLARE\n    given text[] := $1;\n    until ALIAS FOR $3;\n'
+              || E'    n integer := pg_catalog.cardinality($1);\n    w text;\n    run text[];\n    rids text[];\n    rress text[];\n'
+              || E'    held text;\n    whole boolean;\n    mine text[];\n    caller_mode text;\n    noted text;\n'
+              || CASE WHEN by_ctid THEN E'    hint text;\n    tids tid[];\n    more_ids text[];\n    more_ress text[];\n' ELSE '' END
+              || E'BEGIN\n';
+    -- (the statements' $1: the ids that reach them, run)
+    write text;
+    -- each given id that reached the statement, u.v: its row's id as the statement returns it (canonical:
+    -- '007' of a bigint id comes back as 7)
+    canon text := pg_catalog.format('((u.v)::%s)::pg_catalog.text', s.id_type);
+BEGIN
+    b := b || E'IF n IS NULL OR n OPERATOR(pg_catalog.<) 2 OR pg_catalog.array_position($1, NULL) IS NOT NULL THEN\n'
+        || E'    hit := false;\n    RETURN;\nEND IF;\n'
+        || CASE WHEN s.form = 'lease' THEN
+             E'IF $2 IS NULL OR pg_catalog.cardinality($2) OPERATOR(pg_catalog.<>) n OR pg_catalog.array_position($2, NULL) IS NOT NULL THEN\n'
+           ELSE E'IF $2 IS NOT NULL THEN\n' END
+        || E'    hit := false;\n    RETURN;\nEND IF;\n'
+        || E'IF outcome OPERATOR(pg_catalog.=) ''ack'' OR outcome OPERATOR(pg_catalog.=) ''drop'' THEN\n    w := ''ack'';\n'
+        || E'ELSIF outcome OPERATOR(pg_catalog.=) ''retry'' THEN\n    w := ''retry'';\n'
+        || CASE WHEN s.retry_after IS NOT NULL THEN
+             E'ELSIF outcome OPERATOR(pg_catalog.=) ''retry_after'' AND delay OPERATOR(pg_catalog.>=) ''0''::pg_catalog.interval '
+             || E'AND delay OPERATOR(pg_catalog.<=) ''36600 days''::pg_catalog.interval THEN\n    w := ''retry_after'';\n'
+             || E'    until := CASE WHEN delay OPERATOR(pg_catalog.<>) ''0''::pg_catalog.interval '
+             || E'THEN pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) delay END;\n' ELSE '' END
+        || E'ELSE\n    hit := false;\n    RETURN;\nEND IF;\n'
+        || E'IF delay IS NOT NULL AND w OPERATOR(pg_catalog.<>) ''retry_after'' THEN\n    hit := false;\n    RETURN;\nEND IF;\n'
+        -- an id given twice: an ack of lease or row_lock rows finds it after
+        -- its write, which settles such an id once (fewer rows than ids)
+        || CASE WHEN s.form = 'advisory' THEN 'IF ' ELSE E'IF w OPERATOR(pg_catalog.<>) ''ack'' AND ' END
+        || E'(SELECT pg_catalog.count(DISTINCT u.v) FROM pg_catalog.unnest($1) u(v)) OPERATOR(pg_catalog.<>) n THEN\n'
+        || E'    hit := false;\n    RETURN;\nEND IF;\n'
+        || @extschema@._settle_fast_at_version(sch, version, s.rel, dead, places);
+    -- the ids that reach the statement: row_lock only those this transaction
+    -- claimed, advisory only those whose key this session holds (settles.sql)
+    IF s.form = 'row_lock' THEN
+        -- the ids given are the rows held, as claimed (whole); or those held of
+        -- them, by a join (a hash instead of n x n comparisons)
+        b := b || pg_catalog.format(E'held := pg_catalog.current_setting(%L, true);\n', @extschema@._settle_held_key(s.queue))
+            || E'whole := held OPERATOR(pg_catalog.=) given::pg_catalog.text;\n'
+            || E'IF whole THEN\n    run := given;\n    mine := given;\n'
+            || CASE WHEN by_ctid THEN
+                 pg_catalog.format(E'    hint := pg_catalog.current_setting(%L, true);\n', @extschema@._settle_fast_tids_key(s))
+                 || E'    IF pg_catalog.left(hint, pg_catalog.length(held) OPERATOR(pg_catalog.+) 1) OPERATOR(pg_catalog.=) (held OPERATOR(pg_catalog.||) '' '') THEN\n'
+                 || E'        tids := pg_catalog.substr(hint, pg_catalog.length(held) OPERATOR(pg_catalog.+) 2)::pg_catalog.tid[];\n    END IF;\n'
+               ELSE '' END
+            || E'ELSE\n    mine := ' || @extschema@._settle_fast_held(s) || E';\n'
+            || E'    run := ARRAY(SELECT u.v FROM pg_catalog.unnest(given) u(v) JOIN pg_catalog.unnest(mine) m(v) ON m.v OPERATOR(pg_catalog.=) u.v);\n'
+            || E'END IF;\n';
+    ELSIF s.form = 'advisory' THEN
+        b := b || pg_catalog.format(E'run := ARRAY(SELECT u.v FROM pg_catalog.unnest(given) u(v) JOIN (SELECT DISTINCT l.k FROM (%s) l(k)) h(k) '
+                                    || E'ON h.k OPERATOR(pg_catalog.=) %s.queue_advisory_key(%L, u.v) '
+                                    || E'WHERE NOT h.k OPERATOR(pg_catalog.=) ANY (%s._settle_keys_gone()));\n',
+                 @extschema@._settle_fast_keys_held(), sch, s.queue, sch)
+            -- each key held for this transaction from here, so that it stays
+            -- held until the outcome commits (as _settle_settle)
+            || pg_catalog.format(E'PERFORM pg_catalog.pg_advisory_xact_lock(k), pg_catalog.pg_advisory_unlock(k) '
+                                 || E'FROM (SELECT %s.queue_advisory_key(%L, u.v) AS k FROM pg_catalog.unnest(run) u(v)) x;\n', sch, s.queue)
+            || pg_catalog.format(E'IF pg_catalog.cardinality(run) OPERATOR(pg_catalog.>) 0 THEN\n'
+                                 || E'    PERFORM %1$s._settle_keys_give_up(ARRAY(SELECT %1$s.queue_advisory_key(%2$L, u.v) FROM pg_catalog.unnest(run) u(v)));\n'
+                                 || E'END IF;\n', sch, s.queue);
+    ELSE
+        b := b || E'run := given;\n';
+    END IF;
+    write := E'IF w OPERATOR(pg_catalog.=) ''ack'' THEN\n'
+        || CASE WHEN s.form = 'lease' THEN
+             -- delivered together: one token, one index scan over the ids
+             E'    IF $2[1] OPERATOR(pg_catalog.=) ALL ($2) THEN\n' || @extschema@._settle_ack(s, 'one_token', true)
+             || E'\n    INTO rids, rress;\n    ELSE\n' || @extschema@._settle_ack(s, 'many', true) || E'\n    INTO rids, rress;\n    END IF;\n'
+           WHEN by_ctid THEN
+             -- by the claim's ctids where known; any row not there (updated in
+             -- this transaction since) by id
+             E'    IF tids IS NOT NULL THEN\n' || @extschema@._settle_ack(s, 'many', true, '_settle_fq.tids') || E'\n    INTO rids, rress;\n'
+             || E'        IF COALESCE(pg_catalog.cardinality(rids), 0) OPERATOR(pg_catalog.<) n THEN\n'
+             || E'            $1 := ARRAY(SELECT u.v FROM pg_catalog.unnest(run) u(v) LEFT JOIN pg_catalog.unnest(rids) d(i) '
+             || E'ON d.i OPERATOR(pg_catalog.=) u.v WHERE d.i IS NULL);\n'
+             || @extschema@._settle_ack(s, 'many', true) || E'\n    INTO more_ids, more_ress;\n'
+             || E'            rids := COALESCE(rids, ''{}'') OPERATOR(pg_catalog.||) COALESCE(more_ids, ''{}'');\n'
+             || E'            rress := COALESCE(rress, ''{}'') OPERATOR(pg_catalog.||) COALESCE(more_ress, ''{}'');\n'
+             || E'        END IF;\n    ELSE\n' || @extschema@._settle_ack(s, 'many', true) || E'\n    INTO rids, rress;\n    END IF;\n'
+           ELSE @extschema@._settle_ack(s, 'many', true) || E'\n    INTO rids, rress;\n' END
+        || E'ELSIF w OPERATOR(pg_catalog.=) ''retry'' THEN\n' || @extschema@._settle_write(s, 'retry', true) || E'\n    INTO rids, rress;\n'
+        || CASE WHEN s.retry_after IS NOT NULL THEN
+             E'ELSE\n' || @extschema@._settle_write(s, 'retry_after', true) || E'\n    INTO rids, rress;\n' ELSE '' END
+        || E'END IF;\n';
+    -- the generic plans of statements with array parameters
+    b := b || E'IF pg_catalog.cardinality(run) OPERATOR(pg_catalog.>) 0 THEN\n    $1 := run;\n'
+        || @extschema@._settle_fast_generic(true) || write || @extschema@._settle_fast_generic(false) || E'END IF;\n'
+        || CASE WHEN s.form = 'advisory' THEN '' ELSE
+             pg_catalog.format(E'IF w OPERATOR(pg_catalog.=) ''ack'' AND COALESCE(pg_catalog.cardinality(rids), 0) OPERATOR(pg_catalog.<>) n THEN\n'
+                               || E'    PERFORM %s._settle_no_id_twice(given);\nEND IF;\n', sch) END
+        -- every id settled with one result (n rows for n distinct ids), or
+        -- each id matched to its row's result
+        || E'IF pg_catalog.cardinality(rids) OPERATOR(pg_catalog.=) n AND rress[1] OPERATOR(pg_catalog.=) ALL (rress) THEN\n'
+        || E'    res := pg_catalog.array_fill(rress[1], ARRAY[n]);\nELSE\n'
+        || E'    res := ARRAY(SELECT x.r FROM pg_catalog.unnest(given) WITH ORDINALITY g(v, o)\n'
+        || CASE WHEN s.form = 'lease' THEN E'             CROSS JOIN LATERAL (SELECT g.v) u(v)\n'
+                ELSE E'             LEFT JOIN pg_catalog.unnest(run) u(v) ON u.v OPERATOR(pg_catalog.=) g.v\n' END
+        || E'             LEFT JOIN ROWS FROM (pg_catalog.unnest(rids), pg_catalog.unnest(rress)) x(i, r)\n'
+        || pg_catalog.format(E'             ON x.i OPERATOR(pg_catalog.=) %s ORDER BY g.o);\nEND IF;\n', canon);
+    IF s.form = 'row_lock' THEN
+        -- a whole settled: none held; else the rest of those held (mine)
+        b := b || E'IF whole AND pg_catalog.cardinality(rids) OPERATOR(pg_catalog.=) n THEN\n    '
+            || @extschema@._settle_fast_set_held(s, '''{}''::pg_catalog.text[]') || E'ELSE\n    '
+            || @extschema@._settle_fast_set_held(s, 'ARRAY(SELECT m.v FROM pg_catalog.unnest(mine) m(v) '
+                                                    || 'LEFT JOIN pg_catalog.unnest(rids) d(i) ON d.i OPERATOR(pg_catalog.=) m.v WHERE d.i IS NULL)')
+            || E'END IF;\n';
+    END IF;
+    IF s.max_attempts IS NOT NULL THEN
+        b := b || pg_catalog.format(E'IF ''dead_lettered'' OPERATOR(pg_catalog.=) ANY (res) THEN\n    FOR i IN 1 .. n LOOP\n'
+            || E'        IF res[i] OPERATOR(pg_catalog.=) ''dead_lettered'' THEN\n'
+            || E'            RAISE WARNING USING ERRCODE = ''01SQ1'', MESSAGE = pg_catalog.format(%L, given[i]);\n'
+            || E'        END IF;\n    END LOOP;\nEND IF;\n',
+            pg_catalog.format('settle: queue "%s": row %%s reached max_attempts (%s) and was moved to the dead letter',
+                              s.queue, s.max_attempts));
+    END IF;
+    -- ready again now: this session's next claim starts at or below them (mark.sql)
+    RETURN b || pg_catalog.format(E'IF %s THEN\n    PERFORM %s._settle_mark_ready(%L, %L, ARRAY(SELECT u.v FROM '
+                                  || E'ROWS FROM (pg_catalog.unnest(given), pg_catalog.unnest(res)) u(v, r) WHERE %s));\nEND IF;\nEND',
+        CASE WHEN s.ordering_key IS NOT NULL THEN 'true'
+             ELSE '''retried'' OPERATOR(pg_catalog.=) ANY (res) OR ''released'' OPERATOR(pg_catalog.=) ANY (res) '
+                  || 'OR (delay OPERATOR(pg_catalog.=) ''0''::pg_catalog.interval AND ''delayed'' OPERATOR(pg_catalog.=) ANY (res))' END,
+        sch, s.queue, version,
+        CASE WHEN s.ordering_key IS NOT NULL THEN 'u.r IS NOT NULL'
+             ELSE 'u.r OPERATOR(pg_catalog.=) ''retried'' OR u.r OPERATOR(pg_catalog.=) ''released'' '
+                  || 'OR (delay OPERATOR(pg_catalog.=) ''0''::pg_catalog.interval AND u.r OPERATOR(pg_catalog.=) ''delayed'')' END);
+END $$;
 
 -- The dispatchers as installed (no queue yet: hit NULL), rewritten by _settle_fast_build.
 CREATE OR REPLACE FUNCTION @extschema@._settle_fast_claim_many(queue text, batch integer, lease interval)

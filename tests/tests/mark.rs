@@ -46,13 +46,27 @@ async fn lease_claims_start_at_the_mark(b: Backend) {
     ds.pop().unwrap().retry().await.unwrap();
     let one = a.claim(1).await.unwrap().pop().expect("row 1 again");
     assert_eq!((one.id(), one.attempt()), ("1", 2), "{b:?}");
+    // so is a retry_after of zero: the row is ready now
+    let three = a.claim(1).await.unwrap();
+    assert_eq!(ids(&three), ["3"], "{b:?}");
+    one.retry_after(Duration::ZERO).await.unwrap();
+    // no time is kept that a claim begun a moment earlier would find ahead of it
+    let no_time: i64 = sqlx::query_scalar(&format!(
+        "SELECT COUNT(*) FROM {} WHERE id = 1 AND retry_after IS NULL",
+        b.dialect().ident(&t)
+    ))
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(no_time, 1, "{b:?}: retry_after of zero writes NULL");
+    let one = a.claim(1).await.unwrap().pop().expect("row 1 once more");
+    assert_eq!((one.id(), one.attempt()), ("1", 3), "{b:?}");
     one.ack().await.unwrap();
     two.ack().await.unwrap();
 
     // a row made ready behind its back below the mark waits for the rescan
-    let three = a.claim(1).await.unwrap();
     let four = a.claim(1).await.unwrap();
-    assert_eq!((ids(&three), ids(&four)), (vec!["3"], vec!["4"]), "{b:?}");
+    assert_eq!(ids(&four), ["4"], "{b:?}");
     expire(b, &pool, &t, 3).await;
     let next = a.claim(1).await.unwrap();
     // kept until the end: a delivery dropped is given back

@@ -179,6 +179,7 @@ fn settle_given(
 ) -> Result<Vec<Option<&'static str>>> {
     let at = positions(given)?;
     check_delay(&action, delay.as_ref())?;
+    let due_now = delay.as_ref().is_some_and(|d| d.as_micros() == 0);
     Spi::connect_mut(|client| {
         let q = desc::queue(client, queue)?;
         let form = q.shape.form;
@@ -194,15 +195,9 @@ fn settle_given(
         write_reached(client, &q, write, given, &mut reached, delay, &mut results);
         // a text id that is not in canonical form ('007' for a bigint) comes back canonical
         results.canonical(client, &q, given, &reached.run);
-        Ok(finish(
-            client,
-            &q,
-            queue,
-            given,
-            &reached.run,
-            &action,
-            results.res,
-        ))
+        let res = finish(client, &q, queue, given, &reached.run, &action, results.res);
+        lower_mark(&q, queue, given, &reached.run, &res, due_now);
+        Ok(res)
     })
 }
 
@@ -418,12 +413,11 @@ fn write_reached(
         let plan = q.settle_plan(client, PlanKey::AckMany);
         plan.run(&[rest.into(), tokens(&mut reached.tokens)]);
     } else {
+        // no delay: no time at all (NULL), so that no claim whose transaction
+        // began a moment before this one commits finds the row not ready yet
+        let until = delay.filter(|d| d.as_micros() != 0).map(clock_plus);
         let plan = q.settle_plan(client, PlanKey::Settle(write));
-        plan.run(&[
-            rest.into(),
-            tokens(&mut reached.tokens),
-            delay.map(clock_plus).into(),
-        ]);
+        plan.run(&[rest.into(), tokens(&mut reached.tokens), until.into()]);
     }
     results.read(None);
 }
@@ -474,15 +468,30 @@ fn finish(
             }
         }
     }
-    // ready again now: this session's next claim starts at or below them; with
-    // an ordering key, a row settled any way may have freed its key's next row
+    res
+}
+
+/// Rows at positions `run` ready again now (retried, released, delayed by
+/// nothing: `due_now`): this session's next claim starts at or below them;
+/// with an ordering key, a row settled any way may have freed its key's next row.
+fn lower_mark(
+    q: &Queue,
+    queue: &str,
+    given: &[String],
+    run: &[usize],
+    res: &[Option<&'static str>],
+    due_now: bool,
+) {
     let keyed = q.shape.ordering_key.is_some();
     let ready = run
         .iter()
-        .filter(|&&i| keyed && res[i].is_some() || matches!(res[i], Some("retried" | "released")))
+        .filter(|&&i| {
+            keyed && res[i].is_some()
+                || matches!(res[i], Some("retried" | "released"))
+                || due_now && res[i] == Some("delayed")
+        })
         .map(|&i| given[i].as_str());
     mark::made_ready(queue, ready, mark_order(q));
-    res
 }
 
 /// How the mark compares this queue's ids.

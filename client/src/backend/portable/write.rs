@@ -155,7 +155,9 @@ impl Engine {
         };
         let (verb, settled) = s.outcome_verb(retry, delay, joined);
         if let Some(verb) = verb.filter(|_| !go.is_empty()) {
-            self.write_listed(conn, &verb, &go, delay, joined).await?;
+            // (a delay of zero is written as NULL, not bound)
+            let bound = delay.filter(|&us| us != 0);
+            self.write_listed(conn, &verb, &go, bound, joined).await?;
         }
         Ok(items
             .iter()

@@ -78,4 +78,18 @@ SELECT queue_complete('mark_q', '1', 'retry', token => (SELECT locked_until FROM
 SELECT id FROM queue_claim('mark_q', 1);
 SELECT queue_requeue_dead('mark_q');
 SELECT id, attempt FROM queue_claim('mark_q', 1);
+-- a retry_after of no delay is ready now: the next claim takes it again (with a delay, the
+-- row waits for the next scan from the lowest id once it is due, as any row made ready
+-- behind the session's back)
+SET settle.rescan_interval = '1h';
+SELECT queue_create('mark_z', 'lease');
+INSERT INTO mark_z (payload) SELECT jsonb_build_object('n', g) FROM generate_series(1, 3) g;
+SELECT id FROM queue_claim('mark_z', 2);
+SELECT queue_complete('mark_z', '1', 'retry_after', '0', token => (SELECT locked_until FROM mark_z WHERE id = 1));
+SELECT id, attempt FROM queue_claim('mark_z', 1);
+-- and a batch of them
+SELECT id FROM queue_claim('mark_z', 1);
+SELECT queue_complete_many('mark_z', ARRAY['1', '2'], 'retry_after', '0',
+                           tokens => (SELECT array_agg(locked_until ORDER BY id) FROM mark_z WHERE id IN (1, 2)));
+SELECT id, attempt FROM queue_claim('mark_z', 2);
 RESET settle.rescan_interval;

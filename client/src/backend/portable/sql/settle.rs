@@ -142,7 +142,8 @@ impl Shape {
 
     /// The write of an outcome (`None`: nothing to write), and what it
     /// writes: ack/drop (`retry` false) or retry/retry_after. A delay (µs) is
-    /// bound first, or written in as a number with `inline_delay`.
+    /// bound first, or written in as a number with `inline_delay`; a delay of
+    /// zero is neither (the row's retry_after becomes NULL).
     pub(crate) fn outcome_verb(
         &self,
         retry: bool,
@@ -160,9 +161,15 @@ impl Shape {
             };
         }
         let mut sets = Vec::new();
-        if let (Some(us), Some(r)) = (delay, &self.retry_after) {
-            let p = if inline_delay { us.to_string() } else { d.p(1) };
-            sets.push(format!("{} = {}", d.ident(r), d.now_plus(&p)));
+        match (delay, &self.retry_after) {
+            // no delay: no time at all, so that no claim whose transaction began
+            // a moment before this one commits finds the row not ready yet
+            (Some(0), Some(r)) => sets.push(format!("{} = NULL", d.ident(r))),
+            (Some(us), Some(r)) => {
+                let p = if inline_delay { us.to_string() } else { d.p(1) };
+                sets.push(format!("{} = {}", d.ident(r), d.now_plus(&p)));
+            }
+            _ => {}
         }
         if self.form == Form::RowLock {
             if let Some(a) = &self.attempt {
