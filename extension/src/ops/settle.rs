@@ -180,6 +180,9 @@ fn settle_given(
     let at = positions(given)?;
     check_delay(&action, delay.as_ref())?;
     let due_now = delay.as_ref().is_some_and(|d| d.as_micros() == 0);
+    // no delay: the row keeps no time (NULL), so that no claim whose
+    // transaction began a moment before this one commits finds it not ready yet
+    let delay = delay.filter(|_| !due_now);
     Spi::connect_mut(|client| {
         let q = desc::queue(client, queue)?;
         let form = q.shape.form;
@@ -413,11 +416,12 @@ fn write_reached(
         let plan = q.settle_plan(client, PlanKey::AckMany);
         plan.run(&[rest.into(), tokens(&mut reached.tokens)]);
     } else {
-        // no delay: no time at all (NULL), so that no claim whose transaction
-        // began a moment before this one commits finds the row not ready yet
-        let until = delay.filter(|d| d.as_micros() != 0).map(clock_plus);
         let plan = q.settle_plan(client, PlanKey::Settle(write));
-        plan.run(&[rest.into(), tokens(&mut reached.tokens), until.into()]);
+        plan.run(&[
+            rest.into(),
+            tokens(&mut reached.tokens),
+            delay.map(clock_plus).into(),
+        ]);
     }
     results.read(None);
 }
