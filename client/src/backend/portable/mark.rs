@@ -116,6 +116,17 @@ impl Mark {
         }
     }
 
+    /// Rows went back below the mark that it cannot name (a claim rolled
+    /// back): the next claim scans from the lowest id.
+    pub(super) fn rescan(&self) {
+        if self.interval.is_none() {
+            return;
+        }
+        let mut s = self.state.lock().expect("mark lock");
+        s.from = None;
+        s.epoch += 1;
+    }
+
     /// Rows this client made ready again (retried, released, given back):
     /// claims start at the lowest of them if it is below the mark.
     pub(super) fn made_ready<'a>(&self, ids: impl IntoIterator<Item = &'a str>) {
@@ -226,6 +237,17 @@ mod tests {
         m.made_ready(["8"]);
         m.claimed(from_four, Some("20"));
         assert_eq!(m.start().from.as_deref(), Some("4"));
+    }
+
+    #[test]
+    fn a_rescan_starts_the_next_claim_at_the_lowest_id() {
+        let m = mark();
+        let s = m.start();
+        m.claimed(s, Some("10"));
+        let under_way = m.start();
+        m.rescan();
+        m.claimed(under_way, Some("20"));
+        assert_eq!(m.start().from, None);
     }
 
     #[test]

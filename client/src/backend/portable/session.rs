@@ -34,20 +34,13 @@ pub(crate) struct Session {
     /// ids this claim holds and has not settled (row_lock: claimed by the
     /// transaction; advisory: their keys held on the connection)
     held: StdMutex<HashSet<String>>,
-    /// row_lock: what the client's mark learns when the claim transaction
-    /// ends; `None` for advisory, whose outcomes commit as they are written
-    at_end: Option<StdMutex<AtEnd>>,
-}
-
-/// A row_lock claim's rows, for the client's mark when its transaction ends:
-/// the rows its outcomes made ready again are claimable once it commits, and
-/// all of its rows if it rolls back. The client's other workers share the
-/// mark, and a claim of theirs that passes these rows while they are still
-/// locked moves the mark past them.
-struct AtEnd {
-    claimed: Vec<String>,
-    /// `None` once the transaction has ended: rows are ready as reported
-    ready: Option<Vec<String>>,
+    /// row_lock: while the claim transaction is open, the rows its outcomes
+    /// made ready again, told to the client's mark once it commits (the
+    /// client's other workers share the mark, and a claim of theirs that
+    /// passes these rows while they are still locked moves the mark past
+    /// them); `None` within once it has ended. Advisory has none: its
+    /// outcomes commit as they are written.
+    ready_at_end: Option<StdMutex<Option<Vec<String>>>>,
 }
 
 /// The claim transaction lent to the handler (row_lock transactional mode).
@@ -74,19 +67,14 @@ impl Session {
     }
 
     pub(super) fn new(p: ClaimConn, held: HashSet<String>) -> Session {
-        let at_end = matches!(p, ClaimConn::Tx(_)).then(|| {
-            StdMutex::new(AtEnd {
-                claimed: held.iter().cloned().collect(),
-                ready: Some(Vec::new()),
-            })
-        });
+        let ready_at_end = matches!(p, ClaimConn::Tx(_)).then(|| StdMutex::new(Some(Vec::new())));
         Session {
             open: AtomicUsize::new(held.len()),
             conn: Arc::new(Mutex::new(Some(p))),
             handler_sp: AtomicBool::new(false),
             broken: StdMutex::new(None),
             held: StdMutex::new(held),
-            at_end,
+            ready_at_end,
         }
     }
 }
@@ -303,17 +291,21 @@ impl Engine {
         )
     }
 
-    /// The claim transaction ended (`committed`, or rolled back): the rows it
-    /// made ready again, or all of its rows, are ready now.
+    /// The claim transaction ended: committed, the rows it made ready again
+    /// are ready now; rolled back, all of its rows are, and the next claim
+    /// scans from the lowest id.
     fn transaction_ended(&self, session: &Session, committed: bool) {
-        let Some(at_end) = &session.at_end else {
+        let Some(ready) = session
+            .ready_at_end
+            .as_ref()
+            .and_then(|r| r.lock().unwrap().take())
+        else {
             return;
         };
-        let mut at_end = at_end.lock().unwrap();
-        let ready = at_end.ready.take().unwrap_or_default();
-        let ids = if committed { &ready } else { &at_end.claimed };
-        if !ids.is_empty() {
-            self.mark.made_ready(ids.iter().map(String::as_str));
+        if !committed {
+            self.mark.rescan();
+        } else if !ready.is_empty() {
+            self.mark.made_ready(ready.iter().map(String::as_str));
         }
     }
 
@@ -451,10 +443,10 @@ impl ClaimSession for Session {
 
     /// row_lock: kept until the claim transaction ends.
     fn ready_at_end(&self, ids: &[&str]) -> bool {
-        let Some(at_end) = &self.at_end else {
+        let Some(at_end) = &self.ready_at_end else {
             return false;
         };
-        match &mut at_end.lock().unwrap().ready {
+        match &mut *at_end.lock().unwrap() {
             Some(ready) => {
                 ready.extend(ids.iter().map(|id| (*id).to_owned()));
                 true
