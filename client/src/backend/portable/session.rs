@@ -137,9 +137,17 @@ impl Engine {
                 }
             }
             ClaimConn::Conn(conn) => {
-                let r = match conn.begin().await {
-                    Ok(tx) => self.write_in(tx, id, None, outcome).await,
-                    Err(e) => Err(e.into()),
+                let r = if self.acks_alone(outcome, 1) {
+                    let item = [(id.to_owned(), None)];
+                    match self.ack_held_alone(conn, &item).await {
+                        Ok(v) => v[0].ok_or_else(|| self.not_held(id)),
+                        Err(e) => Err(e),
+                    }
+                } else {
+                    match conn.begin().await {
+                        Ok(tx) => self.write_in(tx, id, None, outcome).await,
+                        Err(e) => Err(e.into()),
+                    }
                 };
                 // the outcome committed (or failed and rolled back): now the key
                 // goes (if that fails, the session's end tries again, or closes
@@ -206,6 +214,14 @@ impl Engine {
                         }
                     }
                 }
+            }
+            ClaimConn::Conn(conn) if self.acks_alone(outcome, items.len()) => {
+                let v = self.ack_held_alone(conn, &items).await.map_err(give_back)?;
+                let done: Vec<&str> = items.iter().map(|(id, _)| id.as_str()).collect();
+                if self.unlock_many(conn, &done).await.is_err() {
+                    session.held.lock().unwrap().extend(taken.clone());
+                }
+                v
             }
             ClaimConn::Conn(conn) => {
                 let mut tx = conn.begin().await.map_err(|e| give_back(e.into()))?;

@@ -287,6 +287,32 @@ impl Engine {
         Ok(r)
     }
 
+    /// Whether an ack or drop of `n` rows whose keys this connection holds
+    /// (advisory) is one statement, autocommitted without a transaction around it.
+    pub(super) fn acks_alone(&self, outcome: &Outcome, n: usize) -> bool {
+        matches!(outcome, Outcome::Ack | Outcome::Drop) && (self.s.d.has_returning() || n == 1)
+    }
+
+    /// The ack or drop of [`Self::acks_alone`], autocommitted on `conn`: with
+    /// `RETURNING` the ids written; without it (one row) the count says whether
+    /// it wrote. `None` for an item it did not write.
+    pub(super) async fn ack_held_alone(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        items: &[(String, Option<i64>)],
+    ) -> Result<Vec<Option<Settled>>> {
+        if self.s.d.has_returning() {
+            return self.ack_returning(conn, items, Tokens::None).await;
+        }
+        let (sql, settled) = self.s.ack_sql(1, false);
+        let n = sqlx::query(&sql)
+            .bind(items[0].0.as_str())
+            .execute(conn)
+            .await?
+            .rows_affected();
+        Ok(vec![(n > 0).then_some(settled)])
+    }
+
     /// Settle many lease deliveries with one ack, drop, retry or retry_after in
     /// one short transaction. `None` for a delivery whose lease was lost.
     pub(super) async fn settle_many_lease(
