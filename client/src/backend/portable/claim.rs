@@ -12,7 +12,7 @@ use crate::outcome::micros;
 use crate::payload::Payload;
 use crate::queue::Form;
 use sqlx::{Connection, Row};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// A claimed row as the portable path reads it.
 pub(super) struct ClaimedRow {
@@ -171,24 +171,6 @@ impl Engine {
         Ok(rows)
     }
 
-    /// In a claim's transaction (no writable CTE): read the locked candidates
-    /// `q` returns as (id, attempt), move the crash-looping ones to the dead
-    /// letter, and take the rest.
-    async fn take_candidates<'q>(
-        &self,
-        conn: &mut sqlx::AnyConnection,
-        q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
-    ) -> Result<Vec<ClaimedRow>> {
-        let cands: Vec<(String, i64)> = q
-            .fetch_all(&mut *conn)
-            .await?
-            .iter()
-            .map(|r| (r.get(0), r.get(1)))
-            .collect();
-        let live = self.drop_poison(conn, cands).await?;
-        self.take(conn, &live).await
-    }
-
     /// Move rows whose last delivery died at max_attempts (crash loops: lease
     /// and advisory forms) out of the candidates, returning the rest.
     async fn drop_poison(
@@ -294,33 +276,19 @@ impl Engine {
     ) -> Result<(Vec<ClaimedRow>, Option<Session>)> {
         let s = &self.s;
         let mut conn = self.conns.get().await?;
-        let cands: Vec<String> = self
-            .scan(
-                &mut conn,
-                n * 2 + 16,
-                how,
-                Shape::advisory_candidates_sql,
-                None,
-            )
-            .await?
-            .iter()
-            .map(|r| r.get::<String, _>(0))
-            .collect();
-        // try as many keys as are still wanted, in one statement, until there
-        // are enough or no candidates left
-        let mut locked: HashSet<String> = HashSet::new();
-        let mut rest = &cands[..];
-        while locked.len() < n && !rest.is_empty() {
-            let (now, later) = rest.split_at((n - locked.len()).min(rest.len()));
-            rest = later;
-            match self.try_lock_many(&mut conn, now).await {
-                Ok(got) => locked.extend(got),
-                Err(e) => {
-                    conn.close(); // the server drops every key
-                    return Err(e);
-                }
+        let locked = match how {
+            Reading::InOrder(from) if !s.walks_keys() && s.locks_in_scan() => {
+                self.scan_locking(&mut conn, n, from.as_deref()).await
             }
-        }
+            _ => self.lock_candidates(&mut conn, n, how).await,
+        };
+        let locked = match locked {
+            Ok(got) => got,
+            Err(e) => {
+                conn.close(); // the server drops every key
+                return Err(e);
+            }
+        };
         if locked.is_empty() {
             conn.done();
             return Ok((Vec::new(), None));
@@ -330,18 +298,7 @@ impl Engine {
         let res: Result<Vec<ClaimedRow>> = if s.plan == ClaimPlan::AdvisoryStatement {
             self.take_locked_cte(&mut conn, &ids).await
         } else {
-            async {
-                let mut tx = conn.begin().await?;
-                let sql = s.recheck_locked_sql(ids.len());
-                let mut q = sqlx::query(&sql);
-                for id in &ids {
-                    q = q.bind(id);
-                }
-                let out = self.take_candidates(&mut tx, q).await?;
-                tx.commit().await?;
-                Ok(out)
-            }
-            .await
+            self.take_locked_steps(&mut conn, &ids).await
         };
         let out = match res {
             Ok(v) => v,
@@ -365,6 +322,72 @@ impl Engine {
             return Ok((out, None));
         }
         Ok((out, Some(Session::new(ClaimConn::Conn(conn), held))))
+    }
+
+    /// Up to `n` ids of the advisory claim's candidates, read from `from` (the
+    /// mark) or the lowest id, whose keys this connection now holds: the read
+    /// and the keys in one statement (see [`Shape::advisory_lock_sql`]).
+    async fn scan_locking(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        n: usize,
+        from: Option<&str>,
+    ) -> Result<HashSet<String>> {
+        let scan = if from.is_some() {
+            Scan::Mark
+        } else {
+            Scan::Lowest
+        };
+        let mut locked = HashSet::new();
+        for phase in self.s.phases() {
+            let want = n - locked.len();
+            if want == 0 {
+                break;
+            }
+            let sql = self
+                .s
+                .advisory_lock_sql(scan, *phase)
+                .expect("keys the server computes");
+            let q = with_ids(sqlx::query(&sql), from.map(str::to_owned).iter())
+                .bind(candidates_read(want) as i64)
+                .bind(want as i64)
+                .bind(self.s.queue.as_str());
+            for r in q.fetch_all(&mut *conn).await? {
+                locked.insert(text(&r, 0)?);
+            }
+        }
+        Ok(locked)
+    }
+
+    /// Up to `n` ids of the advisory claim's candidates (read as `how` says)
+    /// whose keys this connection now holds: the read, then the keys tried in
+    /// one statement per round until there are enough or no candidates left.
+    async fn lock_candidates(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        n: usize,
+        how: &Reading,
+    ) -> Result<HashSet<String>> {
+        let cands: Vec<String> = self
+            .scan(
+                conn,
+                candidates_read(n),
+                how,
+                Shape::advisory_candidates_sql,
+                None,
+            )
+            .await?
+            .iter()
+            .map(|r| r.get::<String, _>(0))
+            .collect();
+        let mut locked: HashSet<String> = HashSet::new();
+        let mut rest = &cands[..];
+        while locked.len() < n && !rest.is_empty() {
+            let (now, later) = rest.split_at((n - locked.len()).min(rest.len()));
+            rest = later;
+            locked.extend(self.try_lock_many(conn, now).await?);
+        }
+        Ok(locked)
     }
 
     /// The advisory claim's take as one statement, once this connection holds
@@ -412,6 +435,69 @@ impl Engine {
         Ok(out)
     }
 
+    /// The advisory claim's take without a writable CTE, once this connection
+    /// holds the keys of `ids`: nothing but this claim settles or counts those
+    /// rows meanwhile, so a fresh read of those still ready, then one statement
+    /// that counts their attempts, each autocommitted, as a hand-writer would
+    /// (a transaction around them cost three round trips more). Crash-looping
+    /// rows are moved to the dead letter, in a transaction of their own.
+    async fn take_locked_steps(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        ids: &[String],
+    ) -> Result<Vec<ClaimedRow>> {
+        let s = &self.s;
+        let arrives = s.payload_arrives_as();
+        let rows = with_ids(sqlx::query(&s.held_ready_rows_sql(ids.len())), ids)
+            .fetch_all(&mut *conn)
+            .await?;
+        let mut live = Vec::with_capacity(rows.len());
+        let mut poison = Vec::new();
+        for r in &rows {
+            let attempt: i64 = r.try_get(1)?;
+            match s.max {
+                Some(max) if attempt >= max => poison.push((text(r, 0)?, attempt)),
+                _ => live.push(r),
+            }
+        }
+        if !poison.is_empty() {
+            let mut tx = conn.begin().await?;
+            self.drop_poison(&mut tx, poison).await?;
+            tx.commit().await?;
+        }
+        let live_ids: Vec<String> = live.iter().map(|r| text(r, 0)).collect::<Result<_>>()?;
+        let Some(sql) = s
+            .count_attempt_sql(live_ids.len())
+            .filter(|_| !live.is_empty())
+        else {
+            return live.iter().map(|r| claimed(r, 0, arrives)).collect();
+        };
+        let counted = with_ids(sqlx::query(&sql), &live_ids)
+            .execute(&mut *conn)
+            .await?
+            .rows_affected();
+        if counted == live.len() as u64 {
+            return live.iter().map(|r| claimed(r, 1, arrives)).collect();
+        }
+        // a row written by someone else after the read (deleted by hand, say):
+        // deliver those whose attempt this claim counted
+        let before: HashMap<String, i64> = live
+            .iter()
+            .map(|r| Ok((text(r, 0)?, r.try_get(1)?)))
+            .collect::<Result<_>>()?;
+        let now = with_ids(sqlx::query(&s.take_read_sql(live_ids.len())), &live_ids)
+            .fetch_all(&mut *conn)
+            .await?;
+        let mut out = Vec::with_capacity(now.len());
+        for r in &now {
+            let attempt: i64 = r.try_get(1)?;
+            if before.get(&text(r, 0)?) == Some(&(attempt - 1)) {
+                out.push(claimed(r, 0, arrives)?);
+            }
+        }
+        Ok(out)
+    }
+
     /// The rows of a one-statement claim (see [`super::sql::Shape::crash_loops`]):
     /// those to deliver, while each crash-looping one is moved to the dead
     /// letter (a move that fails leaves the row for a later claim).
@@ -429,6 +515,12 @@ impl Engine {
         }
         Ok(out)
     }
+}
+
+/// How many candidates an advisory claim of `n` reads: more than `n`, as
+/// other sessions may hold some of their keys.
+fn candidates_read(n: usize) -> usize {
+    n * 2 + 16
 }
 
 type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;

@@ -200,11 +200,24 @@ impl Advisory {
     /// the queue is parameter 1).
     fn key(self, id_p: &str) -> String {
         match self {
-            Advisory::ServerKey => format!(
-                "hashtextextended(CAST(length(CAST($1 AS TEXT)) AS TEXT) || ':' || CAST($1 AS TEXT) \
-                 || ':' || CAST({id_p} AS TEXT), 0)"
-            ),
+            Advisory::ServerKey => server_key("$1", id_p),
             Advisory::Named => id_p.to_owned(),
+        }
+    }
+
+    /// Whether the server computes a row's key from the queue and the id, so
+    /// that a statement can try the keys of the rows it reads.
+    pub(crate) fn server_computes_keys(self) -> bool {
+        self == Advisory::ServerKey
+    }
+
+    /// A test that tries the key of the row id `id` of the queue `queue` (SQL
+    /// expressions) without waiting, where the server computes keys
+    /// (PostgreSQL); `None` where the client names the locks.
+    pub(crate) fn try_lock_of(self, queue: &str, id: &str) -> Option<String> {
+        match self {
+            Advisory::ServerKey => Some(format!("pg_try_advisory_lock({})", server_key(queue, id))),
+            Advisory::Named => None,
         }
     }
 
@@ -255,6 +268,14 @@ impl Advisory {
             Advisory::Named => ids.iter().map(|id| lock_name(queue, id.as_ref())).collect(),
         }
     }
+}
+
+/// `queue_advisory_key(queue, id)` of the SQL expressions `queue` and `id`.
+fn server_key(queue: &str, id: &str) -> String {
+    format!(
+        "hashtextextended(CAST(length(CAST({queue} AS TEXT)) AS TEXT) || ':' || CAST({queue} AS TEXT) \
+         || ':' || CAST({id} AS TEXT), 0)"
+    )
 }
 
 /// The MySQL/MariaDB lock name of a row: `settle:` and a stable 64-bit hash

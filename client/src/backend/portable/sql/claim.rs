@@ -1,6 +1,7 @@
 //! The claim statements of each form, by the claim plan that runs them.
 
 use super::*;
+use crate::backend::portable::dialect::Advisory;
 
 /// How a claim runs on a queue, chosen once from its form and what the
 /// dialect can do. The claim runs it and [`Shape::statement_list`] lists its
@@ -74,6 +75,16 @@ impl ClaimPlan {
             ClaimPlan::RowLock | ClaimPlan::LeaseStatement | ClaimPlan::LeaseSteps => {}
             ClaimPlan::AdvisoryStatement | ClaimPlan::AdvisorySteps => {
                 let a = s.d.advisory().expect("an advisory dialect");
+                if let (Some(sql), false) = (
+                    s.advisory_lock_sql(Scan::Lowest, Phase::All),
+                    s.walks_keys(),
+                ) {
+                    // a queue read in id order: the candidates and their keys at once
+                    out.push(("candidates and their keys", sql));
+                    if let Some(sql) = s.advisory_lock_sql(Scan::Mark, Phase::All) {
+                        out.push(("… from the mark", sql));
+                    }
+                }
                 out.push(("try locks", a.try_lock_sql(s.d, 2)));
                 out.push(("unlock", a.unlock_sql(s.d, 2)));
             }
@@ -84,11 +95,17 @@ impl ClaimPlan {
                 out.push(("take locked", s.take_locked_sql(2)));
                 out.extend(s.crash_loops_among_sql(2).map(|q| ("crash loops among", q)));
             }
-            ClaimPlan::AdvisorySteps => out.push(("recheck locked", s.recheck_locked_sql(2))),
+            ClaimPlan::AdvisorySteps => {
+                // autocommitted: read afresh, count; read again if the count fell short
+                out.push(("read locked", s.held_ready_rows_sql(2)));
+                out.extend(s.count_attempt_sql(2).map(|q| ("count", q)));
+                out.push(("… read again", s.take_read_sql(2)));
+            }
             ClaimPlan::LeaseStatement | ClaimPlan::LeaseSteps => {}
         }
         match self {
-            ClaimPlan::LeaseSteps | ClaimPlan::AdvisorySteps => {
+            ClaimPlan::AdvisorySteps => {}
+            ClaimPlan::LeaseSteps => {
                 // the claim's transaction: count, then read
                 out.extend(s.take_update_sql(2).map(|q| ("take", q)));
                 out.push(("take read", s.take_read_sql(2)));
@@ -265,12 +282,65 @@ impl Shape {
         let d = self.d;
         let (ready, limit) = self.scanned(scan, phase);
         format!(
-            "SELECT {} FROM {} a WHERE {ready} ORDER BY {} LIMIT {}",
+            "SELECT {} AS _s_id FROM {} a WHERE {ready} ORDER BY {} LIMIT {}",
             d.id_text(&self.c("a", &self.id)),
             self.table,
             self.claim_order("a"),
             d.p(limit),
         )
+    }
+
+    /// advisory claim, steps 1 and 2 in one statement where the server computes
+    /// the keys: the candidates of [`Shape::advisory_candidates_sql`] (as many
+    /// as its limit), their keys tried in claim order until as many are held as
+    /// the next parameter says (then the queue's name); the ids whose key this
+    /// connection now holds.
+    /// The filter above the candidates' `LIMIT` runs row by row under the outer
+    /// one, so no key past it is tried. `None` where the client names the locks.
+    pub(crate) fn advisory_lock_sql(&self, scan: Scan, phase: Phase) -> Option<String> {
+        if !self.locks_in_scan() {
+            return None;
+        }
+        let d = self.d;
+        let (_, limit) = self.scanned(scan, phase);
+        let try_lock = d.advisory()?.try_lock_of(&d.p(limit + 2), "c._s_id")?;
+        Some(format!(
+            "SELECT c._s_id FROM ({}) c WHERE {try_lock} LIMIT {}",
+            self.advisory_candidates_sql(scan, phase),
+            d.p(limit + 1),
+        ))
+    }
+
+    /// advisory claim without a writable CTE, once the keys of `n` ids (bound)
+    /// are held: those of the rows still ready, read afresh, in the columns of
+    /// [`Shape::rows_sql`].
+    pub(crate) fn held_ready_rows_sql(&self, n: usize) -> String {
+        let (key, _) = self.by_ids(&self.c("a", &self.id), 1, n);
+        self.rows_sql(&format!("{key} AND {}", self.ready("a")))
+    }
+
+    /// … then the attempt of those of `n` ids (bound) still ready by
+    /// themselves counted (a row read as its key's head stays one; MySQL
+    /// cannot read the table it updates in a subquery); `None` without an
+    /// attempt column.
+    pub(crate) fn count_attempt_sql(&self, n: usize) -> Option<String> {
+        let a = self.d.ident(self.attempt.as_ref()?);
+        let t = &self.table;
+        let (key, tail) = self.by_ids(&self.c(t, &self.id), 1, n);
+        let mut cond = vec![key];
+        cond.extend(self.ready_own(t));
+        Some(format!(
+            "UPDATE {t} SET {a} = COALESCE({a}, 0) + 1 WHERE {}{tail}",
+            cond.join(" AND ")
+        ))
+    }
+
+    /// Whether an advisory claim reads its candidates and takes their keys in
+    /// one statement ([`Shape::advisory_lock_sql`]): where the server computes the keys.
+    pub(crate) fn locks_in_scan(&self) -> bool {
+        self.d
+            .advisory()
+            .is_some_and(Advisory::server_computes_keys)
     }
 
     /// advisory claim, once the keys of `n` ids (bound) are held, as one
@@ -334,20 +404,5 @@ impl Shape {
             self.ready("a"),
             self.c("a", a),
         ))
-    }
-
-    /// advisory claim, once the keys of `n` ids (bound) are held (no writable
-    /// CTE): those still ready, locked, as (id, attempt).
-    pub(crate) fn recheck_locked_sql(&self, n: usize) -> String {
-        let d = self.d;
-        let (key, tail) = self.by_ids(&self.c("a", &self.id), 1, n);
-        format!(
-            "SELECT {}, {} FROM {} a WHERE {key} AND {}{tail}{}",
-            d.id_text(&self.c("a", &self.id)),
-            self.attempt_sel("a"),
-            self.table,
-            self.ready("a"),
-            d.for_update()
-        )
     }
 }

@@ -1,0 +1,93 @@
+//! An advisory claim holds the keys of the rows it delivers and no others:
+//! with the first rows' keys held by another client's claim, the next claim
+//! passes them, takes the next rows in id order, and its session lets every
+//! key go once they are settled (PostgreSQL: counted in `pg_locks`).
+
+use settle::{Form, Outcome, Queue, Settled};
+use settle_conformance::*;
+
+const ROWS: usize = 40;
+
+/// The keys of queue `t`'s rows held on the server, by any session
+/// (PostgreSQL; `queue_advisory_key`'s value split as `pg_locks` shows it).
+async fn keys_held(b: Backend, pool: &sqlx::AnyPool, t: &str) -> Option<i64> {
+    if b.dialect() != settle::Dialect::Postgres {
+        return None;
+    }
+    let sql = format!(
+        "SELECT count(*) FROM pg_locks l JOIN (SELECT hashtextextended(length($1)::text || ':' || $1 \
+         || ':' || i::text, 0) AS k FROM generate_series(1, {ROWS}) i) s \
+         ON l.classid::bigint = (s.k >> 32) & 4294967295 AND l.objid::bigint = s.k & 4294967295 \
+         AND l.objsubid = 1 WHERE l.locktype = 'advisory' AND l.granted"
+    );
+    let n: i64 = sqlx::query_scalar(&sql)
+        .bind(t)
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    Some(n)
+}
+
+async fn claims_hold_only_their_keys(b: Backend) {
+    let pool = admin(b).await;
+    let t = table(b, &pool, "advisory_keys", ROWS).await;
+    let queue = || Queue::new(&t, &t).form(Form::Advisory);
+    let first = b.client(queue()).await.unwrap();
+    let second = b.client(queue()).await.unwrap();
+
+    let held = first.claim(2).await.unwrap();
+    let ids: Vec<&str> = held.iter().map(|d| d.id()).collect();
+    assert_eq!(ids, ["1", "2"], "{b:?}");
+
+    let got = second.claim(3).await.unwrap();
+    let ids: Vec<&str> = got.iter().map(|d| d.id()).collect();
+    assert_eq!(ids, ["3", "4", "5"], "{b:?}: the next rows, in id order");
+    assert!(got.iter().all(|d| d.attempt() == 1), "{b:?}");
+    if let Some(n) = keys_held(b, &pool, &t).await {
+        assert_eq!(n, 5, "{b:?}: the keys of the five rows delivered, no more");
+    }
+
+    for r in second.settle_many(got, Outcome::Ack).await {
+        assert_eq!(r.unwrap(), Settled::Deleted, "{b:?}");
+    }
+    if let Some(n) = keys_held(b, &pool, &t).await {
+        assert_eq!(n, 2, "{b:?}: the acked rows' keys let go");
+    }
+    for r in first.settle_many(held, Outcome::Retry).await {
+        assert_eq!(r.unwrap(), Settled::Retried, "{b:?}");
+    }
+    if let Some(n) = keys_held(b, &pool, &t).await {
+        assert_eq!(n, 0, "{b:?}: every key let go");
+    }
+
+    // (the client that retried them: its mark went back to them)
+    let again = first.claim(3).await.unwrap();
+    let ids: Vec<&str> = again.iter().map(|d| d.id()).collect();
+    assert_eq!(ids, ["1", "2", "6"], "{b:?}: the retried rows first");
+    let attempts: Vec<u32> = again.iter().map(|d| d.attempt()).collect();
+    assert_eq!(attempts, [2, 2, 1], "{b:?}: each claim counted once");
+    for r in first.settle_many(again, Outcome::Ack).await {
+        r.unwrap();
+    }
+
+    let (rows, _) = final_rows(b, &pool, &t).await;
+    let left: Vec<(i64, i64)> = rows.iter().map(|r| (r.0, r.1)).collect();
+    let want: Vec<(i64, i64)> = (7..=ROWS as i64).map(|id| (id, 0)).collect();
+    assert_eq!(left, want, "{b:?}: the rows after them untouched");
+}
+
+macro_rules! backend {
+    ($name:ident: $b:expr) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $name() {
+            if selected($b) {
+                claims_hold_only_their_keys($b).await;
+            }
+        }
+    };
+}
+
+// SQLite has no advisory locks.
+backend!(pg_extension: Backend::PgExtension);
+backend!(pg_portable: Backend::PgPortable);
+backend!(mariadb: Backend::MariaDb);
