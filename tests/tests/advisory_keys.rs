@@ -47,7 +47,13 @@ async fn claims_hold_only_their_keys(b: Backend) {
         assert_eq!(n, 5, "{b:?}: the keys of the five rows delivered, no more");
     }
 
-    for r in second.settle_many(got, Outcome::Ack).await {
+    let mut got = got.into_iter();
+    let one = got.next().unwrap();
+    assert_eq!(one.ack().await.unwrap(), Settled::Deleted, "{b:?}");
+    if let Some(n) = keys_held(b, &pool, &t).await {
+        assert_eq!(n, 4, "{b:?}: the acked row's key let go, its siblings' kept");
+    }
+    for r in second.settle_many(got.collect(), Outcome::Ack).await {
         assert_eq!(r.unwrap(), Settled::Deleted, "{b:?}");
     }
     if let Some(n) = keys_held(b, &pool, &t).await {

@@ -259,6 +259,14 @@ impl Advisory {
         format!("SELECT {}", cols.join(", "))
     }
 
+    /// A statement letting every lock of the session go.
+    pub(crate) fn unlock_all_sql(self) -> &'static str {
+        match self {
+            Advisory::ServerKey => "SELECT pg_advisory_unlock_all()",
+            Advisory::Named => "SELECT RELEASE_ALL_LOCKS()",
+        }
+    }
+
     /// The values those statements bind, in order.
     pub(crate) fn args(self, queue: &str, ids: &[impl AsRef<str>]) -> Vec<String> {
         match self {

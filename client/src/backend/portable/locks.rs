@@ -62,7 +62,22 @@ impl Engine {
         Ok(())
     }
 
-    pub(super) async fn unlock(&self, conn: &mut sqlx::AnyConnection, id: &str) -> Result<()> {
-        self.unlock_many(conn, &[id]).await
+    /// Let the keys of a claim session's settled or released `ids` go: when
+    /// the session holds no other (`rest` false), every key of its connection
+    /// in one short statement — the connection is the session's alone and
+    /// holds no key of any other — else those of `ids`.
+    pub(super) async fn let_go(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        ids: &[&str],
+        rest: bool,
+    ) -> Result<()> {
+        match self.s.d.advisory() {
+            Some(a) if !rest && !ids.is_empty() => {
+                sqlx::query(a.unlock_all_sql()).execute(&mut *conn).await?;
+                Ok(())
+            }
+            _ => self.unlock_many(conn, ids).await,
+        }
     }
 }

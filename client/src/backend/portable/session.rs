@@ -66,6 +66,11 @@ impl Session {
         hold::fence(outcome, n, self.open.load(Ordering::Acquire))
     }
 
+    /// Whether some delivery of the session is still held.
+    fn holds_any(&self) -> bool {
+        !self.held.lock().unwrap().is_empty()
+    }
+
     pub(super) fn new(p: ClaimConn, held: HashSet<String>) -> Session {
         let ready_at_end = matches!(p, ClaimConn::Tx(_)).then(|| StdMutex::new(Some(Vec::new())));
         Session {
@@ -152,7 +157,7 @@ impl Engine {
                 // the outcome committed (or failed and rolled back): now the key
                 // goes (if that fails, the session's end tries again, or closes
                 // the connection; the outcome stands)
-                if self.unlock(conn, id).await.is_err() {
+                if self.let_go(conn, &[id], session.holds_any()).await.is_err() {
                     session.held.lock().unwrap().insert(id.to_owned());
                 }
                 r
@@ -218,7 +223,7 @@ impl Engine {
             ClaimConn::Conn(conn) if self.acks_alone(outcome, items.len()) => {
                 let v = self.ack_held_alone(conn, &items).await.map_err(give_back)?;
                 let done: Vec<&str> = items.iter().map(|(id, _)| id.as_str()).collect();
-                if self.unlock_many(conn, &done).await.is_err() {
+                if self.let_go(conn, &done, session.holds_any()).await.is_err() {
                     session.held.lock().unwrap().extend(taken.clone());
                 }
                 v
@@ -231,7 +236,7 @@ impl Engine {
                         // the outcomes committed: now the keys go (if that fails,
                         // the session's end tries again, or closes the connection)
                         let done: Vec<&str> = items.iter().map(|(id, _)| id.as_str()).collect();
-                        if self.unlock_many(conn, &done).await.is_err() {
+                        if self.let_go(conn, &done, session.holds_any()).await.is_err() {
                             session.held.lock().unwrap().extend(taken.clone());
                         }
                         v
@@ -269,7 +274,7 @@ impl Engine {
     ) -> Result<()> {
         session.held.lock().unwrap().remove(id);
         match p {
-            Some(ClaimConn::Conn(conn)) => self.unlock(conn, id).await,
+            Some(ClaimConn::Conn(conn)) => self.let_go(conn, &[id], session.holds_any()).await,
             Some(ClaimConn::Tx(tx)) => {
                 if session.handler_sp.swap(false, Ordering::AcqRel) {
                     end_handler_savepoint(tx, false).await?;
@@ -347,7 +352,7 @@ impl Engine {
                 // keys of deliveries that were never settled nor released
                 let left: Vec<String> = session.held.lock().unwrap().drain().collect();
                 let left: Vec<&str> = left.iter().map(String::as_str).collect();
-                match self.unlock_many(&mut conn, &left).await {
+                match self.let_go(&mut conn, &left, false).await {
                     Ok(()) => conn.done(),
                     Err(_) => conn.close(),
                 }
