@@ -51,7 +51,10 @@ async fn claims_hold_only_their_keys(b: Backend) {
     let one = got.next().unwrap();
     assert_eq!(one.ack().await.unwrap(), Settled::Deleted, "{b:?}");
     if let Some(n) = keys_held(b, &pool, &t).await {
-        assert_eq!(n, 4, "{b:?}: the acked row's key let go, its siblings' kept");
+        assert_eq!(
+            n, 4,
+            "{b:?}: the acked row's key let go, its siblings' kept"
+        );
     }
     for r in second.settle_many(got.collect(), Outcome::Ack).await {
         assert_eq!(r.unwrap(), Settled::Deleted, "{b:?}");
