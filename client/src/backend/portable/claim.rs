@@ -465,11 +465,11 @@ impl Engine {
             self.drop_poison(&mut tx, poison).await?;
             tx.commit().await?;
         }
+        if live.is_empty() {
+            return Ok(Vec::new());
+        }
         let live_ids: Vec<String> = live.iter().map(|r| text(r, 0)).collect::<Result<_>>()?;
-        let Some(sql) = s
-            .count_attempt_sql(live_ids.len())
-            .filter(|_| !live.is_empty())
-        else {
+        let Some(sql) = s.count_attempt_sql(live_ids.len()) else {
             return live.iter().map(|r| claimed(r, 0, arrives)).collect();
         };
         let counted = with_ids(sqlx::query(&sql), &live_ids)

@@ -144,10 +144,8 @@ impl Engine {
             ClaimConn::Conn(conn) => {
                 let r = if self.acks_alone(outcome, 1) {
                     let item = [(id.to_owned(), None)];
-                    match self.ack_held_alone(conn, &item).await {
-                        Ok(v) => v[0].ok_or_else(|| self.not_held(id)),
-                        Err(e) => Err(e),
-                    }
+                    let r = self.ack_held_alone(conn, &item).await;
+                    r.and_then(|v| v[0].ok_or_else(|| self.not_held(id)))
                 } else {
                     match conn.begin().await {
                         Ok(tx) => self.write_in(tx, id, None, outcome).await,
@@ -220,34 +218,31 @@ impl Engine {
                     }
                 }
             }
-            ClaimConn::Conn(conn) if self.acks_alone(outcome, items.len()) => {
-                let v = self.ack_held_alone(conn, &items).await.map_err(give_back)?;
+            ClaimConn::Conn(conn) => {
+                let v = if self.acks_alone(outcome, items.len()) {
+                    self.ack_held_alone(conn, &items).await.map_err(give_back)?
+                } else {
+                    let mut tx = conn.begin().await.map_err(|e| give_back(e.into()))?;
+                    match self.write_many(&mut tx, &items, outcome).await {
+                        Ok(v) => {
+                            tx.commit().await.map_err(|e| give_back(e.into()))?;
+                            v
+                        }
+                        Err(e) => {
+                            // (a failed rollback means a broken connection: the
+                            // session's end then closes it, and the keys go with it)
+                            let _ = tx.rollback().await;
+                            return Err(give_back(e));
+                        }
+                    }
+                };
+                // the outcomes committed: now the keys go (if that fails, the
+                // session's end tries again, or closes the connection)
                 let done: Vec<&str> = items.iter().map(|(id, _)| id.as_str()).collect();
                 if self.let_go(conn, &done, session.holds_any()).await.is_err() {
                     session.held.lock().unwrap().extend(taken.clone());
                 }
                 v
-            }
-            ClaimConn::Conn(conn) => {
-                let mut tx = conn.begin().await.map_err(|e| give_back(e.into()))?;
-                match self.write_many(&mut tx, &items, outcome).await {
-                    Ok(v) => {
-                        tx.commit().await.map_err(|e| give_back(e.into()))?;
-                        // the outcomes committed: now the keys go (if that fails,
-                        // the session's end tries again, or closes the connection)
-                        let done: Vec<&str> = items.iter().map(|(id, _)| id.as_str()).collect();
-                        if self.let_go(conn, &done, session.holds_any()).await.is_err() {
-                            session.held.lock().unwrap().extend(taken.clone());
-                        }
-                        v
-                    }
-                    Err(e) => {
-                        // (a failed rollback means a broken connection: the
-                        // session's end then closes it, and the keys go with it)
-                        let _ = tx.rollback().await;
-                        return Err(give_back(e));
-                    }
-                }
             }
         };
         let mut written = items.iter().map(|(id, _)| id).zip(written);

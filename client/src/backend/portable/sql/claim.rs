@@ -298,9 +298,6 @@ impl Shape {
     /// The filter above the candidates' `LIMIT` runs row by row under the outer
     /// one, so no key past it is tried. `None` where the client names the locks.
     pub(crate) fn advisory_lock_sql(&self, scan: Scan, phase: Phase) -> Option<String> {
-        if !self.locks_in_scan() {
-            return None;
-        }
         let d = self.d;
         let (_, limit) = self.scanned(scan, phase);
         let try_lock = d.advisory()?.try_lock_of(&d.p(limit + 2), "c._s_id")?;
