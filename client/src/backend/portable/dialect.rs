@@ -80,11 +80,12 @@ impl Dialect {
     }
 
     /// The clock plus a bound number of microseconds, truncated to milliseconds
-    /// (lease tokens, retry_after).
+    /// (lease tokens, retry_after). One value per statement, so every row a claim
+    /// takes carries the same token (`clock_timestamp()` would differ row by row).
     pub fn now_plus(self, micros_param: &str) -> String {
         match self {
             Dialect::Postgres => format!(
-                "date_trunc('milliseconds', clock_timestamp() + CAST({micros_param} AS BIGINT) * interval '1 microsecond')"
+                "date_trunc('milliseconds', statement_timestamp() + CAST({micros_param} AS BIGINT) * interval '1 microsecond')"
             ),
             Dialect::MySql => format!("DATE_ADD(UTC_TIMESTAMP(3), INTERVAL {micros_param} MICROSECOND)"),
             Dialect::Sqlite => format!("({} + CAST({micros_param} AS INTEGER))", self.now()),
