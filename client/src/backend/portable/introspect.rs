@@ -135,6 +135,7 @@ pub(super) async fn introspect(
     let get = |r: Role| resolved.get(&r).map(|(n, _)| n.clone());
     Ok(Shape {
         d,
+        deletes_return: deletes_return(conn, d).await?,
         queue: q.name.clone(),
         form: q.form,
         plan: ClaimPlan::of(q.form, d),
@@ -159,6 +160,19 @@ pub(super) async fn introspect(
         dead,
         custom: q.outcomes.iter().cloned().collect(),
     })
+}
+
+/// Whether the server reports the rows a `DELETE` wrote: every dialect with
+/// `RETURNING`, and MariaDB (`DELETE … RETURNING` since 10.0.5; its `UPDATE`
+/// has none), which speaks the MySQL dialect.
+async fn deletes_return(conn: &mut sqlx::AnyConnection, d: Dialect) -> Result<bool> {
+    if d.has_returning() {
+        return Ok(true);
+    }
+    let version: String = sqlx::query_scalar("SELECT VERSION()")
+        .fetch_one(&mut *conn)
+        .await?;
+    Ok(version.contains("MariaDB"))
 }
 
 fn is_int(t: &str) -> bool {

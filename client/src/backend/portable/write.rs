@@ -109,11 +109,14 @@ impl Engine {
         // row_lock/advisory ack or drop: one statement that writes the rows still
         // there and returns which it wrote. The claim's transaction (row_lock) or
         // key (advisory) holds them already and an ack counts nothing, so there
-        // is nothing to lock or read first.
-        if matches!(outcome, Outcome::Ack | Outcome::Drop)
-            && matches!(s.form, Form::RowLock | Form::Advisory)
-            && d.has_returning()
-        {
+        // is nothing to lock or read first. (row_lock on InnoDB joins its ids to
+        // the table instead, see `joined` below.)
+        let held_already = match s.form {
+            Form::Advisory => true,
+            Form::RowLock => !d.locking_scans_pass_listed_ids(),
+            Form::Lease { .. } => false,
+        };
+        if matches!(outcome, Outcome::Ack | Outcome::Drop) && held_already && s.acks_return() {
             return self.ack_returning(conn, items, Tokens::None).await;
         }
         let retry = match outcome {
@@ -275,33 +278,37 @@ impl Engine {
             .collect())
     }
 
-    /// [`Self::ack_returning`] as one autocommitted statement.
+    /// [`Self::ack_returning`] as one autocommitted statement (run again if
+    /// InnoDB picks it as a deadlock victim: it was rolled back whole).
     async fn ack_alone(
         &self,
         items: &[(String, Option<i64>)],
         tokens: Tokens,
     ) -> Result<Vec<Option<Settled>>> {
-        let mut conn = self.conns.get().await?;
-        let r = self.ack_returning(&mut conn, items, tokens).await?;
-        conn.done();
-        Ok(r)
+        again_if_deadlock(|| async {
+            let mut conn = self.conns.get().await?;
+            let r = self.ack_returning(&mut conn, items, tokens).await?;
+            conn.done();
+            Ok(r)
+        })
+        .await
     }
 
     /// Whether an ack or drop of `n` rows whose keys this connection holds
     /// (advisory) is one statement, autocommitted without a transaction around it.
     pub(super) fn acks_alone(&self, outcome: &Outcome, n: usize) -> bool {
-        matches!(outcome, Outcome::Ack | Outcome::Drop) && (self.s.d.has_returning() || n == 1)
+        matches!(outcome, Outcome::Ack | Outcome::Drop) && (self.s.acks_return() || n == 1)
     }
 
-    /// The ack or drop of [`Self::acks_alone`], autocommitted on `conn`: with
-    /// `RETURNING` the ids written; without it (one row) the count says whether
-    /// it wrote. `None` for an item it did not write.
+    /// The ack or drop of [`Self::acks_alone`], autocommitted on `conn`: the
+    /// ids written, returned by the write; on MariaDB/MySQL one row's count says
+    /// whether it wrote. `None` for an item it did not write.
     pub(super) async fn ack_held_alone(
         &self,
         conn: &mut sqlx::AnyConnection,
         items: &[(String, Option<i64>)],
     ) -> Result<Vec<Option<Settled>>> {
-        if self.s.d.has_returning() {
+        if self.s.d.has_returning() || items.len() > 1 {
             return self.ack_returning(conn, items, Tokens::None).await;
         }
         let (sql, settled) = self.s.ack_sql(1, false);
@@ -322,7 +329,7 @@ impl Engine {
     ) -> Result<Vec<Option<Settled>>> {
         let first = items.first().and_then(|(_, t)| *t);
         if let (Outcome::Ack | Outcome::Drop, Some(token)) = (outcome, first) {
-            if self.s.d.has_returning() {
+            if self.s.acks_return() {
                 if items.iter().all(|(_, t)| *t == first) {
                     // claimed together, one deadline: one autocommitted statement, as for
                     // one delivery, reporting the rows it wrote

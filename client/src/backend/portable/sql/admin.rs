@@ -24,10 +24,15 @@ impl Shape {
         add("ack verb", verb(false, None));
         add("retry verb", verb(true, None));
         add("retry_after verb", verb(true, Some(1_000_000)));
-        add("ack by id", s.ack_sql(2, false).0 + &s.returning_id());
+        // (without RETURNING an ack's count says whether its one row was written)
+        let returning = match s.acks_return() {
+            true => s.returning_id(),
+            false => String::new(),
+        };
+        add("ack by id", s.ack_sql(2, false).0 + &returning);
         if let Form::Lease { .. } = s.form {
-            add("ack by token", s.ack_sql(2, true).0 + &s.returning_id());
-            add("ack by tokens", s.ack_per_item_sql(2).0 + &s.returning_id());
+            add("ack by token", s.ack_sql(2, true).0 + &returning);
+            add("ack by tokens", s.ack_per_item_sql(2).0 + &returning);
             add("release", s.release_lease_sql());
             add("extend", s.extend_sql());
             add("token", s.token_sql());

@@ -34,6 +34,9 @@ pub(crate) enum Dead {
 #[derive(Clone, Debug)]
 pub(crate) struct Shape {
     pub(crate) d: Dialect,
+    /// the server reports the rows a `DELETE` wrote (`DELETE … RETURNING`):
+    /// PostgreSQL, SQLite and MariaDB, not MySQL
+    pub(crate) deletes_return: bool,
     pub(crate) queue: String,
     pub(crate) form: Form,
     /// how a claim runs, chosen from the form and the dialect
@@ -122,12 +125,16 @@ impl Shape {
     pub(crate) fn by_ids(&self, col: &str, first: usize, n: usize) -> (String, String) {
         let d = self.d;
         let cond = format!("{col} IN ({})", in_list(d, first, n, self.id_kind));
-        let tail = if d.locking_scans_pass_listed_ids() {
-            format!(" ORDER BY {col} LIMIT {n}")
-        } else {
-            String::new()
-        };
-        (cond, tail)
+        (cond, self.listed_tail(col, n))
+    }
+
+    /// What follows the WHERE clause of a write of `n` listed ids `col`:
+    /// see [`by_ids`](Self::by_ids).
+    pub(crate) fn listed_tail(&self, col: &str, n: usize) -> String {
+        match self.d.locking_scans_pass_listed_ids() {
+            true => format!(" ORDER BY {col} LIMIT {n}"),
+            false => String::new(),
+        }
     }
 
     /// Conditions of a row of this queue that is not settled.
@@ -302,7 +309,7 @@ mod tests {
     use std::time::Duration;
 
     /// The canonical table (`sql/<dialect>/queue.sql`) with a dead-letter table
-    /// and a retry limit, as `introspect` resolves it.
+    /// and a retry limit, as `introspect` resolves it (MariaDB's for the MySQL dialect).
     fn canonical(d: Dialect, form: Form) -> Shape {
         let cols = [
             "id",
@@ -314,6 +321,7 @@ mod tests {
         ];
         Shape {
             d,
+            deletes_return: true,
             queue: "jobs".into(),
             form,
             plan: ClaimPlan::of(form, d),

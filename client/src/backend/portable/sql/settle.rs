@@ -195,7 +195,15 @@ impl Shape {
     /// parameters 1..=n, and with `token` the lease token as n + 1 (only the
     /// rows that still hold it are written).
     pub(crate) fn ack_sql(&self, n: usize, token: bool) -> (String, Settled) {
-        self.ack_where(&self.held_cond(n, token))
+        let (sql, settled) = self.ack_where(&self.held_cond(n, token));
+        (sql + &self.listed_tail(&self.c(&self.table, &self.id), n), settled)
+    }
+
+    /// An ack or drop reports the rows it wrote ([`returning_id`](Self::returning_id)):
+    /// a `DELETE` where the server reports them, an `UPDATE` of `processed_at`
+    /// where `UPDATE` does too.
+    pub(crate) fn acks_return(&self) -> bool {
+        self.deletes_return && (self.processed_at.is_none() || self.d.has_returning())
     }
 
     /// The ack (or drop) of `n` distinct ids each still holding its own lease
@@ -216,7 +224,8 @@ impl Shape {
             .collect();
         let mut cond = self.mine(t);
         cond.push(format!("({})", pairs.join(" OR ")));
-        self.ack_where(&cond.join(" AND "))
+        let (sql, settled) = self.ack_where(&cond.join(" AND "));
+        (sql + &self.listed_tail(&self.c(&self.table, &self.id), n), settled)
     }
 
     /// What a write appends to report the ids it wrote.
