@@ -196,7 +196,12 @@ impl Shape {
     /// rows that still hold it are written).
     pub(crate) fn ack_sql(&self, n: usize, token: bool) -> (String, Settled) {
         let (sql, settled) = self.ack_where(&self.held_cond(n, token));
-        (sql + &self.listed_tail(&self.c(&self.table, &self.id), n), settled)
+        (sql + &self.ack_tail(n), settled)
+    }
+
+    /// What follows an ack's condition over `n` listed ids (see [`Shape::listed_tail`]).
+    fn ack_tail(&self, n: usize) -> String {
+        self.listed_tail(&self.c(&self.table, &self.id), n)
     }
 
     /// An ack or drop reports the rows it wrote ([`returning_id`](Self::returning_id)):
@@ -225,7 +230,7 @@ impl Shape {
         let mut cond = self.mine(t);
         cond.push(format!("({})", pairs.join(" OR ")));
         let (sql, settled) = self.ack_where(&cond.join(" AND "));
-        (sql + &self.listed_tail(&self.c(&self.table, &self.id), n), settled)
+        (sql + &self.ack_tail(n), settled)
     }
 
     /// What a write appends to report the ids it wrote.
