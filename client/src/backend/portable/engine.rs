@@ -23,6 +23,8 @@ pub(crate) struct Engine {
     /// when this client last saw rows wait behind their heads
     pub(super) waited: super::keys::Waited,
     pub(crate) meters: Meters,
+    /// statement texts built once (see [`Texts`](super::texts::Texts))
+    pub(super) texts: super::texts::Texts,
 }
 
 impl Engine {

@@ -16,6 +16,7 @@ mod mark;
 mod reach;
 mod session;
 mod sql;
+mod texts;
 mod write;
 
 use super::combine::{Combiner, LeaseSettler};
@@ -98,6 +99,7 @@ impl Engine {
             meters: Meters::new(&queue.name),
             queue,
             acks: Combiner::default(),
+            texts: texts::Texts::default(),
         }))
     }
 

@@ -4,7 +4,8 @@
 
 use super::dialect::IdKind;
 use super::engine::{again_if_deadlock, exec_with_id, text, Engine};
-use super::sql::Verb;
+use super::sql::{Reports, Shape, Verb};
+use super::texts::Text;
 use super::{token_time, Session};
 use crate::backend::hold::HoldBackend;
 use crate::error::{Error, Result};
@@ -250,12 +251,17 @@ impl Engine {
         tokens: Tokens,
     ) -> Result<Vec<Option<Settled>>> {
         let s = &self.s;
-        let (sql, settled) = match tokens {
-            Tokens::None => s.ack_sql(items.len(), false),
-            Tokens::Shared(_) => s.ack_sql(items.len(), true),
-            Tokens::PerItem => s.ack_per_item_sql(items.len()),
+        let n = items.len();
+        let (kept, sql, stride): (_, fn(&Shape, usize) -> String, _) = match tokens {
+            Tokens::None => (Text::Held, |s, n| s.ack_sql(n, false).0, 1),
+            Tokens::Shared(_) => (Text::SharedToken, |s, n| s.ack_sql(n, true).0, 1),
+            Tokens::PerItem => (Text::TokenEach, |s, n| s.ack_per_item_sql(n).0, 2),
         };
-        let sql = sql + &s.returning_id();
+        let sql = self
+            .texts
+            .get(kept, n, || s.ack_reporting(sql(s, n), n, stride));
+        let reports = s.ack_reports(n);
+        let settled = s.ack_settles();
         let mut q = sqlx::query(&sql);
         for (id, token) in items {
             q = q.bind(id.as_str());
@@ -266,15 +272,16 @@ impl Engine {
         if let Tokens::Shared(t) = tokens {
             q = q.bind(t);
         }
-        let done: HashSet<String> = q
+        let listed: HashSet<String> = q
             .fetch_all(conn)
             .await?
             .iter()
             .map(|r| text(r, 0))
             .collect::<Result<_>>()?;
+        let written = |id: &String| listed.contains(id) == (reports == Reports::Written);
         Ok(items
             .iter()
-            .map(|(id, _)| done.contains(id).then_some(settled))
+            .map(|(id, _)| written(id).then_some(settled))
             .collect())
     }
 

@@ -24,15 +24,15 @@ impl Shape {
         add("ack verb", verb(false, None));
         add("retry verb", verb(true, None));
         add("retry_after verb", verb(true, Some(1_000_000)));
-        // (without RETURNING an ack's count says whether its one row was written)
-        let returning = match s.acks_return() {
-            true => s.returning_id(),
-            false => String::new(),
+        // (where an ack cannot report its rows, its count says whether its one row was written)
+        let reporting = |ack: String, stride| match s.acks_return() {
+            true => s.ack_reporting(ack, 2, stride),
+            false => ack,
         };
-        add("ack by id", s.ack_sql(2, false).0 + &returning);
+        add("ack by id", reporting(s.ack_sql(2, false).0, 1));
         if let Form::Lease { .. } = s.form {
-            add("ack by token", s.ack_sql(2, true).0 + &returning);
-            add("ack by tokens", s.ack_per_item_sql(2).0 + &returning);
+            add("ack by token", reporting(s.ack_sql(2, true).0, 1));
+            add("ack by tokens", reporting(s.ack_per_item_sql(2).0, 2));
             add("release", s.release_lease_sql());
             add("extend", s.extend_sql());
             add("token", s.token_sql());

@@ -4,6 +4,15 @@
 
 use super::*;
 
+/// Which ids an ack's statement returns (see [`Shape::ack_reporting`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Reports {
+    /// the ids it wrote
+    Written,
+    /// the listed ids it did not write
+    Unwritten,
+}
+
 /// What an outcome writes to each of its rows.
 pub(crate) enum Verb {
     Delete,
@@ -238,16 +247,56 @@ impl Shape {
         format!(" RETURNING {}", self.d.id_text(&self.d.ident(&self.id)))
     }
 
+    /// Which ids [`Shape::ack_reporting`] returns for an ack of `n` rows: with
+    /// a writable CTE and more than one row, the listed ids it did not write,
+    /// so an ack of rows still held sends no row back; otherwise the ids it
+    /// wrote (one row's answer is one row either way, and the plain statement
+    /// costs the server less).
+    pub(crate) fn ack_reports(&self, n: usize) -> Reports {
+        match self.d.has_writable_cte() && n > 1 {
+            true => Reports::Unwritten,
+            false => Reports::Written,
+        }
+    }
+
+    /// `ack`, an ack or drop of `n` listed ids (the i-th bound at parameter
+    /// `1 + i * stride`), made to report its rows as [`Shape::ack_reports`] says.
+    pub(crate) fn ack_reporting(&self, ack: String, n: usize, stride: usize) -> String {
+        let d = self.d;
+        if self.ack_reports(n) == Reports::Written {
+            return ack + &self.returning_id();
+        }
+        let id = d.ident(&self.id);
+        // each id as bound (t), so the answer is the client's own text, and as the column's type (x)
+        let listed: Vec<String> = (0..n)
+            .map(|i| {
+                let p = d.p(1 + i * stride);
+                format!("({p}, {})", d.id_param(&p, self.id_kind))
+            })
+            .collect();
+        format!(
+            "WITH w AS ({ack} RETURNING {id}) SELECT v.t FROM (VALUES {}) v(t, x) \
+             WHERE v.x NOT IN (SELECT {id} FROM w)",
+            listed.join(", ")
+        )
+    }
+
     /// The ack (or drop) of the rows `WHERE cond`, and what it writes.
     fn ack_where(&self, cond: &str) -> (String, Settled) {
         let d = self.d;
         let t = &self.table;
-        match &self.processed_at {
-            Some(p) => (
-                format!("UPDATE {t} SET {} = {} WHERE {cond}", d.ident(p), d.now()),
-                Settled::Marked,
-            ),
-            None => (format!("DELETE FROM {t} WHERE {cond}"), Settled::Deleted),
+        let sql = match &self.processed_at {
+            Some(p) => format!("UPDATE {t} SET {} = {} WHERE {cond}", d.ident(p), d.now()),
+            None => format!("DELETE FROM {t} WHERE {cond}"),
+        };
+        (sql, self.ack_settles())
+    }
+
+    /// What an ack or drop does to a row: marks it (`processed_at`) or deletes it.
+    pub(crate) fn ack_settles(&self) -> Settled {
+        match self.processed_at {
+            Some(_) => Settled::Marked,
+            None => Settled::Deleted,
         }
     }
 
