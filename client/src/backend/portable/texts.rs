@@ -2,30 +2,20 @@
 //! lists 100 parameters, and formatting them on every call took a seventh of
 //! the client's time in such an ack.
 
+use super::sql::Ack;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-
-/// The statements kept, each for any number of listed ids.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub(super) enum Text {
-    /// ack or drop of rows held by a transaction or key, reporting its rows
-    Held,
-    /// … of lease rows sharing one token
-    SharedToken,
-    /// … of lease rows each with its own token
-    TokenEach,
-}
 
 /// Beyond this many texts the cache starts again: list lengths are batch
 /// sizes, a handful per queue in practice.
 const KEPT: usize = 256;
 
 #[derive(Default)]
-pub(super) struct Texts(Mutex<HashMap<(Text, usize), Arc<str>>>);
+pub(super) struct Texts(Mutex<HashMap<(Ack, usize), Arc<str>>>);
 
 impl Texts {
-    /// The text of `t` for `n` ids, built by `build` the first time.
-    pub(super) fn get(&self, t: Text, n: usize, build: impl FnOnce() -> String) -> Arc<str> {
+    /// The text of ack `t` for `n` ids, built by `build` the first time.
+    pub(super) fn get(&self, t: Ack, n: usize, build: impl FnOnce() -> String) -> Arc<str> {
         if let Some(s) = self.0.lock().unwrap().get(&(t, n)) {
             return s.clone();
         }
@@ -48,14 +38,14 @@ mod tests {
         let texts = Texts::default();
         let mut built = 0;
         for _ in 0..3 {
-            texts.get(Text::Held, 2, || {
+            texts.get(Ack::Held, 2, || {
                 built += 1;
                 "a2".into()
             });
         }
-        let other = texts.get(Text::SharedToken, 2, || "s2".into());
+        let other = texts.get(Ack::SharedToken, 2, || "s2".into());
         assert_eq!(built, 1);
-        assert_eq!(&*texts.get(Text::Held, 2, || unreachable!()), "a2");
+        assert_eq!(&*texts.get(Ack::Held, 2, || unreachable!()), "a2");
         assert_eq!(&*other, "s2");
     }
 
@@ -63,9 +53,9 @@ mod tests {
     fn starts_again_past_the_bound() {
         let texts = Texts::default();
         for n in 0..=KEPT {
-            texts.get(Text::Held, n, || n.to_string());
+            texts.get(Ack::Held, n, || n.to_string());
         }
         assert_eq!(texts.0.lock().unwrap().len(), 1);
-        assert_eq!(&*texts.get(Text::Held, KEPT, || unreachable!()), "256");
+        assert_eq!(&*texts.get(Ack::Held, KEPT, || unreachable!()), "256");
     }
 }

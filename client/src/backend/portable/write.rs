@@ -4,8 +4,7 @@
 
 use super::dialect::IdKind;
 use super::engine::{again_if_deadlock, exec_with_id, text, Engine};
-use super::sql::{Reports, Shape, Verb};
-use super::texts::Text;
+use super::sql::{Ack, Reports, Verb};
 use super::{token_time, Session};
 use crate::backend::hold::HoldBackend;
 use crate::error::{Error, Result};
@@ -252,14 +251,12 @@ impl Engine {
     ) -> Result<Vec<Option<Settled>>> {
         let s = &self.s;
         let n = items.len();
-        let (kept, sql, stride): (_, fn(&Shape, usize) -> String, _) = match tokens {
-            Tokens::None => (Text::Held, |s, n| s.ack_sql(n, false).0, 1),
-            Tokens::Shared(_) => (Text::SharedToken, |s, n| s.ack_sql(n, true).0, 1),
-            Tokens::PerItem => (Text::TokenEach, |s, n| s.ack_per_item_sql(n).0, 2),
+        let of = match tokens {
+            Tokens::None => Ack::Held,
+            Tokens::Shared(_) => Ack::SharedToken,
+            Tokens::PerItem => Ack::TokenEach,
         };
-        let sql = self
-            .texts
-            .get(kept, n, || s.ack_reporting(sql(s, n), n, stride));
+        let sql = self.texts.get(of, n, || s.ack_reporting(of, n));
         let reports = s.ack_reports(n);
         let settled = s.ack_settles();
         let mut q = sqlx::query(&sql);

@@ -25,14 +25,14 @@ impl Shape {
         add("retry verb", verb(true, None));
         add("retry_after verb", verb(true, Some(1_000_000)));
         // (where an ack cannot report its rows, its count says whether its one row was written)
-        let reporting = |ack: String, stride| match s.acks_return() {
-            true => s.ack_reporting(ack, 2, stride),
-            false => ack,
+        let ack = |of| match s.acks_return() {
+            true => s.ack_reporting(of, 2),
+            false => s.ack_of_sql(of, 2),
         };
-        add("ack by id", reporting(s.ack_sql(2, false).0, 1));
+        add("ack by id", ack(Ack::Held));
         if let Form::Lease { .. } = s.form {
-            add("ack by token", reporting(s.ack_sql(2, true).0, 1));
-            add("ack by tokens", reporting(s.ack_per_item_sql(2).0, 2));
+            add("ack by token", ack(Ack::SharedToken));
+            add("ack by tokens", ack(Ack::TokenEach));
             add("release", s.release_lease_sql());
             add("extend", s.extend_sql());
             add("token", s.token_sql());

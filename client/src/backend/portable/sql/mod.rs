@@ -14,7 +14,7 @@ pub(crate) use claim::ClaimPlan;
 mod heads;
 pub(crate) use heads::{read_bound, unkeyed_read, KEYS_ALWAYS_WALKED, KEYS_WALKED};
 mod settle;
-pub(crate) use settle::{Reports, Verb};
+pub(crate) use settle::{Ack, Reports, Verb};
 
 use super::dialect::{Dialect, IdKind, PayloadText};
 use crate::outcome::Settled;

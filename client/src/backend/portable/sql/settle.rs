@@ -4,6 +4,17 @@
 
 use super::*;
 
+/// The ack (or drop) statements, by what they check of the listed rows.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(crate) enum Ack {
+    /// rows held by a transaction or key: the ids alone
+    Held,
+    /// lease rows sharing one token, bound after the ids
+    SharedToken,
+    /// lease rows each with its own token, bound after its id
+    TokenEach,
+}
+
 /// Which ids an ack's statement returns (see [`Shape::ack_reporting`]).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Reports {
@@ -259,13 +270,25 @@ impl Shape {
         }
     }
 
-    /// `ack`, an ack or drop of `n` listed ids (the i-th bound at parameter
-    /// `1 + i * stride`), made to report its rows as [`Shape::ack_reports`] says.
-    pub(crate) fn ack_reporting(&self, ack: String, n: usize, stride: usize) -> String {
+    /// The ack `of` `n` listed ids, without a report of its rows.
+    pub(crate) fn ack_of_sql(&self, of: Ack, n: usize) -> String {
+        match of {
+            Ack::Held => self.ack_sql(n, false).0,
+            Ack::SharedToken => self.ack_sql(n, true).0,
+            Ack::TokenEach => self.ack_per_item_sql(n).0,
+        }
+    }
+
+    /// The ack `of` `n` listed ids, made to report its rows as
+    /// [`Shape::ack_reports`] says.
+    pub(crate) fn ack_reporting(&self, of: Ack, n: usize) -> String {
         let d = self.d;
+        let ack = self.ack_of_sql(of, n);
         if self.ack_reports(n) == Reports::Written {
             return ack + &self.returning_id();
         }
+        // the i-th id's parameter: ids alone, or each followed by its token
+        let stride = if of == Ack::TokenEach { 2 } else { 1 };
         let id = d.ident(&self.id);
         // each id as bound (t), so the answer is the client's own text, and as the column's type (x)
         let listed: Vec<String> = (0..n)
