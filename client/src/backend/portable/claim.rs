@@ -7,12 +7,14 @@ use super::engine::{again_if_deadlock, exec_with_id, opt_text, text, Engine};
 use super::keys::{self, Reading};
 use super::session::{ClaimConn, Session};
 use super::sql::{ClaimPlan, FirstStatement, Phase, Scan, Shape, KEYS_WALKED};
+use super::texts::Text;
 use crate::error::Result;
 use crate::outcome::micros;
 use crate::payload::Payload;
 use crate::queue::Form;
 use sqlx::{Connection, Row};
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::Ordering;
 
 /// A claimed row as the portable path reads it.
 pub(super) struct ClaimedRow {
@@ -349,7 +351,9 @@ impl Engine {
                 .advisory_lock_sql(scan, *phase)
                 .expect("keys the server computes");
             let q = with_ids(sqlx::query(&sql), from.map(str::to_owned).iter())
-                .bind(candidates_read(want) as i64)
+                // no bound: the scan stops at the `want`th key it takes, past
+                // however many keys other sessions hold in front
+                .bind(None::<i64>)
                 .bind(want as i64)
                 .bind(self.s.queue.as_str());
             for r in q.fetch_all(&mut *conn).await? {
@@ -362,31 +366,52 @@ impl Engine {
     /// Up to `n` ids of the advisory claim's candidates (read as `how` says)
     /// whose keys this connection now holds: the read, then the keys tried in
     /// one statement per round until there are enough or no candidates left.
+    /// Where other sessions held every key read, it reads on: from the last
+    /// id read where claim order is id order, else again four times as far
+    /// (keys already tried are not tried twice: a session's named lock counts
+    /// each time it is taken). How many keys other sessions held is kept for
+    /// the next claim's first read.
     async fn lock_candidates(
         &self,
         conn: &mut sqlx::AnyConnection,
         n: usize,
         how: &Reading,
     ) -> Result<HashSet<String>> {
-        let cands: Vec<String> = self
-            .scan(
-                conn,
-                candidates_read(n),
-                how,
-                Shape::advisory_candidates_sql,
-                None,
-            )
-            .await?
-            .iter()
-            .map(|r| r.get::<String, _>(0))
-            .collect();
+        let mut read = candidates_read(n, self.held_lately.load(Ordering::Relaxed));
+        let mut tried: HashSet<String> = HashSet::new();
         let mut locked: HashSet<String> = HashSet::new();
-        let mut rest = &cands[..];
-        while locked.len() < n && !rest.is_empty() {
-            let (now, later) = rest.split_at((n - locked.len()).min(rest.len()));
-            rest = later;
-            locked.extend(self.try_lock_many(conn, now).await?);
+        let mut how = how.clone();
+        loop {
+            let cands: Vec<String> = self
+                .scan(conn, read, &how, Shape::advisory_candidates_sql, None)
+                .await?
+                .iter()
+                .map(|r| r.get::<String, _>(0))
+                .collect();
+            let more = cands.len() >= read;
+            let last = cands.last().cloned();
+            let fresh: Vec<String> = cands.into_iter().filter(|id| !tried.contains(id)).collect();
+            let mut rest = &fresh[..];
+            while locked.len() < n && !rest.is_empty() {
+                let (now, later) = rest.split_at((n - locked.len()).min(rest.len()));
+                rest = later;
+                tried.extend(now.iter().cloned());
+                locked.extend(self.try_lock_many(conn, now).await?);
+            }
+            if locked.len() >= n || !more {
+                break;
+            }
+            match (&how, last) {
+                // claim order is id order: the next page starts at the last id
+                // read (a page of ids all tried already reads farther)
+                (Reading::InOrder(_), Some(last)) if self.s.keeps_mark() && !fresh.is_empty() => {
+                    how = Reading::InOrder(Some(last));
+                }
+                _ => read *= 4,
+            }
         }
+        self.held_lately
+            .store(tried.len() - locked.len(), Ordering::Relaxed);
         Ok(locked)
     }
 
@@ -448,7 +473,11 @@ impl Engine {
     ) -> Result<Vec<ClaimedRow>> {
         let s = &self.s;
         let arrives = s.payload_arrives_as();
-        let rows = with_ids(sqlx::query(&s.held_ready_rows_sql(ids.len())), ids)
+        let k = ids.len();
+        let sql = self
+            .texts
+            .get(Text::HeldReady, k, || s.held_ready_rows_sql(k));
+        let rows = with_ids(sqlx::query(&sql), ids)
             .fetch_all(&mut *conn)
             .await?;
         let mut live = Vec::with_capacity(rows.len());
@@ -469,9 +498,13 @@ impl Engine {
             return Ok(Vec::new());
         }
         let live_ids: Vec<String> = live.iter().map(|r| text(r, 0)).collect::<Result<_>>()?;
-        let Some(sql) = s.count_attempt_sql(live_ids.len()) else {
+        if s.attempt.is_none() {
             return live.iter().map(|r| claimed(r, 0, arrives)).collect();
-        };
+        }
+        let k = live_ids.len();
+        let sql = self.texts.get(Text::CountAttempt, k, || {
+            s.count_attempt_sql(k).expect("an attempt column")
+        });
         let counted = with_ids(sqlx::query(&sql), &live_ids)
             .execute(&mut *conn)
             .await?
@@ -517,10 +550,12 @@ impl Engine {
     }
 }
 
-/// How many candidates an advisory claim of `n` reads: more than `n`, as
-/// other sessions may hold some of their keys.
-fn candidates_read(n: usize) -> usize {
-    n * 2 + 16
+/// How many candidates an advisory claim of `n` reads first where the client
+/// tries their keys after the read: `n` and a margin for keys other sessions
+/// hold, as many as the last such claim found held (up to `n` more). Every id
+/// read is a row converted in the client, and uncontended claims try only `n`.
+fn candidates_read(n: usize, held_lately: usize) -> usize {
+    n + 16 + held_lately.min(n)
 }
 
 type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;

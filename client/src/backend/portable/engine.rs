@@ -6,7 +6,7 @@ use crate::backend::combine::Combiner;
 use crate::error::{Error, Result};
 use crate::meters::Meters;
 use crate::queue::Queue;
-use sqlx::Row;
+use sqlx::{Row, ValueRef};
 use std::time::Duration;
 
 /// The portable path for one queue.
@@ -22,6 +22,9 @@ pub(crate) struct Engine {
     pub(super) keys: super::keys::KeyCount,
     /// when this client last saw rows wait behind their heads
     pub(super) waited: super::keys::Waited,
+    /// how many candidates' keys this client's last advisory claim that tried
+    /// them after its read found held by other sessions
+    pub(super) held_lately: std::sync::atomic::AtomicUsize,
     pub(crate) meters: Meters,
     /// statement texts built once (see [`Texts`](super::texts::Texts))
     pub(super) texts: super::texts::Texts,
@@ -77,28 +80,22 @@ where
 
 /// A text column that may be NULL (see [`text`]).
 pub(super) fn opt_text(r: &sqlx::any::AnyRow, i: usize) -> Result<Option<String>> {
-    match r.try_get::<Option<String>, _>(i) {
-        Ok(s) => Ok(s),
-        Err(_) => {
-            let b: Option<Vec<u8>> = r.try_get(i)?;
-            b.map(|b| {
-                String::from_utf8(b)
-                    .map_err(|e| Error::invalid(format!("column {i} is not UTF-8: {e}")))
-            })
-            .transpose()
-        }
+    let v = r.try_get_raw(i)?;
+    if v.is_null() {
+        return Ok(None);
     }
+    // asked by type: a failed `try_get` formats an error message, per row
+    if <str as sqlx::Type<sqlx::Any>>::compatible(&v.type_info()) {
+        return Ok(Some(r.try_get::<&str, _>(i)?.to_owned()));
+    }
+    let b: &[u8] = r.try_get(i)?;
+    std::str::from_utf8(b)
+        .map(|s| Some(s.to_owned()))
+        .map_err(|e| Error::invalid(format!("column {i} is not UTF-8: {e}")))
 }
 
 /// A text column; MariaDB sends long text (JSON, LONGTEXT) with a BLOB wire
 /// type, which sqlx's Any driver hands over as bytes.
 pub(super) fn text(r: &sqlx::any::AnyRow, i: usize) -> Result<String> {
-    match r.try_get::<String, _>(i) {
-        Ok(s) => Ok(s),
-        Err(_) => {
-            let b: Vec<u8> = r.try_get(i)?;
-            String::from_utf8(b)
-                .map_err(|e| Error::invalid(format!("column {i} is not UTF-8: {e}")))
-        }
-    }
+    opt_text(r, i)?.ok_or_else(|| Error::invalid(format!("column {i} is NULL")))
 }

@@ -2,6 +2,7 @@
 //! delivery's connection, many keys per statement (see [`super::dialect::Advisory`]).
 
 use super::engine::Engine;
+use super::texts::Text;
 use crate::error::{Error, Result};
 use sqlx::Row;
 
@@ -26,7 +27,8 @@ impl Engine {
         };
         let mut got = Vec::new();
         for chunk in ids.chunks(LOCKS_PER_STATEMENT) {
-            let sql = a.try_lock_sql(d, chunk.len());
+            let k = chunk.len();
+            let sql = self.texts.get(Text::TryLocks, k, || a.try_lock_sql(d, k));
             let mut q = sqlx::query(&sql);
             for arg in a.args(&self.s.queue, chunk) {
                 q = q.bind(arg);

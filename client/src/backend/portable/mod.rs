@@ -95,6 +95,7 @@ impl Engine {
             mark,
             keys: keys::KeyCount::default(),
             waited: keys::Waited::default(),
+            held_lately: Default::default(),
             s,
             meters: Meters::new(&queue.name),
             queue,

@@ -3,6 +3,19 @@
 //! the client's time in such an ack.
 
 use super::sql::Ack;
+
+/// The statements kept, each built for a list of ids of some length.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(super) enum Text {
+    /// an ack or drop (see [`Ack`])
+    Ack(Ack),
+    /// an advisory claim's try of its candidates' keys (the client names them)
+    TryLocks,
+    /// … its read of the rows still ready, once it holds their keys
+    HeldReady,
+    /// … its count of their attempts
+    CountAttempt,
+}
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -11,11 +24,11 @@ use std::sync::{Arc, Mutex};
 const KEPT: usize = 256;
 
 #[derive(Default)]
-pub(super) struct Texts(Mutex<HashMap<(Ack, usize), Arc<str>>>);
+pub(super) struct Texts(Mutex<HashMap<(Text, usize), Arc<str>>>);
 
 impl Texts {
-    /// The text of ack `t` for `n` ids, built by `build` the first time.
-    pub(super) fn get(&self, t: Ack, n: usize, build: impl FnOnce() -> String) -> Arc<str> {
+    /// The text of statement `t` for `n` ids, built by `build` the first time.
+    pub(super) fn get(&self, t: Text, n: usize, build: impl FnOnce() -> String) -> Arc<str> {
         if let Some(s) = self.0.lock().unwrap().get(&(t, n)) {
             return s.clone();
         }
@@ -38,14 +51,17 @@ mod tests {
         let texts = Texts::default();
         let mut built = 0;
         for _ in 0..3 {
-            texts.get(Ack::Held, 2, || {
+            texts.get(Text::Ack(Ack::Held), 2, || {
                 built += 1;
                 "a2".into()
             });
         }
-        let other = texts.get(Ack::SharedToken, 2, || "s2".into());
+        let other = texts.get(Text::Ack(Ack::SharedToken), 2, || "s2".into());
         assert_eq!(built, 1);
-        assert_eq!(&*texts.get(Ack::Held, 2, || unreachable!()), "a2");
+        assert_eq!(
+            &*texts.get(Text::Ack(Ack::Held), 2, || unreachable!()),
+            "a2"
+        );
         assert_eq!(&*other, "s2");
     }
 
@@ -53,9 +69,12 @@ mod tests {
     fn starts_again_past_the_bound() {
         let texts = Texts::default();
         for n in 0..=KEPT {
-            texts.get(Ack::Held, n, || n.to_string());
+            texts.get(Text::Ack(Ack::Held), n, || n.to_string());
         }
         assert_eq!(texts.0.lock().unwrap().len(), 1);
-        assert_eq!(&*texts.get(Ack::Held, KEPT, || unreachable!()), "256");
+        assert_eq!(
+            &*texts.get(Text::Ack(Ack::Held), KEPT, || unreachable!()),
+            "256"
+        );
     }
 }

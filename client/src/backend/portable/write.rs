@@ -5,6 +5,7 @@
 use super::dialect::IdKind;
 use super::engine::{again_if_deadlock, exec_with_id, text, Engine};
 use super::sql::{Ack, Reports, Verb};
+use super::texts::Text;
 use super::{token_time, Session};
 use crate::backend::hold::HoldBackend;
 use crate::error::{Error, Result};
@@ -256,7 +257,7 @@ impl Engine {
             Tokens::Shared(_) => Ack::SharedToken,
             Tokens::PerItem => Ack::TokenEach,
         };
-        let sql = self.texts.get(of, n, || s.ack_reporting(of, n));
+        let sql = self.texts.get(Text::Ack(of), n, || s.ack_reporting(of, n));
         let reports = s.ack_reports(n);
         let settled = s.ack_settles();
         let mut q = sqlx::query(&sql);

@@ -292,11 +292,12 @@ impl Shape {
 
     /// advisory claim, steps 1 and 2 in one statement where the server computes
     /// the keys: the candidates of [`Shape::advisory_candidates_sql`] (as many
-    /// as its limit), their keys tried in claim order until as many are held as
-    /// the next parameter says (then the queue's name); the ids whose key this
-    /// connection now holds.
-    /// The filter above the candidates' `LIMIT` runs row by row under the outer
-    /// one, so no key past it is tried. `None` where the client names the locks.
+    /// as its limit; the claim binds NULL, no limit), their keys tried in claim
+    /// order until as many are held as the next parameter says (then the
+    /// queue's name); the ids whose key this connection now holds.
+    /// The filter above the candidates' `LIMIT` (which keeps the planner from
+    /// merging the two) runs row by row under the outer one, so no key past
+    /// it is tried. `None` where the client names the locks.
     pub(crate) fn advisory_lock_sql(&self, scan: Scan, phase: Phase) -> Option<String> {
         let d = self.d;
         let (_, limit) = self.scanned(scan, phase);
