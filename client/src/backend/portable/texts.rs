@@ -3,21 +3,22 @@
 //! the client's time in such an ack.
 
 use super::sql::Ack;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 /// The statements kept, each built for a list of ids of some length.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub(super) enum Text {
     /// an ack or drop (see [`Ack`])
     Ack(Ack),
-    /// an advisory claim's try of its candidates' keys (the client names them)
+    /// an advisory claim's try of its candidates' keys, a column each, after
+    /// their read
     TryLocks,
     /// … its read of the rows still ready, once it holds their keys
     HeldReady,
     /// … its count of their attempts
     CountAttempt,
 }
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 
 /// Beyond this many texts the cache starts again: list lengths are batch
 /// sizes, a handful per queue in practice.
