@@ -2,13 +2,13 @@
 //! rows moved to the dead letter on the way.
 
 use super::conns::AnyTx;
-use super::dialect::PayloadText;
+use super::dialect::{IdKind, PayloadText};
 use super::engine::{again_if_deadlock, exec_with_id, opt_text, text, Engine};
 use super::keys::{self, Reading};
 use super::session::{ClaimConn, Session};
 use super::sql::{ClaimPlan, FirstStatement, Phase, Scan, Shape, KEYS_WALKED};
 use super::texts::Text;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::outcome::micros;
 use crate::payload::Payload;
 use crate::queue::Form;
@@ -71,6 +71,7 @@ impl Engine {
                 Ok((out, Some(Session::new(ClaimConn::Tx(tx), held))))
             }
             ClaimPlan::LeaseStatement => Ok((self.claim_lease_cte(n, &how).await?, None)),
+            ClaimPlan::LeaseReturning => Ok((self.claim_lease_returning(n, &how).await?, None)),
             ClaimPlan::LeaseSteps => {
                 let mut conn = self.conns.get().await?;
                 let mut tx = conn.begin_with(d.begin()).await?;
@@ -144,6 +145,7 @@ impl Engine {
                     let q = with_ids(sqlx::query(&text), from.iter());
                     rows.extend(fetch(q, n - rows.len(), ttl, conn).await?);
                 }
+                self.in_claim_order(&mut rows)?;
                 if let (Some(from), true) = (from, self.s.walks_keys()) {
                     let last = rows.last().map(|r| text(r, 0)).transpose()?;
                     if keys::saw_waiting(from, n, last.as_deref(), rows.len() < n) {
@@ -170,7 +172,39 @@ impl Engine {
                     .await?
             }
         }
+        self.in_claim_order(&mut rows)?;
         Ok(rows)
+    }
+
+    /// Put a claim's rows in claim order where its statement returns them in
+    /// none ([`ClaimPlan::returns_unordered`]): by priority (the fifth
+    /// column), NULL last, then id.
+    fn in_claim_order(&self, rows: &mut Vec<sqlx::any::AnyRow>) -> Result<()> {
+        if !self.s.plan.returns_unordered() || rows.len() < 2 {
+            return Ok(());
+        }
+        let prioritized = self.s.priority.is_some();
+        let integer = self.s.id_kind == IdKind::Integer;
+        let mut keyed = std::mem::take(rows)
+            .into_iter()
+            .map(|r| {
+                let priority: Option<i64> = match prioritized {
+                    true => r.try_get(4)?,
+                    false => None,
+                };
+                let id = text(&r, 0)?;
+                let id = match integer {
+                    true => OrderId::Integer(id.parse().map_err(|_| {
+                        Error::invalid(format!("a claimed id is not an integer: {id}"))
+                    })?),
+                    false => OrderId::Text(id),
+                };
+                Ok(((priority.is_none(), priority, id), r))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        keyed.sort_by(|a, b| a.0.cmp(&b.0));
+        rows.extend(keyed.into_iter().map(|(_, r)| r));
+        Ok(())
     }
 
     /// Move rows whose last delivery died at max_attempts (crash loops: lease
@@ -244,6 +278,35 @@ impl Engine {
         // the rows delivered are already leased: a failed move must not lose
         // them (the row stays, and a later claim tries again)
         self.deliver_or_move(&rows).await
+    }
+
+    /// The lease claim as one `UPDATE … RETURNING` in the claim's write
+    /// transaction (see [`super::sql::Shape::claim_lease_returning_sql`]):
+    /// crash-looping candidates, returned unchanged and without a token, are
+    /// moved to the dead letter in the same transaction.
+    async fn claim_lease_returning(&self, n: usize, how: &Reading) -> Result<Vec<ClaimedRow>> {
+        let Form::Lease { ttl } = self.s.form else {
+            unreachable!("called for the lease form only");
+        };
+        let arrives = self.s.payload_arrives_as();
+        let mut conn = self.conns.get().await?;
+        let mut tx = conn.begin_with(self.s.d.begin()).await?;
+        let sql = Shape::claim_lease_returning_sql;
+        let rows = self.scan(&mut tx, n, how, sql, Some(micros(ttl))).await?;
+        let mut out = Vec::with_capacity(rows.len());
+        let mut looping = Vec::new();
+        for r in &rows {
+            match r.try_get::<Option<i64>, _>(2)? {
+                Some(_) => out.push(claimed(r, 0, arrives)?),
+                None => looping.push((text(r, 0)?, r.try_get::<i64, _>(1)?)),
+            }
+        }
+        if !looping.is_empty() {
+            self.drop_poison(&mut tx, looping).await?;
+        }
+        tx.commit().await?;
+        conn.done();
+        Ok(out)
     }
 
     /// Move a crash-looping row to the dead letter if it is still there, ready
@@ -556,6 +619,14 @@ impl Engine {
 /// read is a row converted in the client, and uncontended claims try only `n`.
 fn candidates_read(n: usize, held_lately: usize) -> usize {
     n + 16 + held_lately.min(n)
+}
+
+/// An id as claim order compares it: integers by value, text by its bytes
+/// (SQLite's default collation).
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+enum OrderId {
+    Integer(i64),
+    Text(String),
 }
 
 type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;

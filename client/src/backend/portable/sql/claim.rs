@@ -14,8 +14,12 @@ pub(crate) enum ClaimPlan {
     /// lease with writable CTEs: one autocommitted statement that locks,
     /// counts, writes the token and returns the rows
     LeaseStatement,
-    /// lease without: lock the candidates, count and take them, read them
-    /// back, in one transaction
+    /// lease where `UPDATE` returns rows but `WITH` cannot write: one
+    /// `UPDATE` over the candidates that counts, writes the token and returns
+    /// the rows, in the claim's write transaction
+    LeaseReturning,
+    /// lease without either: lock the candidates, count and take them, read
+    /// them back, in one transaction
     LeaseSteps,
     /// advisory with writable CTEs: the candidates, their keys tried, one
     /// take statement
@@ -30,6 +34,7 @@ impl ClaimPlan {
         match (form, d.has_writable_cte()) {
             (Form::RowLock, _) => ClaimPlan::RowLock,
             (Form::Lease { .. }, true) => ClaimPlan::LeaseStatement,
+            (Form::Lease { .. }, false) if d.has_returning() => ClaimPlan::LeaseReturning,
             (Form::Lease { .. }, false) => ClaimPlan::LeaseSteps,
             (Form::Advisory, true) => ClaimPlan::AdvisoryStatement,
             (Form::Advisory, false) => ClaimPlan::AdvisorySteps,
@@ -44,6 +49,7 @@ impl ClaimPlan {
         let (name, first): (&'static str, FirstStatement) = match self {
             ClaimPlan::RowLock => ("claim", Shape::claim_rows_sql),
             ClaimPlan::LeaseStatement => ("claim", Shape::claim_lease_cte_sql),
+            ClaimPlan::LeaseReturning => ("claim", Shape::claim_lease_returning_sql),
             ClaimPlan::LeaseSteps => ("claim candidates", Shape::lease_candidates_sql),
             ClaimPlan::AdvisoryStatement | ClaimPlan::AdvisorySteps => {
                 ("claim candidates", Shape::advisory_candidates_sql)
@@ -72,7 +78,10 @@ impl ClaimPlan {
             out.push(("… of the heads", first(s, Scan::Listed(2), Phase::All)));
         }
         match self {
-            ClaimPlan::RowLock | ClaimPlan::LeaseStatement | ClaimPlan::LeaseSteps => {}
+            ClaimPlan::RowLock
+            | ClaimPlan::LeaseStatement
+            | ClaimPlan::LeaseReturning
+            | ClaimPlan::LeaseSteps => {}
             ClaimPlan::AdvisoryStatement | ClaimPlan::AdvisorySteps => {
                 let a = s.d.advisory().expect("an advisory dialect");
                 if let (Some(sql), false) = (
@@ -101,7 +110,7 @@ impl ClaimPlan {
                 out.extend(s.count_attempt_sql(2).map(|q| ("count", q)));
                 out.push(("… read again", s.take_read_sql(2)));
             }
-            ClaimPlan::LeaseStatement | ClaimPlan::LeaseSteps => {}
+            ClaimPlan::LeaseStatement | ClaimPlan::LeaseReturning | ClaimPlan::LeaseSteps => {}
         }
         match self {
             ClaimPlan::AdvisorySteps => {}
@@ -114,9 +123,15 @@ impl ClaimPlan {
                 // crash-looping rows the one-statement claim returned apart
                 out.extend(s.poison_check_sql().map(|q| ("crash loop check", q)));
             }
-            ClaimPlan::RowLock => {}
+            ClaimPlan::RowLock | ClaimPlan::LeaseReturning => {}
         }
         out
+    }
+
+    /// Whether the claim's statement returns its rows in no particular order
+    /// (`UPDATE … RETURNING`), so the client puts them in claim order.
+    pub(crate) fn returns_unordered(self) -> bool {
+        self == ClaimPlan::LeaseReturning
     }
 }
 
@@ -255,6 +270,61 @@ impl Shape {
             id = d.id_text(&self.c("a", &self.id)),
             token = self.token_sel("a"),
             json = self.payload_sel("a"),
+        )
+    }
+
+    /// The lease claim where `UPDATE` returns rows but `WITH` cannot write
+    /// (SQLite), in the claim's write transaction: the first ready rows of
+    /// `scan` (its parameters, then the limit) in a `WITH`, one `UPDATE` that
+    /// counts their attempt and writes the token (µs, bound last; SQLite
+    /// numbers `?` in the order of the text) and returns them in no order,
+    /// the priority fifth where there is one. Crash-looping candidates are
+    /// written unchanged and come back without a token.
+    pub(crate) fn claim_lease_returning_sql(&self, scan: Scan, phase: Phase) -> String {
+        let d = self.d;
+        let t = &self.table;
+        let idc = d.ident(&self.id);
+        let (ready, limit) = self.scanned(scan, phase);
+        let lu = d.ident(self.locked_until.as_ref().expect("lease: locked_until"));
+        let looping = match (self.max.filter(|_| self.dead.is_some()), &self.attempt) {
+            (Some(m), Some(a)) => Some(format!("COALESCE({}, 0) >= {m}", d.ident(a))),
+            _ => None,
+        };
+        let unless = |v: String, old: &str| match &looping {
+            Some(l) => format!("CASE WHEN {l} THEN {old} ELSE {v} END"),
+            None => v,
+        };
+        let mut sets = vec![format!(
+            "{lu} = {}",
+            unless(d.now_plus(&d.p(limit + 1)), &lu)
+        )];
+        if let Some(a) = &self.attempt {
+            let a = d.ident(a);
+            sets.push(format!(
+                "{a} = {}",
+                unless(format!("COALESCE({a}, 0) + 1"), &a)
+            ));
+        }
+        // a crash-looping row kept its lease, which is free (the clock is read once per statement)
+        let token = match &looping {
+            Some(_) => format!(
+                "CASE WHEN {lu} IS NULL OR {lu} < {} THEN NULL ELSE {} END",
+                d.now(),
+                self.token_sel(t)
+            ),
+            None => self.token_sel(t),
+        };
+        let (rank, _) = self.out_order(t);
+        format!(
+            "WITH c AS (SELECT a.{idc} AS k FROM {t} a WHERE {ready} ORDER BY {order} LIMIT {limit}) \
+             UPDATE {t} SET {sets} WHERE {idc} IN (SELECT k FROM c) \
+             RETURNING {id}, {att}, {token}, {json}{rank}",
+            order = self.claim_order("a"),
+            limit = d.p(limit),
+            sets = sets.join(", "),
+            id = d.id_text(&self.c(t, &self.id)),
+            att = self.attempt_sel(t),
+            json = self.payload_sel(t),
         )
     }
 
