@@ -35,6 +35,9 @@ impl managed::Manager for AnyManager {
         for stmt in self.d.session_setup() {
             sqlx::Executor::execute(&mut c, *stmt).await?;
         }
+        if self.d.wants_wal() {
+            wal_on(&mut c).await?;
+        }
         Ok(c)
     }
 
@@ -51,6 +54,31 @@ impl managed::Manager for AnyManager {
             c.ping().await.map_err(RecycleError::Backend)?;
         }
         Ok(())
+    }
+}
+
+/// Put the database file in WAL mode unless it is already. Setting the
+/// mode asks for a lock that SQLite's busy timeout does not wait on, so a
+/// new connection that set it while others wrote failed at once ("database
+/// is locked"); reading it waits as any read does. Where two first
+/// connections set it at once, the loser reads it again after a pause.
+async fn wal_on(c: &mut sqlx::AnyConnection) -> std::result::Result<(), sqlx::Error> {
+    let mut tries = 0;
+    loop {
+        let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+            .fetch_one(&mut *c)
+            .await?;
+        if mode.eq_ignore_ascii_case("wal") {
+            return Ok(());
+        }
+        match sqlx::Executor::execute(&mut *c, "PRAGMA journal_mode = WAL").await {
+            Ok(_) => return Ok(()),
+            Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("5") && tries < 50 => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(e) => return Err(e),
+        }
     }
 }
 

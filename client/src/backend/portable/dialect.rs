@@ -437,8 +437,15 @@ impl Dialect {
                 "SET time_zone = '+00:00'",
                 "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
             ],
-            Dialect::Sqlite => &["PRAGMA journal_mode = WAL", "PRAGMA busy_timeout = 10000"],
+            Dialect::Sqlite => &["PRAGMA busy_timeout = 10000"],
         }
+    }
+
+    /// Writes go through a write-ahead log, a mode kept in the database
+    /// file (SQLite's WAL, so readers do not wait on the writer): a new
+    /// connection asks for it where the file is not in it yet.
+    pub(crate) fn wants_wal(self) -> bool {
+        self == Dialect::Sqlite
     }
 
     /// The columns of a table as (name, type name), in order: the statement,
