@@ -145,13 +145,6 @@ impl Engine {
                     let q = with_ids(sqlx::query(&text), from.iter());
                     rows.extend(fetch(q, n - rows.len(), ttl, conn).await?);
                 }
-                self.in_claim_order(&mut rows)?;
-                if let (Some(from), true) = (from, self.s.walks_keys()) {
-                    let last = rows.last().map(|r| text(r, 0)).transpose()?;
-                    if keys::saw_waiting(from, n, last.as_deref(), rows.len() < n) {
-                        self.waited.saw();
-                    }
-                }
             }
             Reading::Bounded { from, below } => {
                 let text_sql = sql(&self.s, Scan::Below, Phase::All);
@@ -173,6 +166,12 @@ impl Engine {
             }
         }
         self.in_claim_order(&mut rows)?;
+        if let (Reading::InOrder(Some(from)), true) = (how, self.s.walks_keys()) {
+            let last = rows.last().map(|r| text(r, 0)).transpose()?;
+            if keys::saw_waiting(from, n, last.as_deref(), rows.len() < n) {
+                self.waited.saw();
+            }
+        }
         Ok(rows)
     }
 
