@@ -108,17 +108,23 @@ impl Engine {
             return Ok(Vec::new());
         }
         // row_lock/advisory ack or drop: one statement that writes the rows still
-        // there and returns which it wrote. The claim's transaction (row_lock) or
-        // key (advisory) holds them already and an ack counts nothing, so there
-        // is nothing to lock or read first. (row_lock on InnoDB joins its ids to
-        // the table instead, see `joined` below.)
+        // there and says which it wrote (their ids, or one row's count). The
+        // claim's transaction (row_lock) or key (advisory) holds them already
+        // and an ack counts nothing, so there is nothing to lock or read first.
+        // (row_lock on InnoDB joins a list of ids to the table instead, see
+        // `joined` below; one id is a lookup by key.)
         let held_already = match s.form {
             Form::Advisory => true,
-            Form::RowLock => !d.locking_scans_pass_listed_ids(),
+            Form::RowLock => items.len() == 1 || !d.locking_scans_pass_listed_ids(),
             Form::Lease { .. } => false,
         };
-        if matches!(outcome, Outcome::Ack | Outcome::Drop) && held_already && s.acks_return() {
-            return self.ack_returning(conn, items, Tokens::None).await;
+        if matches!(outcome, Outcome::Ack | Outcome::Drop) && held_already {
+            if s.acks_return() {
+                return self.ack_returning(conn, items, Tokens::None).await;
+            }
+            if let [(id, _)] = items {
+                return Ok(vec![self.ack_counted(conn, id).await?]);
+            }
         }
         let retry = match outcome {
             Outcome::Ack | Outcome::Drop => false,
@@ -313,16 +319,26 @@ impl Engine {
         conn: &mut sqlx::AnyConnection,
         items: &[(String, Option<i64>)],
     ) -> Result<Vec<Option<Settled>>> {
-        if self.s.d.has_returning() || items.len() > 1 {
-            return self.ack_returning(conn, items, Tokens::None).await;
+        match items {
+            [(id, _)] if !self.s.d.has_returning() => Ok(vec![self.ack_counted(conn, id).await?]),
+            _ => self.ack_returning(conn, items, Tokens::None).await,
         }
+    }
+
+    /// Ack (or drop) the one held row `id`, told by the count the server
+    /// reports whether it wrote: `None` when it did not.
+    async fn ack_counted(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        id: &str,
+    ) -> Result<Option<Settled>> {
         let (sql, settled) = self.s.ack_sql(1, false);
         let n = sqlx::query(&sql)
-            .bind(items[0].0.as_str())
+            .bind(id)
             .execute(conn)
             .await?
             .rows_affected();
-        Ok(vec![(n > 0).then_some(settled)])
+        Ok((n > 0).then_some(settled))
     }
 
     /// Settle many lease deliveries with one ack, drop, retry or retry_after in
