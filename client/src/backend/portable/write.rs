@@ -119,11 +119,8 @@ impl Engine {
             Form::Lease { .. } => false,
         };
         if matches!(outcome, Outcome::Ack | Outcome::Drop) && held_already {
-            if s.acks_return() {
-                return self.ack_returning(conn, items, Tokens::None).await;
-            }
-            if let [(id, _)] = items {
-                return Ok(vec![self.ack_counted(conn, id).await?]);
+            if let Some(v) = self.ack_held(conn, items).await? {
+                return Ok(v);
             }
         }
         let retry = match outcome {
@@ -319,9 +316,28 @@ impl Engine {
         conn: &mut sqlx::AnyConnection,
         items: &[(String, Option<i64>)],
     ) -> Result<Vec<Option<Settled>>> {
+        let v = self.ack_held(conn, items).await?;
+        v.ok_or_else(|| Error::invalid("an ack of many rows that the server cannot report"))
+    }
+
+    /// Ack (or drop) rows already held (by the claim's transaction or keys) in
+    /// one statement that says which it wrote: one row by the count the server
+    /// reports where `UPDATE` returns no rows, else by the ids it returns.
+    /// `None` where neither can tell (many rows, and no `RETURNING` for the ack).
+    async fn ack_held(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        items: &[(String, Option<i64>)],
+    ) -> Result<Option<Vec<Option<Settled>>>> {
         match items {
-            [(id, _)] if !self.s.d.has_returning() => Ok(vec![self.ack_counted(conn, id).await?]),
-            _ => self.ack_returning(conn, items, Tokens::None).await,
+            [(id, _)] if !self.s.d.has_returning() => {
+                Ok(Some(vec![self.ack_counted(conn, id).await?]))
+            }
+            _ if self.s.acks_return() => {
+                let v = self.ack_returning(conn, items, Tokens::None).await?;
+                Ok(Some(v))
+            }
+            _ => Ok(None),
         }
     }
 
