@@ -56,6 +56,8 @@ pub(crate) struct Args {
     pub(crate) mariadb: Option<String>,
     /// a SQLite file for the portable grid (`--sqlite`)
     pub(crate) sqlite: Option<String>,
+    /// the portable grid's backends to run by name, all when empty (`--backends pg+ext,postgres,mariadb,sqlite`)
+    pub(crate) backends: Vec<String>,
     /// settle with a mix of outcomes instead of ack only (`--mixed`, portable grid)
     pub(crate) mixed: bool,
     /// a Citus coordinator: compare a grouped queue there with `--conn` (`--citus`)
@@ -112,6 +114,7 @@ pub(crate) fn args() -> Args {
         portable: false,
         mariadb: None,
         sqlite: None,
+        backends: Vec::new(),
         mixed: false,
         citus: None,
         transaction_pooler: false,
@@ -260,12 +263,17 @@ pub(crate) fn args() -> Args {
                 a.sqlite = Some(v[i + 1].clone());
                 i += 1;
             }
+            "--backends" => {
+                a.portable = true;
+                a.backends = v[i + 1].split(',').map(str::to_owned).collect();
+                i += 1;
+            }
             "--quick" => {
                 a.jobs = 2_000;
                 a.workers = vec![1, 4];
                 a.batches = vec![1, 100];
             }
-            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --client-only, --transaction-pooler, --portable, --keyed-backlog N, --backlog-keys N, --mixed, --mariadb URL, --sqlite PATH, --citus CONN, --pgmq CONN, --sql-edition CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --flow, --flow-10m, --sustained SECONDS, --hold-every SECONDS, --horizon, --horizon-jobs N,N, --holder snapshot|row_lock, --horizon-cap SECONDS, --table-options OPTS|reset, --pgmq-table-options OPTS|reset, --max-attempts N, --chain, --worker"),
+            other => panic!("unknown argument {other}: use --conn, --jobs N, --repeat N, --quick, --forms F,F, --workers N,N, --batches N,N, --no-client, --client-only, --transaction-pooler, --portable, --keyed-backlog N, --backlog-keys N, --mixed, --mariadb URL, --sqlite PATH, --backends B,B, --citus CONN, --pgmq CONN, --sql-edition CONN, --graphile DB, --awa DB, --scaling, --scaling-10m, --flow, --flow-10m, --sustained SECONDS, --hold-every SECONDS, --horizon, --horizon-jobs N,N, --holder snapshot|row_lock, --horizon-cap SECONDS, --table-options OPTS|reset, --pgmq-table-options OPTS|reset, --max-attempts N, --chain, --worker"),
         }
         i += 1;
     }

@@ -142,6 +142,7 @@ pub(crate) fn backends(a: &Args) -> Vec<Backend> {
             url: format!("sqlite://{p}?mode=rwc"),
         });
     }
+    v.retain(|b| a.backends.is_empty() || a.backends.iter().any(|n| n == b.db.name()));
     v
 }
 
@@ -190,11 +191,17 @@ pub(crate) async fn pool(b: &Backend, max: u32) -> AnyPool {
         });
     }
     if b.db == Server::Sqlite {
-        // what settle's engine sets on its SQLite connections
+        // what settle's engine sets on its SQLite connections; WAL is kept in
+        // the file, and asking a new connection to switch to it while others
+        // write fails at once with "database is locked"
         o = o.after_connect(|c: &mut sqlx::AnyConnection, _| {
             Box::pin(async move {
-                for p in ["PRAGMA journal_mode = WAL", "PRAGMA busy_timeout = 10000"] {
-                    sqlx::Executor::execute(&mut *c, p).await?;
+                sqlx::Executor::execute(&mut *c, "PRAGMA busy_timeout = 10000").await?;
+                let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+                    .fetch_one(&mut *c)
+                    .await?;
+                if !mode.eq_ignore_ascii_case("wal") {
+                    sqlx::Executor::execute(&mut *c, "PRAGMA journal_mode = WAL").await?;
                 }
                 Ok(())
             })
