@@ -103,6 +103,7 @@ impl Conns {
             Ok(obj) => Ok(AnyConn {
                 obj: Some(obj),
                 used: false,
+                plain_tx: false,
             }),
             Err(managed::PoolError::Backend(e)) => Err(e.into()),
             Err(e @ managed::PoolError::Timeout(managed::TimeoutType::Wait)) => {
@@ -126,6 +127,9 @@ pub struct AnyConn {
     obj: Option<Object<AnyManager>>,
     /// run on since it was taken or last marked [`done`](AnyConn::done)
     used: bool,
+    /// an [`AnyTx`] is open on it, begun by a plain statement (sqlx does not
+    /// count it as a transaction until [`AnyTx::driver_aware`])
+    plain_tx: bool,
 }
 
 impl AnyConn {
@@ -133,6 +137,7 @@ impl AnyConn {
     /// back to the pool without a check.
     pub(crate) fn done(&mut self) {
         self.used = false;
+        self.plain_tx = false;
     }
 
     /// Close it instead of giving it back (the server drops its locks).
@@ -176,14 +181,16 @@ impl Drop for AnyConn {
             drop(Object::take(obj));
             return;
         };
+        let plain_tx = self.plain_tx;
         // a statement may have failed or been cancelled midway, or a transaction
         // left open (a dropped sqlx transaction only queues its rollback): flush
         // and check it before anyone else takes it
         rt.spawn(async move {
             let c: &mut sqlx::AnyConnection = &mut obj;
-            let rolled_back = match c.is_in_transaction() {
-                true => Tm::rollback(c).await,
-                false => Ok(()),
+            let rolled_back = match (c.is_in_transaction(), plain_tx) {
+                (true, _) => Tm::rollback(c).await,
+                (false, true) => sqlx::Executor::execute(&mut *c, "ROLLBACK").await.map(drop),
+                (false, false) => Ok(()),
             };
             if rolled_back.is_err() || c.ping().await.is_err() {
                 drop(Object::take(obj));
@@ -195,37 +202,79 @@ impl Drop for AnyConn {
 /// A transaction that owns its connection (the row_lock claim transaction,
 /// which its deliveries share until the last settles). Dropped while open,
 /// it is rolled back before its connection is pooled again.
-pub(crate) struct AnyTx(AnyConn);
+///
+/// It begins and ends with plain statements: sqlx-sqlite answers its own
+/// transaction commands through a rendezvous (its connection thread waits
+/// until the caller has taken the answer), a cross-thread round trip more per
+/// claim. sqlx learns of the transaction only when a savepoint or the
+/// handler's use of it needs its nesting ([`AnyTx::driver_aware`]).
+pub(crate) struct AnyTx {
+    conn: AnyConn,
+    /// sqlx counts this transaction (its `begin()` makes a savepoint)
+    known: bool,
+}
 
 impl AnyTx {
     pub(super) async fn begin(mut c: AnyConn, statement: &'static str) -> Result<AnyTx> {
-        Tm::begin(&mut c, Some(statement.into())).await?;
-        Ok(AnyTx(c))
+        // set first: a claim cancelled while it begins is rolled back too
+        c.plain_tx = true;
+        sqlx::Executor::execute(&mut *c, statement).await?;
+        Ok(AnyTx {
+            conn: c,
+            known: false,
+        })
+    }
+
+    /// Let sqlx count the open transaction, so its `begin()` on this
+    /// connection makes a savepoint and its commit or rollback ends the whole.
+    pub(super) async fn driver_aware(&mut self) -> Result<()> {
+        if !self.known {
+            Tm::begin(&mut self.conn, Some(format!("SAVEPOINT {TX_SP}").into())).await?;
+            self.known = true;
+        }
+        Ok(())
+    }
+
+    /// A savepoint in the transaction, as a sqlx transaction.
+    pub(super) async fn savepoint(&mut self) -> Result<sqlx::Transaction<'_, Any>> {
+        self.driver_aware().await?;
+        Ok(self.conn.begin().await?)
     }
 
     pub(super) async fn commit(mut self) -> Result<()> {
-        Tm::commit(&mut self.0).await?;
-        self.0.done();
+        if self.known {
+            Tm::commit(&mut self.conn).await?;
+        } else {
+            sqlx::Executor::execute(&mut *self.conn, "COMMIT").await?;
+        }
+        self.conn.done();
         Ok(())
     }
 
     pub(super) async fn rollback(mut self) -> Result<()> {
-        Tm::rollback(&mut self.0).await?;
-        self.0.done();
+        if self.known {
+            Tm::rollback(&mut self.conn).await?;
+        } else {
+            sqlx::Executor::execute(&mut *self.conn, "ROLLBACK").await?;
+        }
+        self.conn.done();
         Ok(())
     }
 }
+
+/// The savepoint that tells sqlx of an [`AnyTx`].
+const TX_SP: &str = "settle_claim";
 
 impl Deref for AnyTx {
     type Target = sqlx::AnyConnection;
 
     fn deref(&self) -> &sqlx::AnyConnection {
-        &self.0
+        &self.conn
     }
 }
 
 impl DerefMut for AnyTx {
     fn deref_mut(&mut self) -> &mut sqlx::AnyConnection {
-        &mut self.0
+        &mut self.conn
     }
 }

@@ -129,7 +129,7 @@ impl Engine {
                         .inspect_err(|e| session.break_with(e));
                 }
                 // a savepoint fences this outcome from its siblings in the claim transaction
-                let mut sp = tx.begin().await?;
+                let mut sp = tx.savepoint().await?;
                 match self.write(&mut sp, id, None, outcome).await {
                     Ok(v) => {
                         sp.commit().await?;
@@ -205,7 +205,7 @@ impl Engine {
                         .await
                         .inspect_err(|e| session.break_with(e))?
                 } else {
-                    let mut sp = tx.begin().await.map_err(|e| give_back(e.into()))?;
+                    let mut sp = tx.savepoint().await.map_err(give_back)?;
                     match self.write_many(&mut sp, &items, outcome).await {
                         Ok(v) => {
                             sp.commit().await.map_err(|e| give_back(e.into()))?;
@@ -389,6 +389,8 @@ impl Session {
             let mut g = self.conn.clone().lock_owned().await;
             match g.as_mut() {
                 Some(ClaimConn::Tx(tx)) => {
+                    // the handler may nest with sqlx's own begin()
+                    tx.driver_aware().await?;
                     let conn: &mut sqlx::AnyConnection = tx;
                     sqlx::Executor::execute(&mut *conn, format!("SAVEPOINT {HANDLER_SP}").as_str())
                         .await?;
