@@ -287,6 +287,26 @@ pub async fn final_rows(
     (rows, dead)
 }
 
+/// Claim up to `n` rows, expecting `ids` in claim order, ack them all (each
+/// deleted), and find the queue empty after.
+pub async fn ack_the_last(
+    b: Backend,
+    c: &Client,
+    pool: &sqlx::AnyPool,
+    t: &str,
+    n: usize,
+    ids: &[&str],
+) {
+    let got = c.claim(n).await.unwrap();
+    let claimed: Vec<&str> = got.iter().map(|d| d.id()).collect();
+    assert_eq!(claimed, ids, "{b:?}");
+    for r in c.settle_many(got, Outcome::Ack).await {
+        assert_eq!(r.unwrap(), settle::Settled::Deleted, "{b:?}");
+    }
+    let (rows, _) = final_rows(b, pool, t).await;
+    assert!(rows.is_empty(), "{b:?}: {rows:?}");
+}
+
 /// The mixed outcome set of the load tests, by the row's integer id and the
 /// delivery's attempt: a tenth dropped, a tenth retried once, a tenth delayed
 /// once, a tenth retried until the dead letter (max_attempts 3), the rest acked.

@@ -118,14 +118,7 @@ async fn handler_nests(b: Backend) {
     assert_eq!(kept, vec![10, 21], "{b:?}");
 
     // the claim committed and its connection is clean: the last row comes next
-    let last = c.claim(3).await.unwrap();
-    let ids: Vec<&str> = last.iter().map(|d| d.id()).collect();
-    assert_eq!(ids, ["3"], "{b:?}");
-    for r in c.settle_many(last, Outcome::Ack).await {
-        assert_eq!(r.unwrap(), Settled::Deleted, "{b:?}");
-    }
-    let (rows, _) = final_rows(b, &pool, &t).await;
-    assert!(rows.is_empty(), "{b:?}: {rows:?}");
+    ack_the_last(b, &c, &pool, &t, 3, &["3"]).await;
 }
 
 macro_rules! backend {
