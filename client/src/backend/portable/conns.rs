@@ -210,8 +210,6 @@ impl Drop for AnyConn {
 /// handler's use of it needs its nesting ([`AnyTx::driver_aware`]).
 pub(crate) struct AnyTx {
     conn: AnyConn,
-    /// sqlx counts this transaction (its `begin()` makes a savepoint)
-    known: bool,
 }
 
 impl AnyTx {
@@ -219,18 +217,19 @@ impl AnyTx {
         // set first: a claim cancelled while it begins is rolled back too
         c.plain_tx = true;
         sqlx::Executor::execute(&mut *c, statement).await?;
-        Ok(AnyTx {
-            conn: c,
-            known: false,
-        })
+        Ok(AnyTx { conn: c })
+    }
+
+    /// sqlx counts this transaction (its `begin()` makes a savepoint).
+    fn known(&self) -> bool {
+        self.conn.is_in_transaction()
     }
 
     /// Let sqlx count the open transaction, so its `begin()` on this
     /// connection makes a savepoint and its commit or rollback ends the whole.
     pub(super) async fn driver_aware(&mut self) -> Result<()> {
-        if !self.known {
+        if !self.known() {
             Tm::begin(&mut self.conn, Some(format!("SAVEPOINT {TX_SP}").into())).await?;
-            self.known = true;
         }
         Ok(())
     }
@@ -242,7 +241,7 @@ impl AnyTx {
     }
 
     pub(super) async fn commit(mut self) -> Result<()> {
-        if self.known {
+        if self.known() {
             Tm::commit(&mut self.conn).await?;
         } else {
             sqlx::Executor::execute(&mut *self.conn, "COMMIT").await?;
@@ -252,7 +251,7 @@ impl AnyTx {
     }
 
     pub(super) async fn rollback(mut self) -> Result<()> {
-        if self.known {
+        if self.known() {
             Tm::rollback(&mut self.conn).await?;
         } else {
             sqlx::Executor::execute(&mut *self.conn, "ROLLBACK").await?;
