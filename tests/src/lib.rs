@@ -287,6 +287,28 @@ pub async fn final_rows(
     (rows, dead)
 }
 
+/// A side table `{t}_side (id BIGINT)` for handlers' own writes; its quoted name.
+pub async fn side_table(b: Backend, pool: &sqlx::AnyPool, t: &str) -> String {
+    let side = b.dialect().ident(&format!("{t}_side"));
+    sqlx::query(&format!("CREATE TABLE {side} (id BIGINT)"))
+        .execute(pool)
+        .await
+        .unwrap();
+    side
+}
+
+/// The ids written to a [`side_table`], in order.
+pub async fn side_ids(b: Backend, pool: &sqlx::AnyPool, side: &str) -> Vec<i64> {
+    let sql = format!("SELECT {} FROM {side} ORDER BY id", b.dialect().int("id"));
+    sqlx::query(&sql)
+        .fetch_all(pool)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
 /// Claim up to `n` rows, expecting `ids` in claim order, ack them all (each
 /// deleted), and find the queue empty after.
 pub async fn ack_the_last(

@@ -5,7 +5,7 @@
 
 use settle::{Form, Outcome, PoolOptions, Queue, Settled};
 use settle_conformance::*;
-use sqlx::{Connection, Row};
+use sqlx::Connection;
 use std::time::Duration;
 
 async fn one_connection(b: Backend, t: &str) -> settle::Client {
@@ -69,11 +69,7 @@ async fn handler_nests(b: Backend) {
     let pool = admin(b).await;
     let t = table(b, &pool, "claim_tx_nest", 3).await;
     let d = b.dialect();
-    let side = d.ident(&format!("{t}_side"));
-    sqlx::query(&format!("CREATE TABLE {side} (id BIGINT)"))
-        .execute(&pool)
-        .await
-        .unwrap();
+    let side = side_table(b, &pool, &t).await;
     let insert = format!("INSERT INTO {side} VALUES ({})", d.p(1));
     let c = one_connection(b, &t).await;
     let mut got = c.claim(2).await.unwrap();
@@ -108,14 +104,7 @@ async fn handler_nests(b: Backend) {
         .unwrap();
     assert_eq!(second.ack().await.unwrap(), Settled::Deleted, "{b:?}");
 
-    let kept: Vec<i64> = sqlx::query(&format!("SELECT {} FROM {side} ORDER BY id", d.int("id")))
-        .fetch_all(&pool)
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    assert_eq!(kept, vec![10, 21], "{b:?}");
+    assert_eq!(side_ids(b, &pool, &side).await, vec![10, 21], "{b:?}");
 
     // the claim committed and its connection is clean: the last row comes next
     ack_the_last(b, &c, &pool, &t, 3, &["3"]).await;

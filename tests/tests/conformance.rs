@@ -573,11 +573,7 @@ async fn transactional_mode(b: Backend) {
     let pool = admin(b).await;
     let t = table(b, &pool, "txm", 5).await;
     let d = b.dialect();
-    let side = d.ident(&format!("{t}_side"));
-    sqlx::query(&format!("CREATE TABLE {side} (id BIGINT)"))
-        .execute(&pool)
-        .await
-        .unwrap();
+    let side = side_table(b, &pool, &t).await;
     let c = b
         .client(
             Queue::new(&t, &t)
@@ -623,13 +619,7 @@ async fn transactional_mode(b: Backend) {
         ],
         "{b:?}"
     );
-    let kept: Vec<i64> = sqlx::query(&format!("SELECT {} FROM {side} ORDER BY id", d.int("id")))
-        .fetch_all(&pool)
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let kept = side_ids(b, &pool, &side).await;
     assert_eq!(
         kept,
         vec![1],
